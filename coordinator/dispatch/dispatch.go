@@ -1,0 +1,372 @@
+// Package dispatch publishes tasks to the JetStream work queue and turns
+// the results workers report into resolved futures. It owns the pending-task
+// map and the result journal; results are recorded effectively once, keyed
+// by task id.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// ErrClosed is returned by Submit after the dispatcher stopped.
+var ErrClosed = errors.New("dispatcher closed")
+
+// Options configures a Dispatcher.
+type Options struct {
+	Logger *slog.Logger
+	NC     *nats.Conn
+	JS     jetstream.JetStream
+	// Stream is the task stream (for deleting cancelled queued tasks).
+	Stream jetstream.Stream
+	// Journal records results durably; its existing results are loaded by the caller.
+	Journal *Journal
+	// Recorded are results read back from the journal at start.
+	Recorded []*pb.Result
+	// RunPrefix: results whose task id does not start with it belong to
+	// another run and are answered STATUS_UNKNOWN.
+	RunPrefix string
+	// OnResult, if set, sees every newly recorded result (accounting, progress).
+	OnResult func(*pb.Result)
+	// Propagator injects trace context into task headers (nil = none).
+	Propagator propagation.TextMapPropagator
+}
+
+// Dispatcher publishes tasks and resolves their futures.
+type Dispatcher struct {
+	o   Options
+	log *slog.Logger
+
+	mu        sync.Mutex
+	recorded  map[string]*pb.Result
+	recording map[string]bool
+	pending   map[string]*Future
+	seqs      map[uint64]string // stream seq → task id of pending tasks
+	closed    bool
+}
+
+// Future is the eventual result of one task.
+type Future struct {
+	id   string
+	seq  uint64
+	done chan struct{}
+	res  *pb.Result
+	once sync.Once
+}
+
+// ID is the task id.
+func (f *Future) ID() string { return f.id }
+
+// Done is closed when the result is known.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Result is the task's result; valid after Done is closed.
+func (f *Future) Result() *pb.Result { return f.res }
+
+// Wait blocks until the result is known or ctx ends.
+func (f *Future) Wait(ctx context.Context) (*pb.Result, error) {
+	select {
+	case <-f.done:
+		return f.res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *Future) resolve(r *pb.Result) {
+	f.once.Do(func() {
+		f.res = r
+		close(f.done)
+	})
+}
+
+// New returns a Dispatcher primed with already recorded results.
+func New(o Options) *Dispatcher {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{
+		o:         o,
+		log:       o.Logger,
+		recorded:  make(map[string]*pb.Result, len(o.Recorded)),
+		recording: map[string]bool{},
+		pending:   map[string]*Future{},
+		seqs:      map[uint64]string{},
+	}
+	for _, r := range o.Recorded {
+		d.recorded[r.GetTaskId()] = r
+	}
+	return d
+}
+
+// Run watches for tasks that ran out of deliveries and turns them into
+// typed failures. It returns nil when ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if d.o.NC == nil {
+		<-ctx.Done()
+		return nil
+	}
+	stop, err := queue.SubscribeMaxDeliveries(d.o.NC, func(a queue.MaxDeliveriesExceeded) {
+		d.deliveriesExhausted(ctx, a)
+	})
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stop()
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliveriesExceeded) {
+	d.mu.Lock()
+	id, ok := d.seqs[a.StreamSeq]
+	d.mu.Unlock()
+	if d.o.Stream != nil {
+		_ = d.o.Stream.DeleteMsg(context.WithoutCancel(ctx), a.StreamSeq)
+	}
+	if !ok {
+		return
+	}
+	d.log.Warn("task ran out of deliveries", "task_id", id, "deliveries", a.Deliveries)
+	d.Record(&pb.Result{
+		TaskId:  id,
+		Outcome: pb.Outcome_OUTCOME_MODEL_ERROR,
+		Error:   fmt.Sprintf("no result after %d deliveries (workers died or kept failing)", a.Deliveries),
+		Attempt: int32(a.Deliveries),
+	}, func(pb.ReportAck_Status, error) {})
+}
+
+// Lookup returns the recorded result of a task id, if any.
+func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.recorded[id]
+	return r, ok
+}
+
+// Submit publishes tasks and returns one future per task, in order. A task
+// whose result is already recorded is not published again; a task already
+// pending shares its future. Re-publishing a task that is still queued is
+// harmless: JetStream drops it as a duplicate of its Nats-Msg-Id.
+func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, error) {
+	futs := make([]*Future, len(tasks))
+	type pub struct {
+		f   *Future
+		paf jetstream.PubAckFuture
+	}
+	pubs := make([]pub, 0, len(tasks))
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, ErrClosed
+	}
+	var toSend []int
+	for i, t := range tasks {
+		id := t.GetId()
+		if r, ok := d.recorded[id]; ok {
+			f := &Future{id: id, done: make(chan struct{})}
+			f.resolve(r)
+			futs[i] = f
+			continue
+		}
+		if f, ok := d.pending[id]; ok {
+			futs[i] = f
+			continue
+		}
+		f := &Future{id: id, done: make(chan struct{})}
+		d.pending[id] = f
+		futs[i] = f
+		toSend = append(toSend, i)
+	}
+	d.mu.Unlock()
+
+	for _, i := range toSend {
+		t := tasks[i]
+		kind := queue.KindOf(t)
+		if kind == "" {
+			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "task has no kind")
+			continue
+		}
+		data, err := proto.Marshal(t)
+		if err != nil {
+			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "encode task: "+err.Error())
+			continue
+		}
+		msg := nats.NewMsg(queue.Subject(kind))
+		msg.Data = data
+		msg.Header.Set(jetstream.MsgIDHeader, t.GetId())
+		if d.o.Propagator != nil {
+			d.o.Propagator.Inject(ctx, queue.HeaderCarrier(msg.Header))
+		}
+		paf, err := d.o.JS.PublishMsgAsync(msg)
+		if err != nil {
+			d.unpend(futs[i])
+			return nil, fmt.Errorf("publish task %s: %w", t.GetId(), err)
+		}
+		pubs = append(pubs, pub{f: futs[i], paf: paf})
+	}
+	var firstErr error
+	for _, p := range pubs {
+		select {
+		case ack := <-p.paf.Ok():
+			d.mu.Lock()
+			p.f.seq = ack.Sequence
+			if _, still := d.pending[p.f.id]; still {
+				d.seqs[ack.Sequence] = p.f.id
+			}
+			d.mu.Unlock()
+		case err := <-p.paf.Err():
+			d.unpend(p.f)
+			if firstErr == nil {
+				firstErr = fmt.Errorf("publish task %s: %w", p.f.id, err)
+			}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return futs, nil
+}
+
+func (d *Dispatcher) unpend(f *Future) {
+	d.mu.Lock()
+	if d.pending[f.id] == f {
+		delete(d.pending, f.id)
+	}
+	d.mu.Unlock()
+}
+
+func (d *Dispatcher) fail(f *Future, o pb.Outcome, msg string) {
+	d.unpend(f)
+	f.resolve(&pb.Result{TaskId: f.id, Outcome: o, Error: msg})
+}
+
+// Record stores a reported result and calls done with the status to send
+// back to the worker: RECORDED once durable, DUPLICATE if it was recorded
+// before, UNKNOWN for another run's task, RETRY if it could not be stored
+// now (or the same task is being stored by another report).
+func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error)) {
+	id := res.GetTaskId()
+	if id == "" || (d.o.RunPrefix != "" && !strings.HasPrefix(id, d.o.RunPrefix)) {
+		done(pb.ReportAck_STATUS_UNKNOWN, nil)
+		return
+	}
+	d.mu.Lock()
+	if _, ok := d.recorded[id]; ok {
+		d.mu.Unlock()
+		done(pb.ReportAck_STATUS_DUPLICATE, nil)
+		return
+	}
+	if d.recording[id] {
+		d.mu.Unlock()
+		done(pb.ReportAck_STATUS_RETRY, nil)
+		return
+	}
+	d.recording[id] = true
+	d.mu.Unlock()
+
+	commit := func(err error) {
+		d.mu.Lock()
+		delete(d.recording, id)
+		if err != nil {
+			d.mu.Unlock()
+			d.log.Error("record result", "task_id", id, "err", err)
+			done(pb.ReportAck_STATUS_RETRY, err)
+			return
+		}
+		d.recorded[id] = res
+		f := d.pending[id]
+		delete(d.pending, id)
+		if f != nil && f.seq != 0 {
+			delete(d.seqs, f.seq)
+		}
+		d.mu.Unlock()
+		if d.o.OnResult != nil {
+			d.o.OnResult(res)
+		}
+		if f != nil {
+			f.resolve(res)
+		}
+		done(pb.ReportAck_STATUS_RECORDED, nil)
+	}
+	if d.o.Journal == nil {
+		commit(nil)
+		return
+	}
+	d.o.Journal.Append(res, commit)
+}
+
+// Cancel stops tasks that are no longer needed: queued ones are deleted
+// from the stream, in-flight ones are told to stop, and their futures
+// resolve as cancelled. Cancelled results are not recorded.
+func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
+	var seqs []uint64
+	var futs []*Future
+	d.mu.Lock()
+	for _, id := range ids {
+		f, ok := d.pending[id]
+		if !ok {
+			continue
+		}
+		delete(d.pending, id)
+		if f.seq != 0 {
+			delete(d.seqs, f.seq)
+			seqs = append(seqs, f.seq)
+		}
+		futs = append(futs, f)
+	}
+	d.mu.Unlock()
+	if len(futs) == 0 {
+		return
+	}
+	for _, f := range futs {
+		f.resolve(&pb.Result{TaskId: f.id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
+	}
+	if d.o.Stream != nil {
+		for _, s := range seqs {
+			// A task already delivered is no longer in the stream; that is fine.
+			_ = d.o.Stream.DeleteMsg(ctx, s)
+		}
+	}
+	if d.o.NC != nil {
+		var b strings.Builder
+		for i, f := range futs {
+			if i > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(f.id)
+		}
+		_ = d.o.NC.Publish(queue.CancelSubject, []byte(b.String()))
+	}
+}
+
+// Pending reports how many tasks await results.
+func (d *Dispatcher) Pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.pending)
+}
+
+// Recorded reports how many results are recorded.
+func (d *Dispatcher) Recorded() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.recorded)
+}

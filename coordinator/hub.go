@@ -1,0 +1,154 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/grpc"
+
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// HubOptions configures the coordinator's dispatch side.
+type HubOptions struct {
+	Logger *slog.Logger
+	NC     *nats.Conn
+	// RunDir holds the result journal (results.journal).
+	RunDir string
+	// RunID prefixes every task id of this run.
+	RunID string
+	// GRPCListener serves the Coordinator service (the hub closes it).
+	GRPCListener net.Listener
+	// GRPCServerOptions (TLS credentials, stats handlers).
+	GRPCServerOptions []grpc.ServerOption
+	// Consumer tunes the shared worker consumer.
+	Consumer queue.ConsumerOptions
+	// NoSync skips fsync of the journal (tests, benchmarks).
+	NoSync     bool
+	OnResult   func(*pb.Result)
+	Propagator propagation.TextMapPropagator
+}
+
+// Hub is the coordinator's dispatch side: the task stream, the result
+// journal, the dispatcher and the gRPC server.
+type Hub struct {
+	D      *dispatch.Dispatcher
+	RPC    *rpcserver.Server
+	JS     jetstream.JetStream
+	Stream jetstream.Stream
+
+	o       HubOptions
+	journal *dispatch.Journal
+	grpc    *grpc.Server
+
+	mu     sync.RWMutex
+	skills map[string]string
+}
+
+// NewHub sets up the stream and consumer, opens the journal and builds the
+// dispatcher and gRPC server. Run serves them.
+func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(o.NC, jetstream.WithPublishAsyncMaxPending(8192))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := queue.EnsureConsumer(ctx, js, o.Consumer); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	j, recorded, err := dispatch.OpenJournal(filepath.Join(o.RunDir, "results.journal"), o.NoSync)
+	if err != nil {
+		return nil, err
+	}
+	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}}
+	prefix := ""
+	if o.RunID != "" {
+		prefix = o.RunID + "/"
+	}
+	h.D = dispatch.New(dispatch.Options{
+		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
+		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
+	})
+	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
+	h.grpc = grpc.NewServer(o.GRPCServerOptions...)
+	pb.RegisterCoordinatorServer(h.grpc, h.RPC)
+	if len(recorded) > 0 {
+		o.Logger.Info("results recovered from journal", "results", len(recorded))
+	}
+	return h, nil
+}
+
+// AddSkill makes a skill text available to workers by hash.
+func (h *Hub) AddSkill(hash, text string) {
+	h.mu.Lock()
+	h.skills[hash] = text
+	h.mu.Unlock()
+}
+
+// Skill implements rpcserver.SkillSource.
+func (h *Hub) Skill(hash string) (string, error) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	t, ok := h.skills[hash]
+	if !ok {
+		return "", fmt.Errorf("%w: %s", rpcserver.ErrSkillNotFound, hash)
+	}
+	return t, nil
+}
+
+// Addr is the gRPC listen address.
+func (h *Hub) Addr() string { return h.o.GRPCListener.Addr().String() }
+
+// Run serves gRPC and watches deliveries until ctx ends, then stops the
+// server gracefully and closes the journal.
+func (h *Hub) Run(ctx context.Context) error {
+	errc := make(chan error, 2)
+	go func() {
+		if err := h.grpc.Serve(h.o.GRPCListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			errc <- fmt.Errorf("grpc serve: %w", err)
+			return
+		}
+		errc <- nil
+	}()
+	dctx, dstop := context.WithCancel(ctx)
+	go func() { errc <- h.D.Run(dctx) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	dstop()
+	stopped := make(chan struct{})
+	go func() { h.grpc.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		h.grpc.Stop()
+	}
+	if cerr := h.journal.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return err
+}

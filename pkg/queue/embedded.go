@@ -1,0 +1,146 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+)
+
+// EmbeddedOptions configures an in-process nats-server.
+type EmbeddedOptions struct {
+	// StoreDir holds JetStream data; empty means a new temp dir removed on Shutdown.
+	StoreDir string
+	// Listen makes the server accept TCP clients on Host:Port (Port -1 = any
+	// free port). Without it the server has no socket at all and only
+	// in-process clients connect.
+	Listen bool
+	Host   string
+	Port   int
+	// MaxStore bounds JetStream file storage (default 8 GiB).
+	MaxStore int64
+	Logger   *slog.Logger
+}
+
+// Embedded is a running in-process nats-server with JetStream.
+type Embedded struct {
+	srv     *server.Server
+	tempDir string
+}
+
+// StartEmbedded starts a nats-server inside this process and waits until it
+// accepts connections.
+func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
+	e := &Embedded{}
+	if o.StoreDir == "" {
+		d, err := os.MkdirTemp("", "skillfleet-nats-")
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats: %w", err)
+		}
+		o.StoreDir, e.tempDir = d, d
+	}
+	if o.Host == "" {
+		o.Host = "127.0.0.1"
+	}
+	if o.Port == 0 {
+		o.Port = -1
+	}
+	if o.MaxStore == 0 {
+		o.MaxStore = 8 << 30
+	}
+	opts := &server.Options{
+		ServerName:         "skillfleet-embedded",
+		Host:               o.Host,
+		Port:               o.Port,
+		DontListen:         !o.Listen,
+		JetStream:          true,
+		StoreDir:           o.StoreDir,
+		JetStreamMaxStore:  o.MaxStore,
+		JetStreamMaxMemory: 1 << 30,
+		NoSigs:             true,
+		NoLog:              o.Logger == nil,
+		MaxPayload:         8 << 20,
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		e.cleanup()
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	if o.Logger != nil {
+		srv.SetLoggerV2(&slogAdapter{log: o.Logger}, false, false, false)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(15 * time.Second) {
+		srv.Shutdown()
+		e.cleanup()
+		return nil, errors.New("embedded nats: not ready after 15s")
+	}
+	e.srv = srv
+	return e, nil
+}
+
+// URL is the client URL, or "" when the server does not listen.
+func (e *Embedded) URL() string {
+	if e.srv.ClientURL() == "" {
+		return ""
+	}
+	u := e.srv.ClientURL()
+	if _, err := url.Parse(u); err != nil {
+		return ""
+	}
+	return u
+}
+
+// Connect opens an in-process client connection.
+func (e *Embedded) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {
+	opts := append([]nats.Option{nats.Name(name), nats.InProcessServer(e.srv), nats.MaxReconnects(-1)}, extra...)
+	nc, err := nats.Connect("", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect embedded nats: %w", err)
+	}
+	return nc, nil
+}
+
+// Shutdown stops the server and removes a temp store.
+func (e *Embedded) Shutdown() {
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	e.cleanup()
+}
+
+func (e *Embedded) cleanup() {
+	if e.tempDir != "" {
+		_ = os.RemoveAll(e.tempDir)
+	}
+}
+
+// slogAdapter lets the embedded server log through slog.
+type slogAdapter struct{ log *slog.Logger }
+
+func (a *slogAdapter) Noticef(format string, v ...any) {
+	a.log.Debug("nats: " + fmt.Sprintf(format, v...)) //nolint:sloglint // server messages are preformatted
+}
+func (a *slogAdapter) Warnf(format string, v ...any) {
+	a.log.Warn("nats: " + fmt.Sprintf(format, v...)) //nolint:sloglint // server messages are preformatted
+}
+func (a *slogAdapter) Fatalf(format string, v ...any) {
+	a.log.Error("nats: " + fmt.Sprintf(format, v...)) //nolint:sloglint // server messages are preformatted
+}
+func (a *slogAdapter) Errorf(format string, v ...any) {
+	a.log.Error("nats: " + fmt.Sprintf(format, v...)) //nolint:sloglint // server messages are preformatted
+}
+func (a *slogAdapter) Debugf(string, ...any) {}
+func (a *slogAdapter) Tracef(string, ...any) {}
+
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,202 @@
+// Package queue sets up the NATS JetStream objects skillfleet dispatches
+// tasks through: one work-queue stream, one durable pull consumer shared by
+// all workers, a cancel subject, and an embedded server for the all-in-one
+// mode and tests.
+package queue
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// KindOf returns a task's kind name (its subject suffix), or "" if unset.
+func KindOf(t *pb.Task) string {
+	switch t.GetKind().(type) {
+	case *pb.Task_Rollout:
+		return KindRollout
+	case *pb.Task_Reflect:
+		return KindReflect
+	case *pb.Task_Merge:
+		return KindMerge
+	case *pb.Task_Rank:
+		return KindRank
+	case *pb.Task_SlowUpdate:
+		return KindSlowUpdate
+	case *pb.Task_Meta:
+		return KindMeta
+	case *pb.Task_Rewrite:
+		return KindRewrite
+	case *pb.Task_Lr:
+		return KindLR
+	case *pb.Task_Consolidate:
+		return KindConsolidate
+	case *pb.Task_Noop:
+		return KindNoop
+	default:
+		return ""
+	}
+}
+
+// StreamOptions tunes the task stream.
+type StreamOptions struct {
+	// Duplicates is the de-duplication window for Nats-Msg-Id (default 2h).
+	Duplicates time.Duration
+	// Replicas for clustered NATS (default 1).
+	Replicas int
+	// Memory stores the stream in memory instead of files.
+	Memory bool
+}
+
+// EnsureStream creates or updates the work-queue task stream.
+func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) (jetstream.Stream, error) {
+	if o.Duplicates == 0 {
+		o.Duplicates = 2 * time.Hour
+	}
+	storage := jetstream.FileStorage
+	if o.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        StreamName,
+		Description: "skillfleet tasks (work queue)",
+		Subjects:    []string{SubjectAll},
+		Retention:   jetstream.WorkQueuePolicy,
+		Storage:     storage,
+		Duplicates:  o.Duplicates,
+		Replicas:    max(o.Replicas, 1),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
+	}
+	return s, nil
+}
+
+// ConsumerOptions tunes the shared worker consumer.
+type ConsumerOptions struct {
+	// AckWait is how long a delivered task may go without an ack or an
+	// InProgress heartbeat before it is redelivered (default 30s).
+	AckWait time.Duration
+	// MaxDeliver bounds deliveries of one task (default 5).
+	MaxDeliver int
+	// BackOff are the redelivery delays after an ack timeout.
+	BackOff []time.Duration
+	// MaxAckPending bounds tasks delivered and not yet acked across all workers (default 20000).
+	MaxAckPending int
+}
+
+func (o ConsumerOptions) withDefaults() ConsumerOptions {
+	if o.AckWait == 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.MaxDeliver == 0 {
+		o.MaxDeliver = 5
+	}
+	if o.MaxAckPending == 0 {
+		o.MaxAckPending = 20000
+	}
+	return o
+}
+
+// EnsureConsumer creates or updates the durable pull consumer all workers share.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, o ConsumerOptions) (jetstream.Consumer, error) {
+	o = o.withDefaults()
+	cfg := jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "skillfleet workers",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.AckWait,
+		MaxDeliver:    o.MaxDeliver,
+		MaxAckPending: o.MaxAckPending,
+		FilterSubject: SubjectAll,
+	}
+	if len(o.BackOff) > 0 {
+		cfg.BackOff = o.BackOff
+		cfg.AckWait = 0
+	}
+	c, err := js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName, err)
+	}
+	return c, nil
+}
+
+// MaxDeliveriesExceeded is a stream sequence whose task ran out of deliveries.
+type MaxDeliveriesExceeded struct {
+	StreamSeq  uint64 `json:"stream_seq"`
+	Deliveries uint64 `json:"deliveries"`
+}
+
+// SubscribeMaxDeliveries calls fn for every task message that JetStream
+// stops redelivering. The subscription ends with the returned func.
+func SubscribeMaxDeliveries(nc *nats.Conn, fn func(MaxDeliveriesExceeded)) (func(), error) {
+	sub, err := nc.Subscribe(maxDeliveriesAdvisory, func(m *nats.Msg) {
+		var a MaxDeliveriesExceeded
+		if json.Unmarshal(m.Data, &a) == nil && a.StreamSeq > 0 {
+			fn(a)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("subscribe max-deliveries advisory: %w", err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// ConnectOptions tunes Connect.
+type ConnectOptions struct {
+	Name   string
+	Logger *slog.Logger
+	// Extra are further nats options (credentials, TLS, in-process server).
+	Extra []nats.Option
+	// RetryFor bounds how long Connect keeps retrying the first connection (default 1m; <0 = once).
+	RetryFor time.Duration
+}
+
+// Connect dials NATS, retrying the first connection with back-off and
+// logging each failure, and reconnecting forever afterwards.
+func Connect(ctx context.Context, url string, o ConnectOptions) (*nats.Conn, error) {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if o.RetryFor == 0 {
+		o.RetryFor = time.Minute
+	}
+	opts := append([]nats.Option{
+		nats.Name(o.Name),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
+	}, o.Extra...)
+	deadline := time.Now().Add(o.RetryFor)
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		nc, err := nats.Connect(url, opts...)
+		if err == nil {
+			return nc, nil
+		}
+		if o.RetryFor < 0 || time.Now().After(deadline) {
+			return nil, fmt.Errorf("connect to nats %s: %w", redactURL(url), err)
+		}
+		log.Warn("nats unreachable, retrying", "url", redactURL(url), "attempt", attempt, "retry_in", delay.String(), "err", err)
+		select {
+		case <-ctx.Done():
+			return nil, errors.Join(fmt.Errorf("connect to nats %s: %w", redactURL(url), ctx.Err()), err)
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 5*time.Second)
+	}
+}
