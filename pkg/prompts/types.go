@@ -113,7 +113,10 @@ type BufferEntry struct {
 	FailurePatterns []FailurePattern `json:"failure_patterns"`
 	ScoreBefore     *float64         `json:"score_before,omitempty"`
 	ScoreAfter      *float64         `json:"score_after,omitempty"`
-	RejectedEdits   []RejectedEdit   `json:"rejected_edits,omitempty"`
+	// EarlyStopped marks a rejected candidate whose evaluation stopped as
+	// soon as it could no longer beat ScoreBefore (ScoreAfter is then unset).
+	EarlyStopped  bool           `json:"early_stopped,omitempty"`
+	RejectedEdits []RejectedEdit `json:"rejected_edits,omitempty"`
 }
 
 // AnalystInput is the payload of analyst_failure and analyst_success.

@@ -1,0 +1,136 @@
+// Command skillfleet trains the skill document of a frozen LLM agent
+// (SkillOpt's method) on a fleet of workers. Run `skillfleet help`.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Exit codes.
+const (
+	exitOK        = 0
+	exitError     = 1
+	exitUsage     = 2
+	exitBudget    = 3
+	exitStopped   = 4
+	exitNoImprove = 5
+	exitCoverage  = 6
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type command struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"train", "train a skill (all-in-one unless --nats is given)", runTrain},
+		{"coordinator", "run the training loop against external NATS and workers", runCoordinator},
+		{"worker", "run a worker that executes tasks", runWorker},
+		{"eval", "score a skill on a split (and the baselines with --baseline)", runEval},
+		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
+		{"report", "summarise a run directory", runReport},
+		{"data", "check a split directory (data check DIR)", runData},
+		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
+			fmt.Fprintln(stdout, "skillfleet", version)
+			return nil
+		}},
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "skillfleet trains the Markdown skill document of a frozen LLM agent, distributed over workers.")
+	fmt.Fprintln(w, "\nUsage: skillfleet <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `skillfleet <command> --help` for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 budget reached, 4 stopped on request,")
+	fmt.Fprintln(w, "5 --assert-improves failed, 6 too few items scored (infrastructure failures).")
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		err := c.run(ctx, args[1:], stdout, stderr)
+		return exitCode(err, stderr)
+	}
+	fmt.Fprintf(stderr, "skillfleet: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+// usageError marks errors in how the command was called.
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+// exitError carries a specific exit code.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (c codedError) Error() string { return c.err.Error() }
+func (c codedError) Unwrap() error { return c.err }
+
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var ce codedError
+	var ue usageError
+	switch {
+	case errors.As(err, &ce):
+		fmt.Fprintln(stderr, "skillfleet:", err)
+		return ce.code
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "skillfleet:", err)
+		return exitUsage
+	}
+	fmt.Fprintln(stderr, "skillfleet:", err)
+	return exitError
+}
+
+// newLogger returns a logger writing text (or JSON) to w at level.
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level %q: want debug, info, warn or error", level)}
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text", "":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	default:
+		return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
+	}
+}

@@ -1,0 +1,124 @@
+package coordinator
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Progress prints what a run is doing. On a terminal it keeps one status
+// line updated in place; otherwise it prints a line per phase and decision.
+type Progress struct {
+	w      io.Writer
+	tty    bool
+	tokens func() int64
+
+	mu          sync.Mutex
+	head        string
+	stage       string
+	total, done int
+	failed      int
+	cur, best   float64
+	lastDraw    time.Time
+	lineOpen    bool
+}
+
+// NewProgress writes to w (nil = nowhere); tty enables in-place updates.
+func NewProgress(w io.Writer, tty bool) *Progress {
+	if w == nil {
+		w = io.Discard
+	}
+	return &Progress{w: w, tty: tty}
+}
+
+// SetTokens installs a function reporting tokens spent so far.
+func (p *Progress) SetTokens(f func() int64) { p.tokens = f }
+
+// Step announces a new step.
+func (p *Progress) Step(epoch, epochs, step, steps int, cur, best float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.head = fmt.Sprintf("epoch %d/%d step %d/%d", epoch, epochs, step, steps)
+	p.cur, p.best = cur, best
+}
+
+// Phase announces a phase outside the steps.
+func (p *Progress) Phase(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.head = name
+	p.stage = ""
+	if !p.tty {
+		p.println(name)
+	}
+}
+
+// StartWave announces a wave of tasks of one stage.
+func (p *Progress) StartWave(stage string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stage, p.total, p.done, p.failed = stage, n, 0, 0
+	p.draw(true)
+}
+
+// TaskDone counts a finished task.
+func (p *Progress) TaskDone(ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done++
+	if !ok {
+		p.failed++
+	}
+	p.draw(p.done == p.total)
+}
+
+// Decision prints a decision line.
+func (p *Progress) Decision(what string, cur, best float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cur, p.best = cur, best
+	p.println(fmt.Sprintf("%s  current=%.3f best=%.3f%s", what, cur, best, p.tokenText()))
+}
+
+func (p *Progress) tokenText() string {
+	if p.tokens == nil {
+		return ""
+	}
+	return fmt.Sprintf(" tokens=%s", humanCount(p.tokens()))
+}
+
+func (p *Progress) draw(force bool) {
+	if !p.tty {
+		return
+	}
+	if !force && time.Since(p.lastDraw) < 100*time.Millisecond {
+		return
+	}
+	p.lastDraw = time.Now()
+	fail := ""
+	if p.failed > 0 {
+		fail = fmt.Sprintf(" (%d failed)", p.failed)
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s · %s %d/%d%s · current=%.3f best=%.3f%s", p.head, p.stage, p.done, p.total, fail, p.cur, p.best, p.tokenText())
+	p.lineOpen = true
+}
+
+func (p *Progress) println(s string) {
+	if p.lineOpen {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.lineOpen = false
+	}
+	fmt.Fprintln(p.w, s)
+}
+
+func humanCount(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	default:
+		return fmt.Sprint(n)
+	}
+}

@@ -1,0 +1,244 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+)
+
+// Summary is written to summary.json at the end of a run.
+type Summary struct {
+	Version        int                             `json:"version"`
+	RunID          string                          `json:"run_id"`
+	Bench          string                          `json:"benchmark"`
+	TotalSteps     int                             `json:"total_steps"`
+	BaselineScore  float64                         `json:"baseline_selection_score"`
+	BestScore      float64                         `json:"best_selection_score"`
+	FinalScore     *float64                        `json:"final_selection_score"`
+	BestStep       int                             `json:"best_step"`
+	BestOrigin     string                          `json:"best_origin"`
+	CurrentOrigin  string                          `json:"final_origin"`
+	Promoted       bool                            `json:"final_promoted_to_best"`
+	Accepts        int                             `json:"accepts"`
+	Rejects        int                             `json:"rejects"`
+	Skips          int                             `json:"skips"`
+	Test           map[string]map[string]TypeScore `json:"test,omitempty"`
+	TestHard       map[string]float64              `json:"test_hard,omitempty"`
+	TestSoft       map[string]float64              `json:"test_soft,omitempty"`
+	DeltaBestHard  *float64                        `json:"delta_best_vs_baseline_hard,omitempty"`
+	DeltaFinalHard *float64                        `json:"delta_final_vs_baseline_hard,omitempty"`
+	BestSkillHash  string                          `json:"best_skill_hash"`
+	FinalSkillHash string                          `json:"final_skill_hash"`
+	BaselineHash   string                          `json:"baseline_skill_hash"`
+	Tokens         Totals                          `json:"tokens"`
+	WallTime       float64                         `json:"wall_time_s"`
+	BestSkillPath  string                          `json:"best_skill_path"`
+	SelectionEvalN int                             `json:"selection_items"`
+	TestEvalN      int                             `json:"test_items"`
+}
+
+// StepsPerEpoch is ceil(trainSize / (batch * accumulation)).
+func StepsPerEpoch(trainSize, batch, acc int) int {
+	per := batch * acc
+	return (trainSize + per - 1) / per
+}
+
+// Run trains from the initial skill (or continues a run dir) to the end
+// and returns the summary.
+func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	trainN := len(t.splits.Train)
+	if t.s.TrainSize > 0 && t.s.TrainSize != trainN {
+		return nil, fmt.Errorf("train.train_size is %d but the train split has %d items", t.s.TrainSize, trainN)
+	}
+	if trainN == 0 {
+		return nil, errors.New("the train split is empty")
+	}
+	if len(t.selItems()) == 0 {
+		return nil, errors.New("the val (selection) split is empty")
+	}
+	spe := StepsPerEpoch(trainN, t.s.BatchSize, t.s.Accumulation)
+	t.st = State{Version: 1, ConfigHash: t.s.ConfigHash, TotalSteps: t.s.NumEpochs * spe}
+	init := t.s.SkillInit
+	if t.s.SkillAware {
+		init = injectAppendix(init)
+	}
+	t.setCurrent(init, 0, false, "initial_skill")
+	t.st.Best, t.st.BestHash, t.st.BestOrigin = init, skillHash(init), "initial_skill"
+	t.rd.writeFile(skillFile(0), t.s.SkillInit)
+	if t.rd.resuming() {
+		t.log.InfoContext(ctx, "resuming run: replaying recorded results", "run_dir", t.s.RunDir, "events", t.rd.existingEvents())
+		t.prog.Phase("resuming: replaying recorded results")
+	}
+
+	// Baseline.
+	t.prog.Phase("baseline on selection split")
+	m, _, err := t.measureSel(ctx, "baseline", 0, init, -1)
+	if err != nil {
+		return nil, err
+	}
+	t.selCache[t.st.CurrentHash] = m
+	t.setCurrent(init, m.Score, true, "initial_skill")
+	t.st.BestScore = m.Score
+	baseline := m.Score
+	if err := t.rd.emit(Event{Type: "baseline", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(m.Score), BestScore: round6(m.Score), Counts: map[string]int{"selection_items": m.N, "scored": m.Scored}}); err != nil {
+		return nil, err
+	}
+	t.prog.Decision("baseline", m.Score, m.Score)
+	if err := t.saveState(); err != nil {
+		return nil, err
+	}
+
+	counts := map[string]int{}
+	for e := 1; e <= t.s.NumEpochs; e++ {
+		t.st.Epoch = e
+		t.buffer = nil
+		batches := epochBatches(trainN, t.s.BatchSize, t.s.Accumulation, t.s.Seed, e, spe)
+		for s := range spe {
+			if err := t.checkStop(); err != nil {
+				return nil, err
+			}
+			g := (e-1)*spe + s + 1
+			if err := t.runStep(ctx, e, s, g, batches[s*t.s.Accumulation:(s+1)*t.s.Accumulation]); err != nil {
+				return nil, fmt.Errorf("step %d: %w", g, err)
+			}
+		}
+		if err := t.epochBoundary(ctx, e, e*spe); err != nil {
+			return nil, fmt.Errorf("epoch %d boundary: %w", e, err)
+		}
+	}
+	for _, ev := range t.rd.emitted {
+		if ev.Type != "step" {
+			continue
+		}
+		switch ev.Action {
+		case ActAcceptNewBest, ActAccept, ActForceAccept:
+			counts["accept"]++
+		case ActReject:
+			counts["reject"]++
+		default:
+			counts["skip"]++
+		}
+	}
+	sum, err := t.final(ctx, baseline)
+	if err != nil {
+		return nil, fmt.Errorf("final evaluation: %w", err)
+	}
+	sum.Accepts, sum.Rejects, sum.Skips = counts["accept"], counts["reject"], counts["skip"]
+	sum.WallTime = time.Since(start).Seconds()
+	sum.Tokens = t.acct.Total()
+	t.rd.writeJSON("summary.json", sum)
+	t.rd.writeJSON("tokens.json", t.acct.Report())
+	t.st.Done = true
+	t.st.Phase = "done"
+	if err := t.saveState(); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// final runs §1.6: final validation and promotion, then the test
+// evaluations of baseline, best and final — all concurrently.
+func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error) {
+	t.rd.writeFile("best_skill.md", t.st.Best)
+	sum := &Summary{Version: 1, RunID: t.s.RunID, Bench: t.s.Bench, TotalSteps: t.st.TotalSteps, BaselineScore: round6(baseline),
+		BaselineHash: skillHash(t.s.SkillInit), BestSkillPath: "best_skill.md", SelectionEvalN: len(t.selItems())}
+	if err := t.saveState(); err != nil {
+		return nil, err
+	}
+	t.prog.Phase("final evaluation")
+	same := t.st.CurrentHash == t.st.BestHash
+	var finalVal *measure
+	tests := map[string][]rollResult{}
+	type job struct {
+		name, skill string
+	}
+	jobs := []job{}
+	if t.s.EvalTest {
+		jobs = append(jobs, job{"baseline", t.s.SkillInit}, job{"best", t.st.Best})
+		if !same {
+			jobs = append(jobs, job{"final", t.st.Current})
+		}
+	}
+	results := make([][]rollResult, len(jobs))
+	fns := []func() error{}
+	if !same {
+		fns = append(fns, func() error {
+			m, ok := t.selCache[t.st.CurrentHash]
+			if !ok {
+				var err error
+				m, _, err = t.measureSel(ctx, "final_selection", t.st.TotalSteps, t.st.Current, -1)
+				if err != nil {
+					return err
+				}
+			}
+			finalVal = &m
+			return nil
+		})
+	}
+	for i, j := range jobs {
+		fns = append(fns, func() (err error) {
+			results[i], _, err = t.rollout(ctx, rolloutReq{Stage: "test_" + j.name, Step: t.st.TotalSteps, Skill: j.skill, Items: t.testItems(), Split: bench.SplitTest})
+			return err
+		})
+	}
+	if err := parallel(fns...); err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		tests[j.name] = results[i]
+	}
+	if same {
+		v := round6(t.st.BestScore)
+		sum.FinalScore = &v
+	} else if finalVal != nil {
+		v := round6(finalVal.Score)
+		sum.FinalScore = &v
+		if finalVal.Score > t.st.BestScore {
+			sum.Promoted = true
+			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, finalVal.Score, t.st.TotalSteps, t.st.CurrentOrigin
+			t.rd.writeFile("best_skill.md", t.st.Best)
+		}
+	}
+	if _, ok := tests["final"]; !ok && t.s.EvalTest {
+		tests["final"] = tests["best"]
+	}
+	if sum.Promoted {
+		tests["best"] = tests["final"]
+	}
+	sum.BestScore, sum.BestStep, sum.BestOrigin, sum.CurrentOrigin = round6(t.st.BestScore), t.st.BestStep, t.st.BestOrigin, t.st.CurrentOrigin
+	sum.BestSkillHash, sum.FinalSkillHash = t.st.BestHash, t.st.CurrentHash
+	ev := Event{Type: "final", BestHash: t.st.BestHash, CurrentHash: t.st.CurrentHash, BestScore: round6(t.st.BestScore), CurrentScore: round6(t.st.CurrentScore), Action: "done"}
+	if sum.Promoted {
+		ev.Action = "promote_final"
+	}
+	if t.s.EvalTest {
+		sum.Test, sum.TestHard, sum.TestSoft = map[string]map[string]TypeScore{}, map[string]float64{}, map[string]float64{}
+		sum.TestEvalN = len(t.testItems())
+		ev.Scores = map[string]float64{}
+		for _, name := range []string{"baseline", "best", "final"} {
+			bt := byTaskType(tests[name])
+			sum.Test[name] = bt
+			sum.TestHard[name] = round6(bt["overall"].Hard)
+			sum.TestSoft[name] = round6(bt["overall"].Soft)
+			ev.Scores["test_"+name+"_hard"] = sum.TestHard[name]
+			t.rd.writeJSON(fmt.Sprintf("test_eval_%s/summary.json", name), bt)
+		}
+		db := round6(sum.TestHard["best"] - sum.TestHard["baseline"])
+		df := round6(sum.TestHard["final"] - sum.TestHard["baseline"])
+		sum.DeltaBestHard, sum.DeltaFinalHard = &db, &df
+	}
+	if err := t.rd.emit(ev); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+func (t *Trainer) saveState() error {
+	t.st.CurrentPath = skillFile(max(t.st.Step, 0))
+	t.st.BestPath = "best_skill.md"
+	return t.rd.writeJSONErr("state.json", t.st)
+}

@@ -1,0 +1,159 @@
+package coordinator
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+// Event is one line of events.jsonl: a decision. Events carry no wall-clock
+// times, so two runs that decide alike write identical logs.
+type Event struct {
+	Type           string             `json:"type"`
+	Epoch          int                `json:"epoch,omitempty"`
+	Step           int                `json:"step,omitempty"`
+	Action         string             `json:"action,omitempty"`
+	CandidateHash  string             `json:"candidate_hash,omitempty"`
+	CurrentHash    string             `json:"current_hash,omitempty"`
+	BestHash       string             `json:"best_hash,omitempty"`
+	CandidateScore *float64           `json:"candidate_score,omitempty"`
+	CurrentScore   float64            `json:"current_score"`
+	BestScore      float64            `json:"best_score"`
+	EarlyStopped   bool               `json:"early_stopped,omitempty"`
+	Unchanged      bool               `json:"unchanged,omitempty"`
+	CacheHit       bool               `json:"cache_hit,omitempty"`
+	Unscored       bool               `json:"unscored,omitempty"`
+	MetaHash       string             `json:"meta_hash,omitempty"`
+	Counts         map[string]int     `json:"counts,omitempty"`
+	Scores         map[string]float64 `json:"scores,omitempty"`
+}
+
+// runDir writes the run directory. Files are written atomically (temp file
+// + rename). events.jsonl is append-only; on resume the replayed events
+// must equal the recorded ones line by line.
+type runDir struct {
+	dir        string
+	mu         sync.Mutex
+	events     *os.File
+	existing   [][]byte
+	n          int
+	emitted    []Event
+	configHash string
+	wasResumed bool
+}
+
+func openRunDir(dir, configHash string) (*runDir, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "skills"), 0o755); err != nil {
+		return nil, fmt.Errorf("run dir: %w", err)
+	}
+	rd := &runDir{dir: dir, configHash: configHash}
+	if data, err := os.ReadFile(filepath.Join(dir, "state.json")); err == nil {
+		var st State
+		if json.Unmarshal(data, &st) == nil && st.ConfigHash != "" && st.ConfigHash != configHash {
+			return nil, fmt.Errorf("run dir %s was made with a different config (hash %s, now %s): use a new --out, or restore the original config", dir, st.ConfigHash, configHash)
+		}
+	}
+	path := filepath.Join(dir, "events.jsonl")
+	if data, err := os.ReadFile(path); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 1<<20), 64<<20)
+		good := 0
+		for sc.Scan() {
+			line := append([]byte(nil), sc.Bytes()...)
+			if !json.Valid(line) {
+				break // a torn last line
+			}
+			rd.existing = append(rd.existing, line)
+			good += len(line) + 1
+		}
+		if err := os.Truncate(path, int64(good)); err != nil {
+			return nil, fmt.Errorf("events.jsonl: %w", err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("events.jsonl: %w", err)
+	}
+	rd.events = f
+	rd.wasResumed = len(rd.existing) > 0
+	return rd, nil
+}
+
+func (r *runDir) resuming() bool      { return r.wasResumed }
+func (r *runDir) existingEvents() int { return len(r.existing) }
+
+// emit appends an event, or checks it against the recorded one on replay.
+func (r *runDir) emit(ev Event) error {
+	line, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode event: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emitted = append(r.emitted, ev)
+	if r.n < len(r.existing) {
+		if !bytes.Equal(r.existing[r.n], line) {
+			return fmt.Errorf("resume diverged from the recorded run at events.jsonl line %d:\n recorded: %s\n replayed: %s", r.n+1, r.existing[r.n], line)
+		}
+		r.n++
+		return nil
+	}
+	r.n++
+	if _, err := r.events.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("write event: %w", err)
+	}
+	return r.events.Sync()
+}
+
+func (r *runDir) close() error { return r.events.Close() }
+
+func (r *runDir) writeFile(rel, text string) {
+	if err := r.writeAtomic(rel, []byte(text)); err != nil {
+		panic(err) // the run dir is unwritable: nothing sensible can continue
+	}
+}
+
+func (r *runDir) writeJSON(rel string, v any) {
+	if err := r.writeJSONErr(rel, v); err != nil {
+		panic(err)
+	}
+}
+
+func (r *runDir) writeJSONErr(rel string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", rel, err)
+	}
+	return r.writeAtomic(rel, append(data, '\n'))
+}
+
+func (r *runDir) writeAtomic(rel string, data []byte) error {
+	path := filepath.Join(r.dir, rel)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	return nil
+}
+
+func stepFile(g int, name string) string { return fmt.Sprintf("steps/step_%04d/%s", g, name) }
+func skillFile(g int) string             { return fmt.Sprintf("skills/skill_v%04d.md", g) }

@@ -1,0 +1,526 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// ErrCoverage stops a run whose gate would decide on too few scored items.
+var ErrCoverage = errors.New("too few items scored")
+
+// ErrBudget stops a run that reached one of its budgets.
+var ErrBudget = errors.New("budget reached")
+
+// ErrStopped stops a run on an operator's request (stop file, signal).
+var ErrStopped = errors.New("stopped on request")
+
+// Trainer runs the training loop. It owns the skill state and makes every
+// decision; all model work goes through the hub's dispatcher.
+//
+// Resume is replay: task ids are deterministic functions of their inputs,
+// so running the loop again over the same run dir re-derives every
+// decision from recorded results and dispatches only what is missing. The
+// event log is checked line by line against what was written before.
+type Trainer struct {
+	s      Settings
+	hub    *Hub
+	log    *slog.Logger
+	splits *bench.Splits
+	prog   *Progress
+	rd     *runDir
+	acct   *Accounting
+
+	// Decision state. Only the Run goroutine touches it.
+	st         State
+	buffer     []prompts.BufferEntry
+	metaSkill  string
+	selCache   map[string]measure
+	epochSkill map[int]string // skill at the end of epoch e (after its slow update)
+	epochLast  map[int]string // skill after the last step of epoch e (before its slow update)
+	pairsCache map[int][]pairRecord
+
+	stopCheck func() error
+}
+
+// State is the decision state, written to state.json after every phase.
+type State struct {
+	Version       int     `json:"version"`
+	ConfigHash    string  `json:"config_hash"`
+	Phase         string  `json:"phase"`
+	Epoch         int     `json:"epoch"`
+	Step          int     `json:"last_completed_step"`
+	TotalSteps    int     `json:"total_steps"`
+	Current       string  `json:"-"`
+	Best          string  `json:"-"`
+	CurrentHash   string  `json:"current_hash"`
+	BestHash      string  `json:"best_hash"`
+	CurrentPath   string  `json:"current_skill_path"`
+	BestPath      string  `json:"best_skill_path"`
+	CurrentScore  float64 `json:"current_score"`
+	BestScore     float64 `json:"best_score"`
+	CurrentScored bool    `json:"current_scored"`
+	BestStep      int     `json:"best_step"`
+	CurrentOrigin string  `json:"current_origin"`
+	BestOrigin    string  `json:"best_origin"`
+	SchedulerT    int     `json:"scheduler_t"`
+	MetaSkill     string  `json:"meta_skill,omitempty"`
+	Done          bool    `json:"done"`
+}
+
+// measure is a skill's score on the selection split.
+type measure struct {
+	Hard, Soft float64
+	N, Scored  int
+	Score      float64
+}
+
+// NewTrainer prepares a run. splits holds the benchmark items.
+func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	rd, err := openRunDir(s.RunDir, s.ConfigHash)
+	if err != nil {
+		return nil, err
+	}
+	if prog == nil {
+		prog = NewProgress(nil, false)
+	}
+	t := &Trainer{
+		s: s, hub: hub, log: log, splits: splits, prog: prog, rd: rd,
+		acct:       NewAccounting(),
+		selCache:   map[string]measure{},
+		epochSkill: map[int]string{},
+		epochLast:  map[int]string{},
+		pairsCache: map[int][]pairRecord{},
+	}
+	return t, nil
+}
+
+// SetStopCheck installs a function consulted at every phase boundary; a
+// non-nil error stops the run cleanly with that error.
+func (t *Trainer) SetStopCheck(f func() error) { t.stopCheck = f }
+
+// Accounting is the run's token accounting.
+func (t *Trainer) Accounting() *Accounting { return t.acct }
+
+func (t *Trainer) checkStop() error {
+	if t.stopCheck != nil {
+		if err := t.stopCheck(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func hashHex(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		l := len(p)
+		for i := range 8 {
+			n[i] = byte(l >> (8 * i))
+		}
+		h.Write(n[:])
+		h.Write(p)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// rollResult is one item's rollout outcome.
+type rollResult struct {
+	Item bench.Item
+	// Res is nil when the task was cancelled before it ran.
+	Res *pb.Result
+}
+
+func (r rollResult) ok() bool {
+	return r.Res != nil && r.Res.GetOutcome() == pb.Outcome_OUTCOME_OK
+}
+
+func (r rollResult) hard() float64 { return r.Res.GetRollout().GetHard() }
+func (r rollResult) soft() float64 { return r.Res.GetRollout().GetSoft() }
+
+// rolloutReq describes one wave of rollouts.
+type rolloutReq struct {
+	Stage    string
+	Step     int
+	Skill    string
+	Items    []bench.Item
+	Split    string
+	Sample   int
+	Feedback bool
+	// BatchSeed is passed to benchmarks that permute per batch.
+	BatchSeed int64
+	// Stop, if set, is called as results arrive (in arrival order, with the
+	// results so far by item index); returning true cancels the rest.
+	Stop func(done []rollResult, finished int) bool
+}
+
+// rollout runs one item per task with a skill and returns the results in
+// item order. Task ids are content-addressed (skill, item, sample, split,
+// benchmark config, target model), so the same measurement asked twice in
+// a run is made once.
+func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, bool, error) {
+	hash := skillHash(rq.Skill)
+	t.hub.AddSkill(hash, rq.Skill)
+	target, _ := proto.Marshal(t.s.Target)
+	tasks := make([]*pb.Task, len(rq.Items))
+	for i, it := range rq.Items {
+		fb := "0"
+		if rq.Feedback {
+			fb = "1"
+		}
+		id := hashHex([]byte(hash), []byte(it.ID), []byte(fmt.Sprint(rq.Sample)), []byte(rq.Split), []byte(t.s.BenchHash), target, []byte(fb), []byte(fmt.Sprint(rq.BatchSeed)), it.Raw)
+		tasks[i] = &pb.Task{
+			Id:        t.s.RunID + "/rollout/" + id[:24],
+			RunId:     t.s.RunID,
+			Step:      int32(rq.Step),
+			Stage:     rq.Stage,
+			TimeoutMs: t.s.TaskTimeout.Milliseconds(),
+			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{
+				Target: t.s.Target, Bench: t.s.Bench, BenchConfig: t.s.BenchConfig, Item: it.Raw,
+				Split: rq.Split, SkillHash: hash, Sample: int32(rq.Sample), EvalFeedback: rq.Feedback, BatchSeed: rq.BatchSeed,
+			}},
+		}
+	}
+	futs, err := t.submit(ctx, tasks)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]rollResult, len(rq.Items))
+	for i, it := range rq.Items {
+		out[i].Item = it
+	}
+	t.prog.StartWave(rq.Stage, len(tasks))
+	arrived := make(chan int, len(futs))
+	for i, f := range futs {
+		go func() {
+			select {
+			case <-f.Done():
+				arrived <- i
+			case <-ctx.Done():
+			}
+		}()
+	}
+	stopped := false
+	for n := 0; n < len(futs); n++ {
+		var i int
+		select {
+		case i = <-arrived:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+		res := futs[i].Result()
+		if res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED {
+			continue
+		}
+		out[i].Res = res
+		t.account(rq.Stage, "target", tasks[i], res)
+		t.prog.TaskDone(res.GetOutcome() == pb.Outcome_OUTCOME_OK)
+		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
+			stopped = true
+			var ids []string
+			for j, f := range futs {
+				select {
+				case <-f.Done():
+				default:
+					ids = append(ids, tasks[j].GetId())
+				}
+			}
+			t.hub.D.Cancel(ctx, ids...)
+		}
+	}
+	return out, stopped, nil
+}
+
+// submit publishes tasks, re-dispatching recorded failures once when the
+// run retries failed tasks.
+func (t *Trainer) submit(ctx context.Context, tasks []*pb.Task) ([]*dispatchFuture, error) {
+	if t.s.RetryFailed {
+		for _, task := range tasks {
+			if r, ok := t.hub.D.Lookup(task.GetId()); ok && r.GetOutcome() != pb.Outcome_OUTCOME_OK {
+				task.Id += "~retry"
+			}
+		}
+	}
+	futs, err := t.hub.D.Submit(ctx, tasks...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	return futs, nil
+}
+
+// optimizerKind maps a prompt name to the task kind that carries it.
+func optimizerTask(name string, ot *pb.OptimizerTask) (*pb.Task, error) {
+	t := &pb.Task{}
+	switch name {
+	case prompts.AnalystFailure, prompts.AnalystSuccess:
+		t.Kind = &pb.Task_Reflect{Reflect: ot}
+	case prompts.MergeFailure, prompts.MergeSuccess, prompts.MergeFinal:
+		t.Kind = &pb.Task_Merge{Merge: ot}
+	case prompts.Ranking:
+		t.Kind = &pb.Task_Rank{Rank: ot}
+	case prompts.LRController:
+		t.Kind = &pb.Task_Lr{Lr: ot}
+	case prompts.Rewrite:
+		t.Kind = &pb.Task_Rewrite{Rewrite: ot}
+	case prompts.SlowUpdate:
+		t.Kind = &pb.Task_SlowUpdate{SlowUpdate: ot}
+	case prompts.MetaSkill:
+		t.Kind = &pb.Task_Meta{Meta: ot}
+	case prompts.Consolidate:
+		t.Kind = &pb.Task_Consolidate{Consolidate: ot}
+	default:
+		return nil, fmt.Errorf("unknown prompt %q", name)
+	}
+	return t, nil
+}
+
+// optCall is one optimizer call to make.
+type optCall struct {
+	Stage   string
+	Step    int
+	Name    string
+	Index   int
+	Mode    string
+	Model   *pb.ModelSpec
+	Payload any
+	// Skill is the skill text the payload embeds (for the hash only).
+	Skill string
+}
+
+// optResult is an optimizer call's outcome: JSON when OK.
+type optResult struct {
+	OK    bool
+	JSON  []byte
+	Error string
+}
+
+// optimize runs optimizer calls concurrently and returns their outcomes in order.
+func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, error) {
+	tasks := make([]*pb.Task, len(calls))
+	for i, c := range calls {
+		payload, err := json.Marshal(c.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s payload: %w", c.Name, err)
+		}
+		model := c.Model
+		if model == nil {
+			model = t.s.Optimizer
+		}
+		mb, _ := proto.Marshal(model)
+		id := hashHex([]byte(c.Name), []byte(c.Mode), []byte(t.s.Bench), payload, mb)
+		ot := &pb.OptimizerTask{Model: model, Prompt: c.Name, Mode: c.Mode, Bench: t.s.Bench, Payload: payload, SkillHash: skillHash(c.Skill)}
+		task, err := optimizerTask(c.Name, ot)
+		if err != nil {
+			return nil, err
+		}
+		task.Id = fmt.Sprintf("%s/%s/s%04d/%s-%03d-%s", t.s.RunID, c.Stage, c.Step, c.Name, c.Index, id[:12])
+		task.RunId, task.Step, task.Stage = t.s.RunID, int32(c.Step), c.Stage
+		task.TimeoutMs = t.s.TaskTimeout.Milliseconds()
+		tasks[i] = task
+	}
+	futs, err := t.submit(ctx, tasks)
+	if err != nil {
+		return nil, err
+	}
+	t.prog.StartWave(calls[0].Stage, len(tasks))
+	out := make([]optResult, len(calls))
+	for i, f := range futs {
+		res, err := f.Wait(ctx)
+		if err != nil {
+			return nil, err
+		}
+		t.account(calls[i].Stage, "optimizer", tasks[i], res)
+		ok := res.GetOutcome() == pb.Outcome_OUTCOME_OK
+		t.prog.TaskDone(ok)
+		out[i] = optResult{OK: ok, JSON: res.GetOptimizer().GetJson(), Error: res.GetError()}
+		if !ok {
+			t.log.WarnContext(ctx, "optimizer call failed", "stage", calls[i].Stage, "step", calls[i].Step, "task_id", tasks[i].GetId(), "outcome", res.GetOutcome().String(), "err", res.GetError())
+		}
+	}
+	return out, nil
+}
+
+// optimizeOne runs one call and decodes its reply into out.
+func (t *Trainer) optimizeOne(ctx context.Context, c optCall, out any) (bool, error) {
+	rs, err := t.optimize(ctx, []optCall{c})
+	if err != nil {
+		return false, err
+	}
+	if !rs[0].OK {
+		return false, nil
+	}
+	if err := json.Unmarshal(rs[0].JSON, out); err != nil {
+		t.log.WarnContext(ctx, "optimizer reply has the wrong shape", "stage", c.Stage, "step", c.Step, "prompt", c.Name, "err", err)
+		t.acct.CountInvalid(c.Stage)
+		return false, nil
+	}
+	return true, nil
+}
+
+func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
+	model := ""
+	switch k := task.GetKind().(type) {
+	case *pb.Task_Rollout:
+		model = k.Rollout.GetTarget().GetModel()
+	default:
+		model = t.s.Optimizer.GetModel()
+	}
+	t.acct.Add(stage, role, model, res)
+}
+
+// measureSel scores a skill on the selection split, with early stop against
+// beat when set (beat < 0 disables it). It returns the measure, whether the
+// evaluation stopped early, and the coverage error if too few items scored.
+func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillText string, beat float64) (measure, bool, error) {
+	items := t.selItems()
+	n := len(items)
+	density := t.densityBonus(skillText)
+	var stopFn func([]rollResult, int) bool
+	if t.s.EarlyStop && beat >= 0 && t.s.GateMetric != "" && t.s.GateTest != "paired" {
+		stopFn = func(done []rollResult, _ int) bool {
+			var sh, ss float64
+			k := 0
+			for _, r := range done {
+				if r.ok() {
+					sh += r.hard()
+					ss += r.soft()
+					k++
+				}
+			}
+			// Upper bound: every unfinished item succeeds fully.
+			rem := float64(n - k)
+			ub := gateScore((sh+rem)/float64(n), (ss+rem)/float64(n), t.s.GateMetric, t.s.MixedWeight) + density
+			return ub <= beat
+		}
+	}
+	rs, stopped, err := t.rollout(ctx, rolloutReq{Stage: stage, Step: step, Skill: skillText, Items: items, Split: bench.SplitVal, Stop: stopFn})
+	if err != nil {
+		return measure{}, false, err
+	}
+	m := summarize(rs)
+	m.Score = gateScore(m.Hard, m.Soft, t.s.GateMetric, t.s.MixedWeight) + density
+	if stopped {
+		return m, true, nil
+	}
+	if n > 0 && float64(m.Scored)/float64(n) < t.s.MinCoverage {
+		return m, false, fmt.Errorf("%w: %s scored %d of %d selection items (min_coverage %.2f); infrastructure failures, see the worker logs", ErrCoverage, stage, m.Scored, n, t.s.MinCoverage)
+	}
+	return m, false, nil
+}
+
+func summarize(rs []rollResult) measure {
+	m := measure{N: len(rs)}
+	for _, r := range rs {
+		if r.ok() {
+			m.Hard += r.hard()
+			m.Soft += r.soft()
+			m.Scored++
+		}
+	}
+	if m.Scored > 0 {
+		m.Hard /= float64(m.Scored)
+		m.Soft /= float64(m.Scored)
+	}
+	return m
+}
+
+func (t *Trainer) selItems() []bench.Item {
+	items := t.splits.Val
+	if t.s.SelEnvNum > 0 && t.s.SelEnvNum < len(items) {
+		items = items[:t.s.SelEnvNum]
+	}
+	return items
+}
+
+func (t *Trainer) testItems() []bench.Item {
+	items := t.splits.Test
+	if t.s.TestEnvNum > 0 && t.s.TestEnvNum < len(items) {
+		items = items[:t.s.TestEnvNum]
+	}
+	return items
+}
+
+// byTaskType groups scored results by task type, with "overall".
+func byTaskType(rs []rollResult) map[string]TypeScore {
+	out := map[string]TypeScore{}
+	add := func(k string, r rollResult) {
+		s := out[k]
+		s.Total++
+		if r.ok() {
+			s.Scored++
+			s.Hard += r.hard()
+			s.Soft += r.soft()
+		}
+		out[k] = s
+	}
+	for _, r := range rs {
+		tt := r.Res.GetRollout().GetTaskType()
+		if tt == "" {
+			tt = r.Item.TaskType
+		}
+		if tt == "" {
+			tt = "default"
+		}
+		add(tt, r)
+		add("overall", r)
+	}
+	for k, s := range out {
+		if s.Scored > 0 {
+			s.Hard /= float64(s.Scored)
+			s.Soft /= float64(s.Scored)
+		}
+		out[k] = s
+	}
+	return out
+}
+
+// TypeScore is a per-task-type score.
+type TypeScore struct {
+	Total  int     `json:"total"`
+	Scored int     `json:"scored"`
+	Hard   float64 `json:"hard_acc"`
+	Soft   float64 `json:"soft_acc"`
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// parallel runs fns concurrently and returns the first error.
+func parallel(fns ...func() error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(fns))
+	for i, f := range fns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+var _ = time.Second

@@ -1,0 +1,438 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Update modes (optimizer.skill_update_mode).
+const (
+	ModePatch       = "patch"
+	ModeRewrite     = "rewrite_from_suggestions"
+	ModeFullRewrite = "full_rewrite_minibatch"
+)
+
+// LR control modes (optimizer.lr_control_mode).
+const (
+	LRFixed      = "fixed"
+	LRAutonomous = "autonomous"
+	LRNone       = "none"
+)
+
+// Roles.
+const (
+	RoleOptimizer = "optimizer"
+	RoleTarget    = "target"
+)
+
+// enum is a closed set of values with SkillOpt's aliases.
+type enum struct {
+	values  []string          // canonical, in the order error messages list them
+	aliases map[string]string // alias -> canonical
+}
+
+var (
+	updateModes = enum{
+		values: []string{ModePatch, ModeRewrite, ModeFullRewrite},
+		aliases: map[string]string{
+			"edits":   ModePatch,
+			"rewrite": ModeRewrite, "suggestions": ModeRewrite, "rewrite_suggestions": ModeRewrite,
+			"full_rewrite": ModeFullRewrite, "minibatch_full_rewrite": ModeFullRewrite, "skill_rewrite_minibatch": ModeFullRewrite,
+		},
+	}
+	lrControlModes = enum{
+		values: []string{LRFixed, LRAutonomous, LRNone},
+		aliases: map[string]string{
+			"manual": LRFixed, "scheduler": LRFixed,
+			"auto": LRAutonomous, "optimizer": LRAutonomous,
+			"off": LRNone, "no_lr": LRNone,
+		},
+	}
+	pairPolicies = enum{
+		values: []string{"mixed", "changed", "unchanged"},
+		aliases: map[string]string{
+			"default": "mixed", "random": "mixed", "all": "mixed",
+			"change": "changed", "delta": "changed", "10_01": "changed", "01_10": "changed",
+			"stable": "unchanged", "same": "unchanged", "00_11": "unchanged",
+		},
+	}
+	lrSchedulers    = enum{values: []string{"constant", "linear", "cosine", "autonomous"}}
+	appendixSources = enum{values: []string{"both", "failure_only"}}
+	gateMetrics     = enum{values: []string{"hard", "soft", "mixed"}}
+	gateTests       = enum{values: []string{"none", "paired"}}
+	splitModes      = enum{values: []string{"ratio", "split_dir"}}
+	efforts         = enum{values: []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max"}}
+	azureAuthModes  = enum{values: []string{"", "api_key", "azure_cli", "managed_identity", "aad", "azure_ad", "openai_compatible"}}
+	thinkingModes   = enum{values: []string{"", "server_default", "enabled", "disabled"}}
+	minimaxRegions  = enum{values: []string{"", "global_en", "cn_zh"}}
+
+	// roleBackends are the client families a role may use; targetOnly ones
+	// run agent CLIs and cannot be the optimizer.
+	roleBackends = enum{values: []string{
+		"openai_chat", "openai_compatible", "openai", "anthropic", "claude_chat", "codex_exec",
+		"copilot_chat", "qwen_chat", "minimax_chat", "claude_code_exec", "cursor_exec", "copilot_exec", "sim",
+	}}
+	targetOnly = map[string]bool{"claude_code_exec": true, "cursor_exec": true, "copilot_exec": true}
+
+	// backendPairs maps model.backend labels to (optimizer, target) families
+	// (SkillOpt's role resolution plus skillfleet's own families).
+	backendPairs = map[string][2]string{
+		"":                  {"openai_chat", "openai_chat"},
+		"azure_openai":      {"openai_chat", "openai_chat"},
+		"openai_chat":       {"openai_chat", "openai_chat"},
+		"openai_compatible": {"openai_compatible", "openai_compatible"},
+		"openai":            {"openai", "openai"},
+		"anthropic":         {"anthropic", "anthropic"},
+		"sim":               {"sim", "sim"},
+		"claude":            {"claude_chat", "claude_chat"},
+		"claude_chat":       {"claude_chat", "claude_chat"},
+		"codex":             {"codex_exec", "codex_exec"},
+		"codex_exec":        {"codex_exec", "codex_exec"},
+		"copilot":           {"copilot_chat", "copilot_chat"},
+		"copilot_chat":      {"copilot_chat", "copilot_chat"},
+		"claude_code_exec":  {"openai_chat", "claude_code_exec"},
+		"cursor":            {"openai_chat", "cursor_exec"},
+		"cursor_exec":       {"openai_chat", "cursor_exec"},
+		"copilot_exec":      {"openai_chat", "copilot_exec"},
+		"qwen":              {"openai_chat", "qwen_chat"},
+		"qwen_chat":         {"openai_chat", "qwen_chat"},
+		"minimax":           {"openai_chat", "minimax_chat"},
+		"minimax_chat":      {"openai_chat", "minimax_chat"},
+	}
+)
+
+// canonical maps s to its canonical value: case and surrounding space are
+// ignored, "-" reads as "_", and aliases resolve.
+func (e enum) canonical(s string) (string, bool) {
+	k := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
+	if c, ok := e.aliases[k]; ok {
+		return c, true
+	}
+	for _, v := range e.values {
+		if v == k {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+func (e enum) list() string {
+	q := make([]string, len(e.values))
+	for i, v := range e.values {
+		q[i] = strconv.Quote(v)
+		if v != "" && !strings.ContainsAny(v, " :") {
+			q[i] = v
+		}
+	}
+	if len(q) == 1 {
+		return q[0]
+	}
+	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
+}
+
+// source returns the file that set path: its own source, else the
+// top-level file.
+func (c *Config) source(path string) string {
+	if f, ok := c.src[path]; ok {
+		return f
+	}
+	return c.File
+}
+
+func (c *Config) fieldErr(path, format string, args ...any) *FieldError {
+	return &FieldError{File: c.source(path), Field: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (c *Config) warn(path, msg string) {
+	c.Warnings = append(c.Warnings, Warning{File: c.source(path), Field: path, Msg: msg})
+}
+
+// normEnum canonicalises *p in place.
+func (c *Config) normEnum(path string, p *string, e enum) error {
+	v, ok := e.canonical(*p)
+	if !ok {
+		return c.fieldErr(path, "unknown value %q (want %s)", *p, e.list())
+	}
+	*p = v
+	return nil
+}
+
+// normalize canonicalises enumerations, resolves role backends, and
+// applies SkillOpt's forced settings. Load calls it.
+func (c *Config) normalize() error {
+	m, o, ev, en := &c.Model, &c.Optimizer, &c.Evaluation, &c.Env
+	checks := []struct {
+		path string
+		p    *string
+		e    enum
+	}{
+		{"model.reasoning_effort", &m.ReasoningEffort, efforts},
+		{"model.rewrite_reasoning_effort", &m.RewriteReasoningEffort, efforts},
+		{"model.azure_openai_auth_mode", &m.Azure.AuthMode, azureAuthModes},
+		{"model.optimizer_azure_openai_auth_mode", &m.OptimizerAzure.AuthMode, azureAuthModes},
+		{"model.target_azure_openai_auth_mode", &m.TargetAzure.AuthMode, azureAuthModes},
+		{"model.qwen_chat_thinking_mode", &m.Qwen.ThinkingMode, thinkingModes},
+		{"model.optimizer_qwen_chat_thinking_mode", &m.OptimizerQwen.ThinkingMode, thinkingModes},
+		{"model.target_qwen_chat_thinking_mode", &m.TargetQwen.ThinkingMode, thinkingModes},
+		{"model.minimax_region", &m.MiniMax.Region, minimaxRegions},
+		{"optimizer.lr_scheduler", &o.LRScheduler, lrSchedulers},
+		{"optimizer.lr_control_mode", &o.LRControlMode, lrControlModes},
+		{"optimizer.skill_update_mode", &o.SkillUpdateMode, updateModes},
+		{"optimizer.longitudinal_pair_policy", &o.LongitudinalPairPolicy, pairPolicies},
+		{"optimizer.skill_aware_appendix_source", &o.SkillAwareAppendixSource, appendixSources},
+		{"evaluation.gate_metric", &ev.GateMetric, gateMetrics},
+		{"evaluation.gate_test", &ev.GateTest, gateTests},
+		{"env.split_mode", &en.SplitMode, splitModes},
+	}
+	for _, ch := range checks {
+		if err := c.normEnum(ch.path, ch.p, ch.e); err != nil {
+			return err
+		}
+	}
+	if err := c.resolveRoles(); err != nil {
+		return err
+	}
+
+	// SkillOpt forces lr_control_mode none under full rewrite: there is no
+	// item list to budget.
+	if o.SkillUpdateMode == ModeFullRewrite {
+		o.LRControlMode = LRNone
+	}
+	if c.Model.CodexExecFullAuto != nil {
+		c.warn("model.codex_exec_full_auto", "deprecated and ignored")
+	}
+	if _, ok := c.src["train.steps_per_epoch"]; ok && c.Train.StepsPerEpoch != 0 {
+		c.warn("train.steps_per_epoch", "ignored: steps per epoch are derived from the train split")
+	}
+	if _, ok := c.src["optimizer.meta_learning_rate"]; ok && o.MetaLearningRate != 0 {
+		c.warn("optimizer.meta_learning_rate", "unused")
+	}
+	if o.UseSkillAwareReflection && o.SkillUpdateMode == ModeFullRewrite {
+		c.warn("optimizer.use_skill_aware_reflection", "has no effect with skill_update_mode full_rewrite_minibatch")
+	}
+	return nil
+}
+
+// resolveRoles applies model.backend's pairing to roles left "" or
+// openai_chat (SkillOpt's rule: an explicitly different role wins).
+func (c *Config) resolveRoles() error {
+	m := &c.Model
+	label := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m.Backend)), "-", "_")
+	pair, ok := backendPairs[label]
+	if !ok {
+		labels := sortedKeys(backendPairs)
+		labels = slices.DeleteFunc(labels, func(l string) bool { return l == "" })
+		return c.fieldErr("model.backend", "unknown value %q (want %s)", m.Backend, enum{values: labels}.list())
+	}
+	m.Backend = label
+	for i, r := range []struct {
+		path string
+		p    *string
+	}{{"model.optimizer_backend", &m.OptimizerBackend}, {"model.target_backend", &m.TargetBackend}} {
+		if strings.TrimSpace(*r.p) == "" {
+			*r.p = "openai_chat"
+		}
+		if err := c.normEnum(r.path, r.p, roleBackends); err != nil {
+			return err
+		}
+		if *r.p == "openai_chat" {
+			*r.p = pair[i]
+		}
+	}
+	if targetOnly[m.OptimizerBackend] {
+		return c.fieldErr("model.optimizer_backend", "%s can only be the target backend", m.OptimizerBackend)
+	}
+	return nil
+}
+
+// Validate checks ranges and combinations. It returns the first problem
+// as a *[FieldError] naming the file that set the key (or the top-level
+// file when the key kept its default). It does no I/O.
+func (c *Config) Validate() error {
+	var errs []*FieldError
+	check := func(ok bool, path, format string, args ...any) {
+		if !ok {
+			errs = append(errs, c.fieldErr(path, format, args...))
+		}
+	}
+	positive := func(v int64, path string) { check(v > 0, path, "must be > 0, got %d", v) }
+	nonNeg := func(v int64, path string) { check(v >= 0, path, "must be >= 0, got %d", v) }
+	dur := func(v time.Duration, path string) { check(v > 0, path, "must be > 0, got %s", v) }
+
+	m := c.Model
+	check(m.Optimizer != "", "model.optimizer", "required")
+	check(m.Target != "", "model.target", "required")
+	positive(int64(m.RewriteMaxCompletionTokens), "model.rewrite_max_completion_tokens")
+	nonNeg(int64(m.OptimizerMaxTokens), "model.optimizer_max_tokens")
+	nonNeg(int64(m.TargetMaxTokens), "model.target_max_tokens")
+	temp := func(t *float64, path string) {
+		check(t == nil || (*t >= 0 && *t <= 2), path, "must be in [0, 2], got %v", deref(t))
+	}
+	temp(m.OptimizerTemperature, "model.optimizer_temperature")
+	temp(m.TargetTemperature, "model.target_temperature")
+	dur(m.Timeout, "model.timeout")
+	nonNeg(int64(m.MaxRetries), "model.max_retries")
+
+	t := c.Train
+	positive(int64(t.NumEpochs), "train.num_epochs")
+	nonNeg(int64(t.TrainSize), "train.train_size")
+	positive(int64(t.BatchSize), "train.batch_size")
+	positive(int64(t.Accumulation), "train.accumulation")
+
+	g := c.Gradient
+	positive(int64(g.MinibatchSize), "gradient.minibatch_size")
+	check(g.MergeBatchSize >= 2, "gradient.merge_batch_size", "must be >= 2, got %d", g.MergeBatchSize)
+
+	o := c.Optimizer
+	positive(int64(o.LearningRate), "optimizer.learning_rate")
+	nonNeg(int64(o.MinLearningRate), "optimizer.min_learning_rate")
+	check(o.MinLearningRate <= o.LearningRate, "optimizer.min_learning_rate",
+		"must be <= optimizer.learning_rate (%d), got %d", o.LearningRate, o.MinLearningRate)
+	check(o.LRControlMode != LRNone || o.SkillUpdateMode == ModeFullRewrite, "optimizer.lr_control_mode",
+		"none is only valid with skill_update_mode %s", ModeFullRewrite)
+	if o.UseSlowUpdate || o.UseMetaSkill {
+		positive(int64(o.SlowUpdateSamples), "optimizer.slow_update_samples")
+	}
+	nonNeg(int64(o.SkillAwareConsolidateThreshold), "optimizer.skill_aware_consolidate_threshold")
+
+	e := c.Evaluation
+	check(e.GateMixedWeight >= 0 && e.GateMixedWeight <= 1, "evaluation.gate_mixed_weight", "must be in [0, 1], got %v", e.GateMixedWeight)
+	check(e.SemanticDensityWeight >= 0, "evaluation.semantic_density_weight", "must be >= 0, got %v", e.SemanticDensityWeight)
+	check(!e.UseSemanticDensity || len(e.LeadingWords) > 0, "evaluation.leading_words", "required when use_semantic_density is true")
+	nonNeg(int64(e.SelEnvNum), "evaluation.sel_env_num")
+	nonNeg(int64(e.TestEnvNum), "evaluation.test_env_num")
+	check(e.MinCoverage > 0 && e.MinCoverage <= 1, "evaluation.min_coverage", "must be in (0, 1], got %v", e.MinCoverage)
+	check(e.GateAlpha > 0 && e.GateAlpha < 1, "evaluation.gate_alpha", "must be in (0, 1), got %v", e.GateAlpha)
+	positive(int64(e.GateRepeats), "evaluation.gate_repeats")
+
+	en := c.Env
+	check(en.Name != "", "env.name", "required")
+	check(en.SkillInit != "", "env.skill_init", "required")
+	if en.SplitMode == "ratio" {
+		_, err := SplitRatio(en.SplitRatio)
+		check(err == nil, "env.split_ratio", "want three positive integers like 2:1:7, got %q", en.SplitRatio)
+	}
+	dur(en.ExecTimeout, "env.exec_timeout")
+	nonNeg(int64(en.Workers), "env.workers")
+	nonNeg(int64(en.Limit), "env.limit")
+	positive(int64(en.MaxCompletionTokens), "env.max_completion_tokens")
+	nonNeg(int64(en.MaxTurns), "env.max_turns")
+
+	b := c.Budget
+	nonNeg(b.MaxTokens, "budget.max_tokens")
+	check(b.MaxUSD >= 0, "budget.max_usd", "must be >= 0, got %v", b.MaxUSD)
+	nonNeg(b.MaxCalls, "budget.max_calls")
+	check(b.MaxWall >= 0, "budget.max_wall", "must be >= 0, got %s", b.MaxWall)
+
+	r := c.Runtime
+	nonNeg(int64(r.Workers), "runtime.workers")
+	positive(int64(r.RolloutConcurrency), "runtime.rollout_concurrency")
+	positive(int64(r.OptimizerConcurrency), "runtime.optimizer_concurrency")
+	dur(r.TaskTimeout, "runtime.task_timeout")
+	positive(int64(r.MaxDeliveries), "runtime.max_deliveries")
+
+	if len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// checkFiles checks that env.skill_init exists (SkillOpt silently starts
+// from a blank skill instead; B16).
+func (c *Config) checkFiles() error {
+	_, err := os.Stat(c.Env.SkillInit)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return c.fieldErr("env.skill_init", "file not found: %s", c.Env.SkillInit)
+	default:
+		return c.fieldErr("env.skill_init", "%v", err)
+	}
+}
+
+// SplitRatio parses a train:val:test ratio of positive integers ("2:1:7").
+func SplitRatio(s string) ([3]int, error) {
+	var out [3]int
+	parts := strings.Split(strings.TrimSpace(s), ":")
+	if len(parts) != 3 {
+		return out, fmt.Errorf("split ratio %q: want train:val:test", s)
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n <= 0 {
+			return out, fmt.Errorf("split ratio %q: %q is not a positive integer", s, p)
+		}
+		out[i] = n
+	}
+	return out, nil
+}
+
+// Role is the resolved settings of one model role, for backends.
+type Role struct {
+	// Name is RoleOptimizer or RoleTarget.
+	Name string
+	// Backend is the client family (model.optimizer_backend or target_backend).
+	Backend string
+	// Model is the model or deployment name.
+	Model string
+	// BaseURL is the server URL ("" = the backend's default).
+	BaseURL string
+	// APIKeyEnv names the environment variable with the key ("" = the
+	// backend's default variable).
+	APIKeyEnv string
+	// APIKey is a key written in the config (discouraged).
+	APIKey Secret
+	// Temperature is nil when not configured.
+	Temperature *float64
+	// MaxTokens caps a reply (0 = the stage's default).
+	MaxTokens int
+	// ReasoningEffort is "" when not sent.
+	ReasoningEffort string
+	// Timeout bounds one call; MaxRetries bounds retries.
+	Timeout    time.Duration
+	MaxRetries int
+}
+
+// Role returns the settings of RoleOptimizer or RoleTarget; any other name
+// panics (it is a programming error, not user input).
+func (m *Model) Role(name string) Role {
+	r := Role{Name: name, ReasoningEffort: m.ReasoningEffort, Timeout: m.Timeout, MaxRetries: m.MaxRetries}
+	switch name {
+	case RoleOptimizer:
+		r.Backend, r.Model, r.BaseURL = m.OptimizerBackend, m.Optimizer, m.OptimizerBaseURL
+		r.APIKeyEnv, r.APIKey = m.OptimizerAPIKeyEnv, m.OptimizerAPIKey
+		r.Temperature, r.MaxTokens = m.OptimizerTemperature, m.OptimizerMaxTokens
+	case RoleTarget:
+		r.Backend, r.Model, r.BaseURL = m.TargetBackend, m.Target, m.TargetBaseURL
+		r.APIKeyEnv, r.APIKey = m.TargetAPIKeyEnv, m.TargetAPIKey
+		r.Temperature, r.MaxTokens = m.TargetTemperature, m.TargetMaxTokens
+	default:
+		panic("config: unknown role " + strconv.Quote(name))
+	}
+	return r
+}
+
+// Key returns the role's API key: the variable APIKeyEnv names when it is
+// set and non-empty, else the key written in the config (possibly empty).
+func (r Role) Key(getenv func(string) string) Secret {
+	if r.APIKeyEnv != "" {
+		if v := getenv(r.APIKeyEnv); v != "" {
+			return NewSecret(v)
+		}
+	}
+	return r.APIKey
+}

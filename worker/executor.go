@@ -1,0 +1,302 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/jsonx"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// ExecutorDeps are what an Executor needs to run tasks.
+type ExecutorDeps struct {
+	Logger *slog.Logger
+	// Client fetches skill texts by hash.
+	Client pb.CoordinatorClient
+	// NewModel builds a model for a spec (called once per distinct spec).
+	NewModel func(spec *pb.ModelSpec) (llm.Model, error)
+	// NewEnv builds a benchmark (called once per distinct name and config).
+	NewEnv  func(name string, config []byte) (bench.Env, error)
+	Prompts *prompts.Set
+}
+
+// Executor is the Handler that runs real tasks: benchmark episodes with the
+// target model, and optimizer prompts with the optimizer model.
+type Executor struct {
+	d   ExecutorDeps
+	log *slog.Logger
+
+	mu     sync.Mutex
+	models map[string]llm.Model
+	envs   map[string]bench.Env
+	skills map[string]string
+}
+
+// NewExecutor returns an Executor.
+func NewExecutor(d ExecutorDeps) *Executor {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Executor{d: d, log: d.Logger, models: map[string]llm.Model{}, envs: map[string]bench.Env{}, skills: map[string]string{}}
+}
+
+// Handle runs one task.
+func (x *Executor) Handle(ctx context.Context, t *pb.Task) *pb.Result {
+	start := time.Now()
+	var res *pb.Result
+	switch k := t.GetKind().(type) {
+	case *pb.Task_Rollout:
+		res = x.rollout(ctx, k.Rollout)
+	case *pb.Task_Noop:
+		if d := k.Noop.GetSleepMs(); d > 0 {
+			select {
+			case <-time.After(time.Duration(d) * time.Millisecond):
+			case <-ctx.Done():
+				return failure(ctx.Err())
+			}
+		}
+		res = &pb.Result{Outcome: pb.Outcome_OUTCOME_OK}
+	default:
+		ot := optimizerOf(t)
+		if ot == nil {
+			return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: "task has no kind"}
+		}
+		res = x.optimize(ctx, ot)
+	}
+	res.DurationMs = time.Since(start).Milliseconds()
+	return res
+}
+
+func optimizerOf(t *pb.Task) *pb.OptimizerTask {
+	switch k := t.GetKind().(type) {
+	case *pb.Task_Reflect:
+		return k.Reflect
+	case *pb.Task_Merge:
+		return k.Merge
+	case *pb.Task_Rank:
+		return k.Rank
+	case *pb.Task_SlowUpdate:
+		return k.SlowUpdate
+	case *pb.Task_Meta:
+		return k.Meta
+	case *pb.Task_Rewrite:
+		return k.Rewrite
+	case *pb.Task_Lr:
+		return k.Lr
+	case *pb.Task_Consolidate:
+		return k.Consolidate
+	default:
+		return nil
+	}
+}
+
+func (x *Executor) model(spec *pb.ModelSpec) (llm.Model, error) {
+	if spec == nil {
+		return nil, errors.New("task names no model")
+	}
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(spec)
+	key := string(b)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m, ok := x.models[key]; ok {
+		return m, nil
+	}
+	m, err := x.d.NewModel(spec)
+	if err != nil {
+		return nil, err
+	}
+	x.models[key] = m
+	return m, nil
+}
+
+func (x *Executor) env(name string, cfg []byte) (bench.Env, error) {
+	key := name + "\x00" + string(cfg)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e, ok := x.envs[key]; ok {
+		return e, nil
+	}
+	e, err := x.d.NewEnv(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	x.envs[key] = e
+	return e, nil
+}
+
+func (x *Executor) skill(ctx context.Context, hash string) (string, error) {
+	x.mu.Lock()
+	s, ok := x.skills[hash]
+	x.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	resp, err := x.d.Client.GetSkill(ctx, &pb.GetSkillRequest{Hash: hash})
+	if err != nil {
+		return "", fmt.Errorf("fetch skill %s: %w", hash, err)
+	}
+	x.mu.Lock()
+	if len(x.skills) > 256 {
+		clear(x.skills)
+	}
+	x.skills[hash] = resp.GetText()
+	x.mu.Unlock()
+	return resp.GetText(), nil
+}
+
+func (x *Executor) rollout(ctx context.Context, rt *pb.RolloutTask) *pb.Result {
+	env, err := x.env(rt.GetBench(), rt.GetBenchConfig())
+	if err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("benchmark %q: %v", rt.GetBench(), err)}
+	}
+	m, err := x.model(rt.GetTarget())
+	if err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("target model: %v", err)}
+	}
+	skillText, err := x.skill(ctx, rt.GetSkillHash())
+	if err != nil {
+		return failure(err)
+	}
+	var fields struct {
+		ID       any    `json:"id"`
+		TaskType string `json:"task_type"`
+	}
+	_ = json.Unmarshal(rt.GetItem(), &fields)
+	item := bench.Item{ID: fmt.Sprint(fields.ID), TaskType: fields.TaskType, Raw: rt.GetItem()}
+	spec := rt.GetTarget()
+	req := bench.EpisodeRequest{
+		Item: item, Skill: skillText, Split: rt.GetSplit(), Sample: int(rt.GetSample()),
+		EvalFeedback: rt.GetEvalFeedback(), BatchSeed: rt.GetBatchSeed(), Model: spec.GetModel(),
+		MaxTokens: int(spec.GetMaxTokens()), Timeout: time.Duration(spec.GetTimeoutMs()) * time.Millisecond,
+	}
+	if spec.Temperature != nil {
+		v := spec.GetTemperature()
+		req.Temperature = &v
+	}
+	ep, err := env.Episode(ctx, m, req)
+	if err != nil {
+		r := failure(err)
+		if ep != nil {
+			r.Usage = usageOf(ep.Usage, ep.Calls, ep.FailedCalls, ep.Retries, ep.RateLimited, spec.GetModel())
+		}
+		return r
+	}
+	traj, _ := json.Marshal(ep.Messages)
+	return &pb.Result{
+		Outcome: pb.Outcome_OUTCOME_OK,
+		Usage:   usageOf(ep.Usage, ep.Calls, ep.FailedCalls, ep.Retries, ep.RateLimited, spec.GetModel()),
+		Body: &pb.Result_Rollout{Rollout: &pb.RolloutResult{
+			ItemId: item.ID, Hard: ep.Hard, Soft: ep.Soft, Answer: ep.Answer, FailReason: ep.FailReason,
+			TaskType: ep.TaskType, Trajectory: traj, NTurns: int32(ep.NTurns), TaskDescription: ep.TaskDescription,
+		}},
+	}
+}
+
+func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Result {
+	m, err := x.model(ot.GetModel())
+	if err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("optimizer model: %v", err)}
+	}
+	var payload any = json.RawMessage(ot.GetPayload())
+	sys, user, err := x.d.Prompts.Render(ot.GetPrompt(), ot.GetMode(), payload, prompts.RenderOptions{Bench: ot.GetBench()})
+	if err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("render prompt %s: %v", ot.GetPrompt(), err)}
+	}
+	spec := ot.GetModel()
+	req := &llm.Request{
+		Model:    spec.GetModel(),
+		Messages: []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}},
+		Timeout:  time.Duration(spec.GetTimeoutMs()) * time.Millisecond, MaxTokens: int(spec.GetMaxTokens()),
+		ReasoningEffort: spec.GetReasoningEffort(), Stage: ot.GetPrompt(),
+	}
+	if spec.Temperature != nil {
+		v := spec.GetTemperature()
+		req.Temperature = &v
+	}
+	resp, err := m.Chat(ctx, req)
+	if err != nil {
+		return failure(err)
+	}
+	usage := usageOf(resp.Usage, max(resp.Attempts, 1), max(resp.Attempts-1, 0), max(resp.Attempts-1, 0), resp.RateLimited, firstNonEmpty(resp.Model, spec.GetModel()))
+	raw, repaired, err := jsonx.Extract(resp.Content)
+	if err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_INVALID_REPLY, Error: fmt.Sprintf("%s reply: %v", ot.GetPrompt(), err), Usage: usage,
+			Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content}}}
+	}
+	if err := validateReply(ot.GetPrompt(), raw); err != nil {
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_INVALID_REPLY, Error: fmt.Sprintf("%s reply: %v", ot.GetPrompt(), err), Usage: usage,
+			Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content}}}
+	}
+	return &pb.Result{Outcome: pb.Outcome_OUTCOME_OK, Usage: usage,
+		Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content, Json: raw, Repaired: repaired}}}
+}
+
+// validateReply checks that a reply decodes into its prompt's reply type.
+func validateReply(name string, raw []byte) error {
+	var v any
+	switch name {
+	case prompts.AnalystFailure, prompts.AnalystSuccess:
+		v = &prompts.AnalystReply{}
+	case prompts.MergeFailure, prompts.MergeSuccess, prompts.MergeFinal:
+		v = &prompts.MergeReply{}
+	case prompts.Ranking:
+		v = &prompts.RankReply{}
+	case prompts.LRController:
+		v = &prompts.LRReply{}
+	case prompts.Rewrite:
+		v = &prompts.RewriteReply{}
+	case prompts.SlowUpdate:
+		v = &prompts.SlowUpdateReply{}
+	case prompts.MetaSkill:
+		v = &prompts.MetaSkillReply{}
+	case prompts.Consolidate:
+		v = &prompts.ConsolidateReply{}
+	default:
+		return fmt.Errorf("unknown prompt %q", name)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("does not match the schema: %w", err)
+	}
+	return nil
+}
+
+func usageOf(u llm.Usage, calls, failed, retries, limited int, model string) *pb.Usage {
+	return &pb.Usage{
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens,
+		Calls: int32(calls), FailedCalls: int32(failed), Retries: int32(retries), RateLimited: int32(limited), Model: model,
+	}
+}
+
+// failure maps an error to a typed outcome; never a score.
+func failure(err error) *pb.Result {
+	o := pb.Outcome_OUTCOME_MODEL_ERROR
+	switch llm.KindOf(err) {
+	case llm.KindRateLimited:
+		o = pb.Outcome_OUTCOME_RATE_LIMITED
+	case llm.KindTimeout:
+		o = pb.Outcome_OUTCOME_TIMEOUT
+	case llm.KindCancelled:
+		o = pb.Outcome_OUTCOME_CANCELLED
+	case llm.KindInvalidReply:
+		o = pb.Outcome_OUTCOME_INVALID_REPLY
+	}
+	return &pb.Result{Outcome: o, Error: err.Error()}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
