@@ -16,7 +16,7 @@ if [[ ! -x "$bin/protoc-gen-go-grpc" ]] || ! "$bin/protoc-gen-go-grpc" --version
   GOBIN="$bin" go install "google.golang.org/grpc/cmd/protoc-gen-go-grpc@${PROTOC_GEN_GO_GRPC_VERSION}"
 fi
 command -v protoc >/dev/null || { echo "gen-proto: protoc not found (apt-get install protobuf-compiler)" >&2; exit 1; }
-mkdir -p "$out"
+mkdir -p "$out/proto"
 PATH="$bin:$PATH" protoc -I proto \
   --go_out="$out/proto" --go_opt=paths=source_relative \
   --go-grpc_out="$out/proto" --go-grpc_opt=paths=source_relative \

@@ -363,6 +363,10 @@ type Runtime struct {
 	// MaxDeliveries is how often a task is delivered before it is given up
 	// as failed. Default 5.
 	MaxDeliveries int `yaml:"max_deliveries"`
+	// SimLLM starts the simulated model (a test double) on a loopback port
+	// inside `skillfleet train` and points both roles at it through the
+	// OpenAI-compatible HTTP client. For demos and tests only.
+	SimLLM bool `yaml:"sim_llm"`
 }
 
 // defaultLeadingWords is SkillOpt's leading-word vocabulary for the

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+)
+
+func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o trainOpts
+	fs := newFlagSet("eval", "eval --config FILE --skill FILE [--split test] [--baseline] [flags]", stderr)
+	o.register(fs, false)
+	skillPath := fs.String("skill", "", "skill file to score (required)")
+	split := fs.String("split", "test", "split: train, val or test")
+	baseline := fs.Bool("baseline", false, "also score the empty (no-skill) and the seed skill (env.skill_init), side by side")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if *skillPath == "" {
+		return usageError{errors.New("eval: --skill is required")}
+	}
+	text, err := os.ReadFile(*skillPath)
+	if err != nil {
+		return usageError{fmt.Errorf("eval: --skill: %w", err)}
+	}
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(o.config, o.sets)
+	if err != nil {
+		return err
+	}
+	if o.out == "" {
+		o.out = filepath.Join("runs", "eval-"+cfg.Env.Name)
+	}
+	runDir, runID, err := runIdentity(cfg, o.out)
+	if err != nil {
+		return err
+	}
+	splits, err := loadSplits(cfg, runDir)
+	if err != nil {
+		return err
+	}
+	if _, err := splits.Get(*split); err != nil {
+		return usageError{fmt.Errorf("eval: --split: %w", err)}
+	}
+	s, err := coordinator.FromConfig(cfg, runID, runDir)
+	if err != nil {
+		return err
+	}
+	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, log, stderr)
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	tr, err := coordinator.NewTrainer(s, sess.hub, splits, log, coordinator.NewProgress(stdout, isTTY(stdout)))
+	if err != nil {
+		return err
+	}
+	names, skills := []string{"skill"}, []string{string(text)}
+	if *baseline {
+		names = append([]string{"no_skill", "seed_skill"}, names...)
+		skills = append([]string{"", s.SkillInit}, skills...)
+	}
+	res, err := tr.Evaluate(ctx, *split, names, skills)
+	if err != nil {
+		return err
+	}
+	types := map[string]bool{}
+	for _, r := range res {
+		for k := range r.ByType {
+			types[k] = true
+		}
+	}
+	var tt []string
+	for k := range types {
+		if k != "overall" {
+			tt = append(tt, k)
+		}
+	}
+	sort.Strings(tt)
+	tt = append(tt, "overall")
+	fmt.Fprintf(stdout, "\n%-24s", "task type ("+*split+")")
+	for _, r := range res {
+		fmt.Fprintf(stdout, " %12s", r.Name)
+	}
+	fmt.Fprintln(stdout)
+	for _, k := range tt {
+		fmt.Fprintf(stdout, "%-24s", k)
+		for _, r := range res {
+			ts := r.ByType[k]
+			fmt.Fprintf(stdout, " %12s", fmt.Sprintf("%.3f (%d)", ts.Hard, ts.Total))
+		}
+		fmt.Fprintln(stdout)
+	}
+	fmt.Fprintf(stdout, "\nwritten: %s\n", filepath.Join(runDir, "eval_summary.json"))
+	return nil
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+)
+
+func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim-llm", "sim-llm [--addr 127.0.0.1:8089] [flags]", stderr)
+	addr := fs.String("addr", "127.0.0.1:8089", "listen address (loopback unless you say otherwise)")
+	latency := fs.Duration("latency", 0, "fixed latency added to every reply")
+	median := fs.Duration("latency-median", 0, "log-normal latency: median (overrides --latency)")
+	p99 := fs.Duration("latency-p99", 0, "log-normal latency: 99th percentile")
+	rpm := fs.Int("rpm", 0, "requests per minute before 429 + Retry-After (0 = no limit)")
+	tpm := fs.Int("tpm", 0, "prompt tokens per minute before 429 + Retry-After (0 = no limit)")
+	f500 := fs.Float64("fault-500", 0, "fraction of requests answered 500")
+	fdrop := fs.Float64("fault-drop", 0, "fraction of requests whose connection is dropped")
+	fstall := fs.Float64("fault-stall", 0, "fraction of requests that stall past the client's timeout")
+	fmal := fs.Float64("fault-malformed", 0, "fraction of optimizer requests answered with non-JSON text")
+	fseed := fs.Int64("fault-seed", 1, "seed of the fault draws")
+	eps := fs.Float64("epsilon", 0, "target noise: chance an outcome flips (0 = default 0.03, <0 = none)")
+	harm := fs.Float64("harmful-rate", 0, "chance an analyst proposal is harmful or irrelevant (0 = default 0.2, <0 = never)")
+	repro := fs.Float64("repropose-rate", 0, "chance a rejected edit is proposed again (0 = default 0.3, <0 = never)")
+	keyEnv := fs.String("api-key-env", "", "require the key held by this environment variable as a bearer token")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	o := simmodel.ServerOptions{
+		Latency: simmodel.Latency{Fixed: *latency, Median: *median, P99: *p99}, RPM: *rpm, TPM: *tpm,
+		FaultRate500: *f500, FaultRateDrop: *fdrop, FaultRateStall: *fstall, FaultRateMalformed: *fmal, FaultSeed: *fseed,
+	}
+	if *keyEnv != "" {
+		o.APIKey = os.Getenv(*keyEnv)
+	}
+	m := simmodel.New(simmodel.Options{Epsilon: *eps, HarmfulRate: *harm, ReproposeRate: *repro})
+	bound, wait, err := simmodel.ListenAndServe(ctx, *addr, simmodel.NewServer(m, o))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "sim-llm (a deterministic test double, not a real model) listening on http://%s/v1\n", bound)
+	err = wait()
+	_ = time.Second
+	return err
+}

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"golang.org/x/term"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// trainOpts are the flags shared by train and coordinator.
+type trainOpts struct {
+	config         string
+	sets           multiFlag
+	out            string
+	natsURL        string
+	grpcAddr       string
+	workers        int
+	concurrency    int
+	logFormat      string
+	logLevel       string
+	assertImproves bool
+	retryFailed    bool
+	noSync         bool
+}
+
+func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
+	fs.StringVar(&o.config, "config", "", "run config YAML (required)")
+	fs.Var(&o.sets, "set", "override a config key, section.key=value (repeatable)")
+	fs.StringVar(&o.out, "out", "", "run directory (default env.out_root, else runs/<env>-<time>); re-run with the same --out to resume")
+	fs.StringVar(&o.natsURL, "nats", "", "NATS URL of an external server (default: start an embedded one)")
+	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:0", "address the coordinator's gRPC service listens on")
+	if !coordinatorOnly {
+		fs.IntVar(&o.workers, "workers", -1, "in-process workers (default runtime.workers; 0 = only external workers)")
+	}
+	fs.IntVar(&o.concurrency, "concurrency", 0, "tasks each in-process worker runs at once (default runtime.rollout_concurrency)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (json also makes progress plain lines)")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	fs.BoolVar(&o.assertImproves, "assert-improves", false, "exit 5 unless the best skill's test score beats the baseline's")
+	fs.BoolVar(&o.retryFailed, "retry-failed", false, "on resume, dispatch again the tasks whose recorded outcome is a failure")
+	fs.BoolVar(&o.noSync, "no-fsync", false, "do not fsync the result journal (faster; a machine crash may lose results)")
+}
+
+
+func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o trainOpts
+	fs := newFlagSet("train", "train --config FILE [flags]", stderr)
+	o.register(fs, false)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	return train(ctx, o, stdout, stderr)
+}
+
+func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o trainOpts
+	fs := newFlagSet("coordinator", "coordinator --config FILE --nats URL [flags]", stderr)
+	o.register(fs, true)
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if o.natsURL == "" {
+		return usageError{errors.New("coordinator: --nats is required (use `skillfleet train` for all-in-one)")}
+	}
+	o.workers = 0
+	return train(ctx, o, stdout, stderr)
+}
+
+func loadConfig(path string, sets []string) (*config.Config, error) {
+	if path == "" {
+		return nil, usageError{errors.New("--config is required")}
+	}
+	cfg, err := config.Load(path, sets)
+	if err != nil {
+		var fe *config.FieldError
+		if errors.As(err, &fe) {
+			return nil, usageError{err}
+		}
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// runIdentity returns the run dir and a run id that stays the same when
+// the run is resumed (it is stored in the run dir).
+func runIdentity(cfg *config.Config, out string) (dir, id string, err error) {
+	dir = out
+	if dir == "" {
+		dir = cfg.Env.OutRoot
+	}
+	if dir == "" {
+		dir = filepath.Join("runs", fmt.Sprintf("%s-%s", cfg.Env.Name, time.Now().Format("20060102-150405")))
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("run dir: %w", err)
+	}
+	idFile := filepath.Join(dir, "run_id")
+	if b, err := os.ReadFile(idFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return dir, strings.TrimSpace(string(b)), nil
+	}
+	sum := sha256.Sum256([]byte(dir + time.Now().String()))
+	base := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, filepath.Base(dir))
+	id = base + "-" + hex.EncodeToString(sum[:4])
+	if err := os.WriteFile(idFile, []byte(id+"\n"), 0o644); err != nil {
+		return "", "", fmt.Errorf("run dir: %w", err)
+	}
+	return dir, id, nil
+}
+
+func isTTY(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
+	log, err := newLogger(stderr, o.logFormat, o.logLevel)
+	if err != nil {
+		return err
+	}
+	cfg, err := loadConfig(o.config, o.sets)
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("config", "warning", w.String())
+	}
+	runDir, runID, err := runIdentity(cfg, o.out)
+	if err != nil {
+		return err
+	}
+	if err := cfg.WriteResolved(filepath.Join(runDir, "config.yaml")); err != nil {
+		return err
+	}
+	splits, err := loadSplits(cfg, runDir)
+	if err != nil {
+		return err
+	}
+	s, err := coordinator.FromConfig(cfg, runID, runDir)
+	if err != nil {
+		return err
+	}
+	s.RetryFailed = o.retryFailed
+
+	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, log, stderr)
+	if err != nil {
+		return err
+	}
+	defer sess.close()
+	hub := sess.hub
+	tty := isTTY(stdout) && o.logFormat != "json"
+	prog := coordinator.NewProgress(stdout, tty)
+	tr, err := coordinator.NewTrainer(s, hub, splits, log, prog)
+	if err != nil {
+		return err
+	}
+	prog.SetTokens(func() int64 { return tr.Accounting().Total().Tokens() })
+	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr))
+	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
+		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
+	sum, err := tr.Run(ctx)
+	if err != nil {
+		return classifyRunError(err, runDir)
+	}
+	printSummary(stdout, sum, runDir)
+	if o.assertImproves {
+		if sum.TestHard == nil || !(sum.TestHard["best"] > sum.TestHard["baseline"]) {
+			return codedError{exitNoImprove, fmt.Errorf("--assert-improves: test score did not rise (baseline %.3f, best %.3f)", sum.TestHard["baseline"], sum.TestHard["best"])}
+		}
+	}
+	return nil
+}
+
+func pointAtSim(m *pb.ModelSpec, url string) {
+	m.Backend = "openai"
+	m.BaseUrl = url
+	m.ApiKeyEnv = ""
+}
+
+// stopCheck stops the run at a phase boundary on a signal, a STOP file in
+// the run dir, or a reached budget.
+func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *coordinator.Trainer) func() error {
+	start := time.Now()
+	return func() error {
+		if ctx.Err() != nil {
+			return coordinator.ErrStopped
+		}
+		if _, err := os.Stat(filepath.Join(runDir, "STOP")); err == nil {
+			_ = os.Remove(filepath.Join(runDir, "STOP"))
+			return fmt.Errorf("%w: STOP file found in the run dir", coordinator.ErrStopped)
+		}
+		tot := tr.Accounting().Total()
+		switch {
+		case s.MaxTokens > 0 && tot.Tokens() >= s.MaxTokens:
+			return fmt.Errorf("%w: budget.max_tokens (%d tokens spent, limit %d)", coordinator.ErrBudget, tot.Tokens(), s.MaxTokens)
+		case s.MaxCalls > 0 && tot.Calls >= s.MaxCalls:
+			return fmt.Errorf("%w: budget.max_calls (%d calls made, limit %d)", coordinator.ErrBudget, tot.Calls, s.MaxCalls)
+		case s.MaxWall > 0 && time.Since(start) >= s.MaxWall:
+			return fmt.Errorf("%w: budget.max_wall (%s elapsed)", coordinator.ErrBudget, time.Since(start).Round(time.Second))
+		}
+		return nil
+	}
+}
+
+func classifyRunError(err error, runDir string) error {
+	resume := fmt.Sprintf("; the run is checkpointed in %s: re-run the same command to resume", runDir)
+	switch {
+	case errors.Is(err, coordinator.ErrBudget):
+		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget (e.g. --set budget.max_tokens=N)", err, resume)}
+	case errors.Is(err, coordinator.ErrStopped), errors.Is(err, context.Canceled):
+		return codedError{exitStopped, fmt.Errorf("stopped on request%s", resume)}
+	case errors.Is(err, coordinator.ErrCoverage):
+		return codedError{exitCoverage, fmt.Errorf("%w%s (add --retry-failed to retry failed tasks)", err, resume)}
+	}
+	return err
+}
+
+func printSummary(w io.Writer, sum *coordinator.Summary, runDir string) {
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "%-10s %10s %10s\n", "skill", "selection", "test")
+	row := func(name string, sel *float64, test float64, ok bool) {
+		s := "-"
+		if sel != nil {
+			s = fmt.Sprintf("%.3f", *sel)
+		}
+		t := "-"
+		if ok {
+			t = fmt.Sprintf("%.3f", test)
+		}
+		fmt.Fprintf(w, "%-10s %10s %10s\n", name, s, t)
+	}
+	base, best := sum.BaselineScore, sum.BestScore
+	tb, okb := sum.TestHard["baseline"]
+	tbest, okbest := sum.TestHard["best"]
+	tf, okf := sum.TestHard["final"]
+	row("baseline", &base, tb, okb)
+	row("best", &best, tbest, okbest)
+	row("final", sum.FinalScore, tf, okf)
+	fmt.Fprintf(w, "\nsteps %d: %d accepted, %d rejected, %d skipped; %d model calls, %s tokens; %.1fs\n",
+		sum.TotalSteps, sum.Accepts, sum.Rejects, sum.Skips, sum.Tokens.Calls, fmtTokens(sum.Tokens.Tokens()), sum.WallTime)
+	fmt.Fprintf(w, "best skill: %s\n", filepath.Join(runDir, "best_skill.md"))
+}
+
+func fmtTokens(n int64) string {
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.2fM", float64(n)/1e6)
+	case n >= 1000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	}
+	return fmt.Sprint(n)
+}
+
+var _ = slog.LevelInfo
+
+// session is the running machinery of a run: NATS, the hub, local workers.
+type session struct {
+	hub     *coordinator.Hub
+	cleanup []func()
+}
+
+func (s *session) add(f func()) { s.cleanup = append(s.cleanup, f) }
+
+func (s *session) close() {
+	for i := len(s.cleanup) - 1; i >= 0; i-- {
+		s.cleanup[i]()
+	}
+	s.cleanup = nil
+}
+
+// startSession starts (or connects to) NATS, the coordinator hub and the
+// in-process workers, and points the roles at an in-process sim-llm when
+// the config asks for one.
+func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *coordinator.Settings, log *slog.Logger, stderr io.Writer) (*session, error) {
+	sess := &session{}
+	var err error
+	ok := false
+	defer func() {
+		if !ok {
+			sess.close()
+		}
+	}()
+
+	if cfg.Runtime.SimLLM {
+		url, stop, err := startSimLLM(ctx, log)
+		if err != nil {
+			return nil, err
+		}
+		sess.add(stop)
+		pointAtSim(s.Target, url)
+		pointAtSim(s.Optimizer, url)
+		pointAtSim(s.Rewriter, url)
+	}
+
+	// NATS: external or embedded.
+	var nc *nats.Conn
+	var embedded *queue.Embedded
+	if o.natsURL != "" {
+		nc, err = queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-coordinator", Logger: log})
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		embedded, err = queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: filepath.Join(runDir, "nats")})
+		if err != nil {
+			return nil, err
+		}
+		sess.add(embedded.Shutdown)
+		nc, err = embedded.Connect("skillfleet-coordinator")
+		if err != nil {
+			return nil, err
+		}
+	}
+	sess.add(nc.Close)
+
+	ln, err := net.Listen("tcp", o.grpcAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", o.grpcAddr, err)
+	}
+	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
+		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
+		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: 30 * time.Second},
+	})
+	if err != nil {
+		return nil, err
+	}
+	hubCtx, hubStop := context.WithCancel(context.WithoutCancel(ctx))
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- hub.Run(hubCtx) }()
+	sess.add(func() { hubStop(); <-hubDone })
+
+	workers := o.workers
+	if workers < 0 {
+		workers = cfg.Runtime.Workers
+	}
+	conc := o.concurrency
+	if conc <= 0 {
+		conc = cfg.Runtime.RolloutConcurrency
+	}
+	if workers > 0 {
+		stop, err := startLocalWorkers(ctx, log, workerSetup{
+			nc: func() (*nats.Conn, error) {
+				if embedded != nil {
+					return embedded.Connect("skillfleet-worker")
+				}
+				return queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log})
+			},
+			coordinator: hub.Addr(), n: workers, concurrency: conc, maxDeliver: cfg.Runtime.MaxDeliveries,
+		})
+		if err != nil {
+			return nil, err
+		}
+		sess.add(stop)
+	} else {
+		log.Info("waiting for external workers", "grpc_addr", hub.Addr())
+		fmt.Fprintf(stderr, "coordinator listening on %s; start workers with: skillfleet worker --nats %s --coordinator %s\n", hub.Addr(), o.natsURL, hub.Addr())
+	}
+
+	sess.hub = hub
+	ok = true
+	return sess, nil
+}

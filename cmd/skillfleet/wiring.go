@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/skillfleet/skillfleet/backends"
+	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/bench/registry"
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+// loadSplits loads the benchmark's split directory. The sim benchmark
+// writes its generated world into the run dir when no split_dir is given.
+func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
+	dir := cfg.Env.SplitDir
+	if dir == "" && cfg.Env.Name == "sim" {
+		var sc simbench.Config
+		if err := cfg.Env.DecodeExtra(&sc); err != nil {
+			return nil, usageError{err}
+		}
+		dir = filepath.Join(runDir, "_generated_splits", fmt.Sprintf("sim_%s_seed%d", sc.PresetName(), sc.WorldSeed()))
+		if _, err := os.Stat(filepath.Join(dir, "split_manifest.json")); err != nil {
+			if err := simbench.WriteSplits(dir, sc.PresetName(), sc.WorldSeed()); err != nil {
+				return nil, fmt.Errorf("generate sim splits: %w", err)
+			}
+		}
+	}
+	if dir == "" {
+		return nil, usageError{fmt.Errorf("config: %s: env.split_dir: required (a directory with train/, val/ and test/)", cfg.File)}
+	}
+	s, err := bench.LoadSplitDir(dir, bench.LoadOptions{IDFields: registry.IDFields(cfg.Env.Name), Limit: cfg.Env.Limit})
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newModel builds a model for a task's spec: the backend, wrapped with
+// retries; the in-process sim for backend "sim".
+func newModel(spec *pb.ModelSpec) (llm.Model, error) {
+	return backends.New(backends.SpecFromProto(spec), backends.Deps{
+		Extra: map[string]func(backends.Spec) (llm.Model, error){
+			"sim": func(backends.Spec) (llm.Model, error) { return simmodel.New(simmodel.Options{}), nil },
+		},
+	})
+}
+
+func newEnv(name string, cfg []byte) (bench.Env, error) {
+	return registry.New(name, json.RawMessage(cfg))
+}
+
+// startSimLLM serves the simulated model on a loopback port.
+func startSimLLM(ctx context.Context, log *slog.Logger) (url string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, fmt.Errorf("sim-llm: %w", err)
+	}
+	srv := &http.Server{Handler: simmodel.NewServer(simmodel.New(simmodel.Options{}), simmodel.ServerOptions{}), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("sim-llm stopped", "err", err)
+		}
+	}()
+	url = "http://" + ln.Addr().String() + "/v1"
+	log.Info("sim-llm (test double) listening", "url", url)
+	return url, func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}, nil
+}
+
+type workerSetup struct {
+	nc          func() (*nats.Conn, error)
+	coordinator string
+	n           int
+	concurrency int
+	maxDeliver  int
+}
+
+// startLocalWorkers runs n workers in this process over the same NATS and
+// gRPC path remote workers use.
+func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (stop func(), err error) {
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	var closers []func()
+	stop = func() {
+		cancel()
+		wg.Wait()
+		for _, c := range closers {
+			c()
+		}
+	}
+	for i := range ws.n {
+		nc, err := ws.nc()
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		closers = append(closers, nc.Close)
+		cc, err := worker.Dial(ws.coordinator)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		closers = append(closers, func() { _ = cc.Close() })
+		cons, err := worker.Consumer(wctx, nc)
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		client := pb.NewCoordinatorClient(cc)
+		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
+		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
+			worker.Deps{Logger: log, NC: nc, Consumer: cons, Client: client, Handler: x})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.Run(wctx); err != nil {
+				log.Error("worker stopped", "err", err)
+			}
+		}()
+	}
+	return stop, nil
+}

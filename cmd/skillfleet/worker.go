@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"github.com/skillfleet/skillfleet/worker"
+)
+
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("worker", "worker --nats URL --coordinator HOST:PORT [flags]", stderr)
+	natsURL := fs.String("nats", "", "NATS URL (required)")
+	coord := fs.String("coordinator", "", "coordinator gRPC address HOST:PORT (required)")
+	conc := fs.Int("concurrency", 24, "tasks this worker runs at once")
+	id := fs.String("id", "", "worker id (default host-pid-random)")
+	maxDeliver := fs.Int("max-deliveries", 5, "must match the coordinator's runtime.max_deliveries")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to let running tasks finish before returning them to the queue")
+	health := fs.String("health-addr", "", "serve /healthz on this address (e.g. 127.0.0.1:8081)")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if *natsURL == "" || *coord == "" {
+		return usageError{errors.New("worker: --nats and --coordinator are required")}
+	}
+	log, err := newLogger(stderr, *logFormat, *logLevel)
+	if err != nil {
+		return err
+	}
+	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: 24 * time.Hour})
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	cc, err := worker.Dial(*coord)
+	if err != nil {
+		return err
+	}
+	defer cc.Close()
+	consumer, err := waitConsumer(ctx, nc, log)
+	if err != nil {
+		return err
+	}
+	client := pb.NewCoordinatorClient(cc)
+	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
+	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
+		worker.Deps{Logger: log, NC: nc, Consumer: consumer, Client: client, Handler: x})
+	if *health != "" {
+		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+			if !nc.IsConnected() {
+				http.Error(rw, "nats disconnected", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprintf(rw, "ok %s completed=%d\n", w.ID(), w.Completed())
+		})}
+		go func() { _ = srv.ListenAndServe() }()
+		defer srv.Close()
+	}
+	fmt.Fprintf(stdout, "worker %s: pulling tasks from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, *coord, *conc)
+	return w.Run(ctx)
+}
+
+// waitConsumer waits for the coordinator to create the task consumer.
+func waitConsumer(ctx context.Context, nc *nats.Conn, log *slog.Logger) (jetstream.Consumer, error) {
+	delay := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		c, err := worker.Consumer(ctx, nc)
+		if err == nil {
+			return c, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			log.Warn("task consumer not found yet (is the coordinator up?), retrying", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(delay*2, 3*time.Second)
+	}
+}

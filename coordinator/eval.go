@@ -1,0 +1,50 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+)
+
+// EvalResult is one skill's score on a split, per task type.
+type EvalResult struct {
+	Name      string               `json:"name"`
+	SkillHash string               `json:"skill_hash"`
+	Split     string               `json:"split"`
+	ByType    map[string]TypeScore `json:"by_task_type"`
+}
+
+// Evaluate scores named skills on a split concurrently (the same rollout
+// path training uses, so results are cached and resumable in the run dir).
+func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, skills []string) ([]EvalResult, error) {
+	items, err := t.splits.Get(split)
+	if err != nil {
+		return nil, err
+	}
+	if split == bench.SplitTest {
+		items = t.testItems()
+	} else if split == bench.SplitVal {
+		items = t.selItems()
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("split %s has no items", split)
+	}
+	out := make([]EvalResult, len(names))
+	fns := make([]func() error, len(names))
+	for i := range names {
+		fns[i] = func() error {
+			rs, _, err := t.rollout(ctx, rolloutReq{Stage: "eval_" + names[i], Skill: skills[i], Items: items, Split: split})
+			if err != nil {
+				return err
+			}
+			out[i] = EvalResult{Name: names[i], SkillHash: skillHash(skills[i]), Split: split, ByType: byTaskType(rs)}
+			return nil
+		}
+	}
+	if err := parallel(fns...); err != nil {
+		return nil, err
+	}
+	t.rd.writeJSON("eval_summary.json", out)
+	return out, nil
+}

@@ -1,0 +1,158 @@
+package coordinator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/config"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// FromConfig builds the trainer's settings from a loaded config. runID and
+// runDir name the run; the initial skill is read from env.skill_init.
+func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
+	initText, err := os.ReadFile(c.Env.SkillInit)
+	if err != nil {
+		return Settings{}, fmt.Errorf("config: %s: env.skill_init: %w", c.File, err)
+	}
+	s := Settings{
+		RunID: runID, RunDir: runDir,
+		Seed: c.Train.Seed, NumEpochs: c.Train.NumEpochs, BatchSize: c.Train.BatchSize, Accumulation: c.Train.Accumulation, TrainSize: c.Train.TrainSize,
+		MinibatchSize: c.Gradient.MinibatchSize, MergeBatchSize: c.Gradient.MergeBatchSize, FailureOnly: c.Gradient.FailureOnly,
+		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRScheduler: c.Optimizer.LRScheduler, LRControl: c.Optimizer.LRControlMode,
+		UpdateMode: c.Optimizer.SkillUpdateMode, UseSlowUpdate: c.Optimizer.UseSlowUpdate, SlowUpdateSamples: c.Optimizer.SlowUpdateSamples,
+		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: c.Optimizer.LongitudinalPairPolicy, UseMetaSkill: c.Optimizer.UseMetaSkill,
+		SkillAware: c.Optimizer.UseSkillAwareReflection, AppendixSource: c.Optimizer.SkillAwareAppendixSource,
+		ConsolidateThreshold: c.Optimizer.SkillAwareConsolidateThreshold, FilterRejected: c.Optimizer.FilterRejected, NormalizeOps: true,
+		UseGate: c.Evaluation.UseGate, GateMetric: c.Evaluation.GateMetric, MixedWeight: c.Evaluation.GateMixedWeight,
+		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
+		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
+		EarlyStop: c.Evaluation.EarlyStop, MinCoverage: c.Evaluation.MinCoverage, GateTest: c.Evaluation.GateTest,
+		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
+		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
+		TaskTimeout: c.Runtime.TaskTimeout,
+		MaxTokens:   c.Budget.MaxTokens, MaxCalls: c.Budget.MaxCalls, MaxUSD: c.Budget.MaxUSD, MaxWall: c.Budget.MaxWall,
+	}
+	bc, err := BenchConfig(c)
+	if err != nil {
+		return Settings{}, err
+	}
+	s.BenchConfig = bc
+	s.Target = roleSpec(c, config.RoleTarget)
+	s.Optimizer = roleSpec(c, config.RoleOptimizer)
+	s.Rewriter = roleSpec(c, config.RoleOptimizer)
+	if e := c.Model.RewriteReasoningEffort; e != "" {
+		s.Rewriter.ReasoningEffort = e
+	}
+	if n := c.Model.RewriteMaxCompletionTokens; n > 0 {
+		s.Rewriter.MaxTokens = int32(n)
+	}
+	s.ConfigHash = s.decisionHash()
+	return s, nil
+}
+
+// BenchConfig is the benchmark's settings as the JSON workers receive.
+func BenchConfig(c *config.Config) (json.RawMessage, error) {
+	m := map[string]any{}
+	for k, v := range c.Env.Extra {
+		m[k] = v
+	}
+	m["name"] = c.Env.Name
+	m["max_turns"] = c.Env.MaxTurns
+	m["max_completion_tokens"] = c.Env.MaxCompletionTokens
+	m["exec_timeout"] = c.Env.ExecTimeout.String()
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("config: %s: env: %w", c.File, err)
+	}
+	return b, nil
+}
+
+// roleSpec maps a config role to the wire ModelSpec (no secrets: only the
+// name of the variable that holds the key).
+func roleSpec(c *config.Config, role string) *pb.ModelSpec {
+	r := c.Model.Role(role)
+	spec := &pb.ModelSpec{
+		Backend: BackendName(r.Backend), Model: r.Model, BaseUrl: r.BaseURL, ApiKeyEnv: r.APIKeyEnv,
+		MaxTokens: int32(r.MaxTokens), ReasoningEffort: r.ReasoningEffort,
+		TimeoutMs: r.Timeout.Milliseconds(), MaxRetries: int32(r.MaxRetries), Options: map[string]string{},
+	}
+	if r.Temperature != nil {
+		v := *r.Temperature
+		spec.Temperature = &v
+	}
+	switch spec.Backend {
+	case "azure":
+		az := c.Model.Azure
+		if role == config.RoleOptimizer && c.Model.OptimizerAzure.Endpoint != "" {
+			az = c.Model.OptimizerAzure
+		} else if role == config.RoleTarget && c.Model.TargetAzure.Endpoint != "" {
+			az = c.Model.TargetAzure
+		}
+		spec.BaseUrl = firstNonEmpty(spec.GetBaseUrl(), firstNonEmpty(az.Endpoint, os.Getenv("AZURE_OPENAI_ENDPOINT")))
+		spec.Options["api_version"] = firstNonEmpty(az.APIVersion, "2024-12-01-preview")
+		if spec.ApiKeyEnv == "" {
+			spec.ApiKeyEnv = "AZURE_OPENAI_API_KEY"
+		}
+	case "openai":
+		if spec.ApiKeyEnv == "" {
+			spec.ApiKeyEnv = "OPENAI_API_KEY"
+		}
+	case "anthropic":
+		if spec.ApiKeyEnv == "" {
+			spec.ApiKeyEnv = "ANTHROPIC_API_KEY"
+		}
+	}
+	return spec
+}
+
+// BackendName maps a config client family to a backend implementation.
+func BackendName(family string) string {
+	switch family {
+	case "openai_chat", "azure_openai", "azure":
+		return "azure"
+	case "openai_compatible", "openai", "qwen_chat", "minimax_chat":
+		return "openai"
+	case "claude_chat", "anthropic", "claude":
+		return "anthropic"
+	case "codex_exec", "claude_code_exec", "cursor_exec", "copilot_exec", "exec":
+		return "exec"
+	case "sim":
+		return "sim"
+	default:
+		return family
+	}
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// decisionHash identifies everything that can change a decision. Runtime
+// sizes, budgets, timeouts and the run dir are left out, so a run can be
+// resumed with more workers or a larger budget.
+func (s Settings) decisionHash() string {
+	c := s
+	c.RunDir, c.ConfigHash = "", ""
+	c.MaxTokens, c.MaxCalls, c.MaxUSD, c.MaxWall = 0, 0, 0, 0
+	c.TaskTimeout, c.RetryFailed = 0, false
+	strip := func(m *pb.ModelSpec) *pb.ModelSpec {
+		if m == nil {
+			return nil
+		}
+		return &pb.ModelSpec{Backend: m.Backend, Model: m.Model, Temperature: m.Temperature, MaxTokens: m.MaxTokens, ReasoningEffort: m.ReasoningEffort}
+	}
+	c.Target, c.Optimizer, c.Rewriter = strip(c.Target), strip(c.Optimizer), strip(c.Rewriter)
+	b, _ := json.Marshal(c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+var _ = time.Second
