@@ -3,10 +3,10 @@ package coordinator
 import (
 	"encoding/json"
 
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
-	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skill"

@@ -22,6 +22,17 @@ type Progress struct {
 	cur, best   float64
 	lastDraw    time.Time
 	lineOpen    bool
+	perStage    map[string]int
+	observe     func(stage string, done int)
+}
+
+// Observe installs a function called after every finished task with the
+// task's stage and how many tasks of that stage have finished in this
+// process (used by crash tests to stop a run mid-phase).
+func (p *Progress) Observe(f func(stage string, done int)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.observe = f
 }
 
 // NewProgress writes to w (nil = nowhere); tty enables in-place updates.
@@ -63,7 +74,7 @@ func (p *Progress) StartWave(stage string, n int) {
 }
 
 // TaskDone counts a finished task.
-func (p *Progress) TaskDone(ok bool) {
+func (p *Progress) TaskDone(stage string, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.done++
@@ -71,6 +82,13 @@ func (p *Progress) TaskDone(ok bool) {
 		p.failed++
 	}
 	p.draw(p.done == p.total)
+	if p.observe != nil {
+		if p.perStage == nil {
+			p.perStage = map[string]int{}
+		}
+		p.perStage[stage]++
+		p.observe(stage, p.perStage[stage])
+	}
 }
 
 // Decision prints a decision line.

@@ -43,6 +43,8 @@ type Settings struct {
 	AppendixSource       string // both, failure_only
 	ConsolidateThreshold int
 	FilterRejected       bool
+	// UseStepBuffer feeds the epoch's previous steps back to the optimizer.
+	UseStepBuffer bool
 	// NormalizeOps matches op names case-insensitively with synonyms (fix B15).
 	NormalizeOps bool
 

@@ -286,7 +286,7 @@ func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, 
 	mk := func(name string, mb []int, idx int) {
 		in := prompts.AnalystInput{
 			Kind: name, Mode: t.s.UpdateMode, Skill: current, Budget: budget,
-			StepBuffer: t.buffer, MetaSkill: t.metaSkillBlock(), BatchSize: len(mb),
+			StepBuffer: t.stepBuffer(), MetaSkill: t.metaSkillBlock(), BatchSize: len(mb),
 			SkillAware: t.s.SkillAware && (name == prompts.AnalystFailure || t.s.AppendixSource != "failure_only"),
 		}
 		var ids []string
@@ -558,7 +558,7 @@ func (t *Trainer) budget(ctx context.Context, g int, merged []prompts.Item) (int
 	for i, it := range merged {
 		descs[i] = describeItem(it)
 	}
-	in := prompts.LRInput{Kind: prompts.LRController, Skill: t.st.Current, MetaSkill: t.metaSkillBlock(), StepBuffer: t.buffer, Items: descs}
+	in := prompts.LRInput{Kind: prompts.LRController, Skill: t.st.Current, MetaSkill: t.metaSkillBlock(), StepBuffer: t.stepBuffer(), Items: descs}
 	var rep prompts.LRReply
 	ok, err := t.optimizeOne(ctx, optCall{Stage: "lr", Step: g, Name: prompts.LRController, Skill: t.st.Current, Payload: in}, &rep)
 	if err != nil {
@@ -644,7 +644,7 @@ func (t *Trainer) update(ctx context.Context, g int, current string, ranked []pr
 		var rep prompts.RewriteReply
 		model := t.s.Rewriter
 		ok, err := t.optimizeOne(ctx, optCall{Stage: "rewrite", Step: g, Name: prompts.Rewrite, Model: model, Skill: current,
-			Payload: prompts.RewriteInput{Kind: prompts.Rewrite, Skill: current, Suggestions: ranked, StepBuffer: t.buffer}}, &rep)
+			Payload: prompts.RewriteInput{Kind: prompts.Rewrite, Skill: current, Suggestions: ranked, StepBuffer: t.stepBuffer()}}, &rep)
 		if err != nil || !ok || strings.TrimSpace(rep.NewSkill) == "" {
 			return "", false, err
 		}
@@ -885,6 +885,14 @@ func sign(f float64) float64 {
 		return -1
 	}
 	return 1
+}
+
+// stepBuffer is what the optimizer sees of the epoch's previous steps.
+func (t *Trainer) stepBuffer() []prompts.BufferEntry {
+	if !t.s.UseStepBuffer {
+		return nil
+	}
+	return t.buffer
 }
 
 func (t *Trainer) metaSkillBlock() string {

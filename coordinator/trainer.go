@@ -231,7 +231,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 		}
 		out[i].Res = res
 		t.account(rq.Stage, "target", tasks[i], res)
-		t.prog.TaskDone(res.GetOutcome() == pb.Outcome_OUTCOME_OK)
+		t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
 		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
 			stopped = true
 			var ids []string
@@ -348,7 +348,7 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, e
 		}
 		t.account(calls[i].Stage, "optimizer", tasks[i], res)
 		ok := res.GetOutcome() == pb.Outcome_OUTCOME_OK
-		t.prog.TaskDone(ok)
+		t.prog.TaskDone(calls[i].Stage, ok)
 		out[i] = optResult{OK: ok, JSON: res.GetOptimizer().GetJson(), Error: res.GetError()}
 		if !ok {
 			t.log.WarnContext(ctx, "optimizer call failed", "stage", calls[i].Stage, "step", calls[i].Step, "task_id", tasks[i].GetId(), "outcome", res.GetOutcome().String(), "err", res.GetError())

@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
-	"flag"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -56,7 +58,6 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.BoolVar(&o.retryFailed, "retry-failed", false, "on resume, dispatch again the tasks whose recorded outcome is a failure")
 	fs.BoolVar(&o.noSync, "no-fsync", false, "do not fsync the result journal (faster; a machine crash may lose results)")
 }
-
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o trainOpts
@@ -179,6 +180,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return err
 	}
 	prog.SetTokens(func() int64 { return tr.Accounting().Total().Tokens() })
+	if at := os.Getenv("SKILLFLEET_CRASH_AT"); at != "" {
+		prog.Observe(crashAt(at))
+	}
 	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr))
 	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
 		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
@@ -383,4 +387,18 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	sess.hub = hub
 	ok = true
 	return sess, nil
+}
+
+// crashAt returns an observer that kills this process with SIGKILL when
+// the n-th task of a stage finishes (SKILLFLEET_CRASH_AT=stage:n). It
+// exists for the crash-and-resume tests.
+func crashAt(spec string) func(stage string, done int) {
+	stage, nstr, _ := strings.Cut(spec, ":")
+	n, _ := strconv.Atoi(nstr)
+	n = max(n, 1)
+	return func(s string, done int) {
+		if strings.HasPrefix(s, stage) && done >= n {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
 }

@@ -253,6 +253,10 @@ type Optimizer struct {
 	// FilterRejected drops merged items equal to an edit rejected earlier
 	// in the epoch before ranking (skillfleet). Default false.
 	FilterRejected bool `yaml:"filter_rejected"`
+	// UseStepBuffer feeds the epoch's previous steps (rejected edits,
+	// failure patterns) back to the analysts, LR controller and rewriter.
+	// Default true; off only to measure what the buffer is worth.
+	UseStepBuffer bool `yaml:"use_step_buffer"`
 }
 
 // Evaluation is the validation gate and the final evaluation.
@@ -430,6 +434,7 @@ func Default() *Config {
 			SlowUpdateSamples:        20,
 			LongitudinalPairPolicy:   "mixed",
 			UseMetaSkill:             true,
+			UseStepBuffer:            true,
 			SkillAwareAppendixSource: "both",
 		},
 		Evaluation: Evaluation{
