@@ -191,7 +191,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	ts = time.Now()
 	ranked := merged
 	if t.s.UpdateMode != prompts.ModeFullRewrite {
-		budget, dec, err := t.budget(ctx, g, merged)
+		budget, dec, err := t.budget(ctx, g, merged, rec)
 		if err != nil {
 			return err
 		}
@@ -549,7 +549,7 @@ func (t *Trainer) mergeFinal(ctx context.Context, g int, fail, succ []prompts.It
 }
 
 // budget returns the step's edit budget (and advances the scheduler in fixed mode).
-func (t *Trainer) budget(ctx context.Context, g int, merged []prompts.Item) (int, *LRDecision, error) {
+func (t *Trainer) budget(ctx context.Context, g int, merged []prompts.Item, rec *StepRecord) (int, *LRDecision, error) {
 	if t.s.LRControl != "autonomous" {
 		t.st.SchedulerT++
 		return scheduleBudget(t.s.LRScheduler, t.s.LR, t.s.MinLR, t.st.TotalSteps, t.st.SchedulerT), nil, nil
@@ -558,7 +558,8 @@ func (t *Trainer) budget(ctx context.Context, g int, merged []prompts.Item) (int
 	for i, it := range merged {
 		descs[i] = describeItem(it)
 	}
-	in := prompts.LRInput{Kind: prompts.LRController, Skill: t.st.Current, MetaSkill: t.metaSkillBlock(), StepBuffer: t.stepBuffer(), Items: descs}
+	in := prompts.LRInput{Kind: prompts.LRController, Skill: t.st.Current, MetaSkill: t.metaSkillBlock(), StepBuffer: t.stepBuffer(), Items: descs,
+		N: rec.RolloutN, Hard: round6(rec.RolloutHard), Soft: round6(rec.RolloutSoft)}
 	var rep prompts.LRReply
 	ok, err := t.optimizeOne(ctx, optCall{Stage: "lr", Step: g, Name: prompts.LRController, Skill: t.st.Current, Payload: in}, &rep)
 	if err != nil {

@@ -40,6 +40,7 @@ type trainOpts struct {
 	assertImproves bool
 	retryFailed    bool
 	noSync         bool
+	healthAddr     string
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -57,6 +58,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.BoolVar(&o.assertImproves, "assert-improves", false, "exit 5 unless the best skill's test score beats the baseline's")
 	fs.BoolVar(&o.retryFailed, "retry-failed", false, "on resume, dispatch again the tasks whose recorded outcome is a failure")
 	fs.BoolVar(&o.noSync, "no-fsync", false, "do not fsync the result journal (faster; a machine crash may lose results)")
+	fs.StringVar(&o.healthAddr, "health-addr", "", "serve /healthz and /status on this address (e.g. 127.0.0.1:8080)")
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -384,6 +386,13 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 		fmt.Fprintf(stderr, "coordinator listening on %s; start workers with: skillfleet worker --nats %s --coordinator %s\n", hub.Addr(), o.natsURL, hub.Addr())
 	}
 
+	if o.healthAddr != "" {
+		stop, err := serveHealth(ctx, o.healthAddr, hub, log)
+		if err != nil {
+			return nil, fmt.Errorf("--health-addr: %w", err)
+		}
+		sess.add(stop)
+	}
 	sess.hub = hub
 	ok = true
 	return sess, nil
