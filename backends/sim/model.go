@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+)
+
+// Options tune the simulated model. The zero value gives the defaults.
+type Options struct {
+	// Epsilon is the chance that a target answer flips (right to wrong or
+	// wrong to right). 0 = 0.03; negative = no noise.
+	Epsilon float64
+	// LengthBudget is the skill length, in tokens (bytes/4), beyond which
+	// covered rules start to be missed. 0 = 400; negative = no limit.
+	LengthBudget int
+	// DilutionPer100 is how much each 100 tokens beyond LengthBudget lowers
+	// the chance that a covered rule is applied. 0 = 0.04; negative = none.
+	DilutionPer100 float64
+	// HarmfulRate is q, the chance that an analyst proposal is harmful or
+	// irrelevant instead of the right fix. 0 = 0.2; negative = never. It
+	// is an average: about one pitfall in four (chosen by Seed) is
+	// "tempting", and its fix is replaced by its harmful rule at 2.5 times
+	// the rate, so that such mistakes recur until the payload lists them as
+	// rejected or the meta skill names them.
+	HarmfulRate float64
+	// ReproposeRate is r, the chance that an analyst proposes again an edit
+	// its payload lists as rejected. 0 = 0.3; negative = never.
+	ReproposeRate float64
+	// Seed salts every reply, independently of the world's seed.
+	Seed int64
+}
+
+func (o Options) withDefaults() Options {
+	rate := func(v, def float64) float64 {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		default:
+			return v
+		}
+	}
+	o.Epsilon = rate(o.Epsilon, 0.03)
+	o.DilutionPer100 = rate(o.DilutionPer100, 0.04)
+	o.HarmfulRate = rate(o.HarmfulRate, 0.2)
+	o.ReproposeRate = rate(o.ReproposeRate, 0.3)
+	if o.LengthBudget == 0 {
+		o.LengthBudget = 400
+	}
+	return o
+}
+
+// Model is the simulated target and optimizer model. It is safe for
+// concurrent use and deterministic: a reply depends only on the request's
+// messages, model name and seed, and the Options.
+type Model struct {
+	o Options
+}
+
+var _ llm.Model = (*Model)(nil)
+
+// New returns a simulated model.
+func New(o Options) *Model { return &Model{o: o.withDefaults()} }
+
+// KindTarget is what [RequestKind] returns for a target request.
+const KindTarget = "target"
+
+// RequestKind classifies a request: [KindTarget] for a target request (the
+// sim benchmark's prompt), the payload's "kind" for an optimizer request,
+// or "" when the request is neither.
+func RequestKind(req *llm.Request) string {
+	kind, _, isTarget, err := classify(req)
+	switch {
+	case isTarget:
+		return KindTarget
+	case err != nil:
+		return ""
+	default:
+		return kind
+	}
+}
+
+// classify reads a request: a target request has no ```json payload in its
+// last user message and carries the sim benchmark's prompt markers; an
+// optimizer request carries a payload with a kind.
+func classify(req *llm.Request) (kind string, payload json.RawMessage, isTarget bool, err error) {
+	user := lastText(req.Messages, llm.RoleUser)
+	if !strings.Contains(user, "```json") {
+		if strings.Contains(user, simbench.AnswerInstruction) || strings.Contains(allText(req.Messages, llm.RoleSystem), simbench.SkillOpen+"\n") {
+			return "", nil, true, nil
+		}
+		return "", nil, false, errors.New("no ```json payload with a \"kind\" found in the last user message, and not a sim benchmark prompt")
+	}
+	kind, payload, err = prompts.ExtractPayload(user)
+	if err != nil {
+		return "", nil, false, fmt.Errorf("request payload: %w", err)
+	}
+	if kind == "" {
+		return "", nil, false, errors.New("request payload has no \"kind\"")
+	}
+	return kind, payload, false, nil
+}
+
+// Chat answers one request. A target request gets an answer in
+// <answer></answer>; an optimizer request gets a JSON reply in the shape
+// its prompt asks for. A request the sim cannot read fails with an
+// [llm.Error] of kind [llm.KindInvalidRequest] naming what it saw.
+func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &llm.Error{Kind: llm.KindOf(err), Msg: "sim", Err: err}
+	}
+	if req == nil {
+		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: nil request"}
+	}
+	var seed int64
+	if req.Seed != nil {
+		seed = *req.Seed
+	}
+	kind, payload, isTarget, err := classify(req)
+	if err != nil {
+		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: " + err.Error()}
+	}
+	var content string
+	if isTarget {
+		content = m.target(req, seed)
+	} else {
+		content, err = m.optimize(kind, payload, req.Model, seed)
+		if err != nil {
+			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf("sim: %s request: %v", kind, err)}
+		}
+	}
+	finish := "stop"
+	if req.MaxTokens > 0 && llm.EstimateTokens(content) > int64(req.MaxTokens) {
+		content = strings.ToValidUTF8(content[:min(len(content), req.MaxTokens*4)], "")
+		finish = "length"
+	}
+	return &llm.Response{
+		Content: content, FinishReason: finish, Model: req.Model, Attempts: 1,
+		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: llm.EstimateTokens(content)},
+	}, nil
+}
+
+// InputTokens is the sim's prompt token count: all message text, one token
+// per four bytes, rounded up.
+func InputTokens(msgs []llm.Message) int64 {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Text())
+	}
+	return int64((n + 3) / 4)
+}
+
+func lastText(msgs []llm.Message, role string) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == role {
+			return msgs[i].Text()
+		}
+	}
+	return ""
+}
+
+func allText(msgs []llm.Message, role string) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role == role {
+			parts = append(parts, m.Text())
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func i64(v int64) []byte { return []byte(strconv.FormatInt(v, 10)) }
+
+var targetReasons = []string{
+	"I located the record value in the question and wrote it in the form the skill asks for.",
+	"The question quotes one record value; here it is, formatted as instructed.",
+	"Reading the record and applying the guidance I was given, the answer is below.",
+}
+
+// target answers a sim benchmark question. The answer is right iff the
+// skill covers every pitfall of the question and breaks none; else it is
+// the wrong answer of the first pitfall that goes wrong. Dilution and noise
+// are drawn from a generator seeded by the question, the skill's hash, the
+// request seed, the model name and Options.Seed.
+func (m *Model) target(req *llm.Request, seed int64) string {
+	skill, _ := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
+	question := simbench.QuestionOf(lastText(req.Messages, llm.RoleUser))
+	sum := sha256.Sum256([]byte(skill))
+	r := simbench.HashRNG([]byte("target"), []byte(req.Model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
+	reason := targetReasons[r.IntN(len(targetReasons))]
+
+	base, ok := simbench.BaseValue(question)
+	if !ok {
+		return "I could not find a record value in the question.\n<answer>unknown</answer>"
+	}
+	ids := simbench.PitfallsInQuestion(question)
+	flip := r.Chance(m.o.Epsilon)
+	flipToTypo := r.Chance(0.5)
+	flipPick := r.IntN(len(ids))
+
+	drop := 0.0
+	if over := llm.EstimateTokens(skill) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
+		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
+	}
+	view := simbench.ViewSkill(skill)
+	bad := ""
+	for _, id := range ids {
+		applied := view.Covered(id) && !r.Chance(drop)
+		if !applied || view.Broken(id) {
+			bad = id
+			break
+		}
+	}
+	answer := base
+	if bad != "" {
+		p, _ := simbench.Lookup(bad)
+		answer = p.Wrong(base)
+	}
+	if flip {
+		switch {
+		case bad != "":
+			answer = base
+		case len(ids) > 0 && !flipToTypo:
+			p, _ := simbench.Lookup(ids[flipPick])
+			answer = p.Wrong(base)
+		default:
+			answer = simbench.Typo(base)
+		}
+	}
+	return reason + "\n<answer>" + answer + "</answer>"
+}
+
+// decodeStrict decodes a payload into v, refusing fields v does not have:
+// if a prompt's payload changes shape, the sim fails loudly.
+func decodeStrict(payload json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode payload: %w", err)
+	}
+	return nil
+}
+
+// reply wraps a JSON reply object in a fence, after one sentence, as a
+// real model tends to.
+func reply(lead string, v any) (string, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("encode reply: %w", err)
+	}
+	return lead + "\n\n```json\n" + strings.TrimRight(buf.String(), "\n") + "\n```\n", nil
+}
+
+// truncateRunes cuts s to at most n runes.
+func truncateRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n]))
+}

@@ -1,0 +1,941 @@
+package sim
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+)
+
+// optimize answers an optimizer request. Its randomness is drawn from the
+// payload bytes, the request seed, the model name and Options.Seed.
+func (m *Model) optimize(kind string, payload json.RawMessage, model string, seed int64) (string, error) {
+	r := simbench.HashRNG([]byte("optimizer"), []byte(model), i64(m.o.Seed), payload, i64(seed))
+	switch kind {
+	case prompts.AnalystFailure, prompts.AnalystSuccess:
+		var in prompts.AnalystInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		if err := checkMode(kind, in.Mode); err != nil {
+			return "", err
+		}
+		var out *prompts.AnalystReply
+		if kind == prompts.AnalystFailure {
+			out = m.analystFailure(&in, r)
+		} else {
+			out = m.analystSuccess(&in, r)
+		}
+		return reply("I compared the trajectories with the current skill. Here is my analysis.", out)
+	case prompts.MergeFailure, prompts.MergeSuccess:
+		var in prompts.MergeInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		if err := checkMode(kind, in.Mode); err != nil {
+			return "", err
+		}
+		side := "failure"
+		if kind == prompts.MergeSuccess {
+			side = "success"
+		}
+		return reply("I merged the proposals of the group.", merge(in.Skill, in.Mode, side, in.Patches))
+	case prompts.MergeFinal:
+		var in prompts.MergeFinalInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		if err := checkMode(kind, in.Mode); err != nil {
+			return "", err
+		}
+		out := merge(in.Skill, in.Mode, "", [][]prompts.Item{in.Failure, in.Success})
+		out.Reasoning = fmt.Sprintf("Combined %d failure and %d success proposals, failure ones first, dropping duplicates.", len(in.Failure), len(in.Success))
+		return reply("Here is the combined proposal for this step.", out)
+	case prompts.Ranking:
+		var in prompts.RankInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		if err := checkMode(kind, in.Mode); err != nil {
+			return "", err
+		}
+		return reply("These are the changes I would apply, most valuable first.", rank(&in))
+	case prompts.LRController:
+		var in prompts.LRInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here is my decision on the number of changes.", learningRate(&in))
+	case prompts.Rewrite:
+		var in prompts.RewriteInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("I rewrote the skill with the selected suggestions.", rewrite(&in))
+	case prompts.SlowUpdate:
+		var in prompts.EpochInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here is the new epoch guidance.", slowUpdate(&in))
+	case prompts.MetaSkill:
+		var in prompts.EpochInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here are my updated notes.", metaSkill(&in))
+	case prompts.Consolidate:
+		var in prompts.ConsolidateInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here are the consolidated notes.", consolidate(&in))
+	default:
+		return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(prompts.Names(), ", "))
+	}
+}
+
+func decode(kind string, payload json.RawMessage, v any) error {
+	if err := decodeStrict(payload, v); err != nil {
+		return fmt.Errorf("%s payload: %w", kind, err)
+	}
+	return nil
+}
+
+func checkMode(kind, mode string) error {
+	if modes := prompts.Modes(kind); !slices.Contains(modes, mode) {
+		return fmt.Errorf("%s payload: unknown mode %q (want %s)", kind, mode, strings.Join(modes, ", "))
+	}
+	return nil
+}
+
+// Proposal kinds, which decide a suggestion's type in rewrite mode.
+const (
+	propAdd        = "add"        // a new rule
+	propSharpen    = "sharpen"    // a vague line replaced by the rule
+	propRemove     = "remove"     // a harmful rule deleted
+	propCompress   = "compress"   // a rule shortened or a redundant line dropped
+	propHarmful    = "harmful"    // a tempting wrong rule (the sim's mistake)
+	propIrrelevant = "irrelevant" // a platitude (the sim's mistake)
+)
+
+// proposal is one analyst edit in patch form, before it is shaped for the
+// run's update mode.
+type proposal struct {
+	edit    prompts.Item
+	kind    string
+	pitfall string
+	why     string
+}
+
+// rejectedSet holds the edits the step buffer lists as rejected.
+type rejectedSet map[string]bool
+
+func editKey(op, target, content string) string {
+	return strings.ToLower(strings.TrimSpace(op)) + "\x00" + strings.TrimSpace(target) + "\x00" + strings.TrimSpace(content)
+}
+
+func newRejectedSet(buf []prompts.BufferEntry) rejectedSet {
+	s := rejectedSet{}
+	for _, e := range buf {
+		for _, r := range e.RejectedEdits {
+			if r.Op != "" {
+				s[editKey(r.Op, r.Target, r.Content)] = true
+				continue
+			}
+			// A rejected suggestion: compare in patch form.
+			if ed, ok := suggestionEdit(prompts.Item{Type: r.Type, Title: r.Title, Instruction: r.Instruction}); ok {
+				s[editKey(ed.Op, ed.Target, ed.Content)] = true
+			}
+		}
+	}
+	return s
+}
+
+func (s rejectedSet) has(e prompts.Item) bool { return s[editKey(e.Op, e.Target, e.Content)] }
+
+// gold returns the reference answer of a trajectory: its reference, else
+// what the fail reason or the evaluation messages say.
+func gold(tr prompts.Trajectory) (string, bool) {
+	if g := strings.TrimSpace(tr.Reference); g != "" {
+		return g, true
+	}
+	texts := []string{tr.FailReason}
+	for i := len(tr.Messages) - 1; i >= 0; i-- {
+		if tr.Messages[i].Role == llm.RoleSystem {
+			texts = append(texts, tr.Messages[i].Content)
+		}
+	}
+	return simbench.GoldFromFeedback(texts...)
+}
+
+// answerOf returns a trajectory's final answer.
+func answerOf(tr prompts.Trajectory) string {
+	if a := strings.TrimSpace(tr.Answer); a != "" {
+		return a
+	}
+	for i := len(tr.Messages) - 1; i >= 0; i-- {
+		if tr.Messages[i].Role == llm.RoleAssistant {
+			return simbench.ExtractAnswer(tr.Messages[i].Content)
+		}
+	}
+	return ""
+}
+
+// lastHeading returns the last "## " heading line of the skill's editable
+// part, or "".
+func lastHeading(skill string) string {
+	h := ""
+	for _, l := range editableLines(skill) {
+		if strings.HasPrefix(l, "## ") {
+			h = l
+		}
+	}
+	return h
+}
+
+// lineWith returns the first editable line whose text holds every stem.
+func lineWith(skill string, stems []string) string {
+	for _, l := range editableLines(skill) {
+		low := strings.ToLower(l)
+		all := len(stems) > 0
+		for _, s := range stems {
+			all = all && strings.Contains(low, s)
+		}
+		if all {
+			return l
+		}
+	}
+	return ""
+}
+
+// ruleEdits returns the edits that would add pitfall p's rule to skill,
+// one per wording, starting from a seeded one: replace p's vague line when
+// the skill has it, else insert after the last heading or append.
+func ruleEdits(skill string, p simbench.Pitfall, r *simbench.RNG) []proposal {
+	texts := p.Texts()
+	start := r.IntN(len(texts))
+	head, _ := splitProtected(skill)
+	heading := ""
+	if h := lastHeading(skill); h != "" && r.Chance(0.5) {
+		heading = h
+	}
+	var out []proposal
+	for i := range texts {
+		text := texts[(start+i)%len(texts)]
+		switch {
+		case strings.Contains(head, p.Vague):
+			out = append(out, proposal{kind: propSharpen, edit: prompts.Item{Op: "replace", Target: p.Vague, Content: text}})
+		case heading != "":
+			out = append(out, proposal{kind: propAdd, edit: prompts.Item{Op: "insert_after", Target: heading, Content: "- " + text}})
+		default:
+			out = append(out, proposal{kind: propAdd, edit: prompts.Item{Op: "append", Content: "- " + text}})
+		}
+	}
+	return out
+}
+
+// tempting reports whether pitfall id is one whose harmful rule the
+// simulated optimizer finds tempting: about one pitfall in four, chosen by
+// Options.Seed. Its mistakes are sticky, which is what makes the
+// rejected-edit buffer and the meta skill matter.
+func (m *Model) tempting(id string) bool {
+	return simbench.HashRNG([]byte("tempting"), i64(m.o.Seed), []byte(id)).Float64() < 0.25
+}
+
+// mistake returns, with some probability, a harmful or irrelevant proposal
+// that stands in for the right one. For a tempting pitfall it is the
+// pitfall's harmful rule, with probability t = min(1, 2.5q); for another
+// pitfall it is harmful or irrelevant (even odds) with probability
+// (q - t/4) / (3/4), so that q stays the average rate over pitfalls (0.5
+// and 0.1 for the default q = 0.2; 1 and 1 for q = 1). A harmful rule that
+// the meta skill names, or that the skill already holds, is not proposed.
+// p is nil when no pitfall is at hand; the rate is then q.
+func (m *Model) mistake(skill, meta string, p *simbench.Pitfall, r *simbench.RNG) (proposal, bool) {
+	q := m.o.HarmfulRate
+	tempt := p != nil && m.tempting(p.ID)
+	switch t := min(1, 2.5*q); {
+	case p == nil:
+	case tempt:
+		q = t
+	default:
+		q = (q - t/4) / 0.75
+	}
+	if !r.Chance(q) {
+		return proposal{}, false
+	}
+	harmful := tempt || r.Chance(0.5)
+	plat := simbench.Platitudes()[r.IntN(len(simbench.Platitudes()))]
+	if harmful && p != nil {
+		if strings.Contains(strings.ToLower(meta), strings.ToLower(p.Harmful)) {
+			return proposal{}, false
+		}
+		if !simbench.ViewSkill(skill).Broken(p.ID) {
+			return proposal{kind: propHarmful, pitfall: p.ID, edit: prompts.Item{Op: "append", Content: "- " + p.Harmful}}, true
+		}
+	}
+	return proposal{kind: propIrrelevant, edit: prompts.Item{Op: "append", Content: "- " + plat}}, true
+}
+
+// choose returns the first candidate that was not rejected; a rejected one
+// is still chosen with probability r.
+func (m *Model) choose(cands []proposal, rejected rejectedSet, r *simbench.RNG) (proposal, bool) {
+	for _, c := range cands {
+		if !rejected.has(c.edit) || r.Chance(m.o.ReproposeRate) {
+			return c, true
+		}
+	}
+	return proposal{}, false
+}
+
+type failureGroup struct {
+	id    string
+	count int
+}
+
+func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
+	view := simbench.ViewSkill(in.Skill)
+	rejected := newRejectedSet(in.StepBuffer)
+	byID := map[string]*failureGroup{}
+	var groups []*failureGroup
+	unexplained := 0
+	for _, tr := range in.Trajectories {
+		if tr.Hard >= 1 {
+			continue
+		}
+		g, ok := gold(tr)
+		id := ""
+		if ok {
+			id, ok = simbench.IdentifyPitfall(answerOf(tr), g)
+		}
+		if !ok {
+			unexplained++
+			continue
+		}
+		if fg, seen := byID[id]; seen {
+			fg.count++
+			continue
+		}
+		fg := &failureGroup{id: id, count: 1}
+		byID[id] = fg
+		groups = append(groups, fg)
+	}
+	slices.SortStableFunc(groups, func(a, b *failureGroup) int { return cmp.Compare(b.count, a.count) })
+
+	var props []proposal
+	var summary []prompts.FailureType
+	var notes []string
+	for _, g := range groups {
+		p, _ := simbench.Lookup(g.id)
+		desc := p.Description
+		if view.Broken(g.id) {
+			if line := lineWith(in.Skill, p.HarmfulStems); line != "" {
+				desc += fmt.Sprintf(" The skill's line %q causes it.", strings.TrimSpace(line))
+				c := proposal{kind: propRemove, pitfall: g.id, edit: prompts.Item{Op: "delete", Target: line}}
+				if pick, ok := m.choose([]proposal{c}, rejected, r); ok {
+					pick.edit.SupportCount = g.count
+					props = append(props, pick)
+				}
+			}
+		}
+		switch {
+		case view.Covered(g.id) && !view.Broken(g.id):
+			desc += " The skill already states the rule; the agent did not apply it."
+			if in.SkillAware {
+				notes = append(notes, "Apply this rule every time it is relevant: "+p.Rule)
+			}
+		case !view.Covered(g.id):
+			desc += " The skill does not state the rule that prevents it."
+			pick, ok := proposal{}, false
+			if bad, isBad := m.mistake(in.Skill, in.MetaSkill, &p, r); isBad {
+				pick, ok = m.choose([]proposal{bad}, rejected, r)
+			}
+			if ok {
+				pick.edit.SupportCount = 1
+			} else if pick, ok = m.choose(ruleEdits(in.Skill, p, r), rejected, r); ok {
+				pick.edit.SupportCount = g.count
+			}
+			if ok {
+				pick.pitfall = cmp.Or(pick.pitfall, g.id)
+				props = append(props, pick)
+			}
+		}
+		summary = append(summary, prompts.FailureType{FailureType: g.id, Count: g.count, Description: desc})
+	}
+	if unexplained > 0 {
+		summary = append(summary, prompts.FailureType{FailureType: "unrecognised_answer", Count: unexplained,
+			Description: "The answer matches no known failure pattern; it looks like a one-off slip that no rule prevents."})
+	}
+	for i := range props {
+		props[i].why = fmt.Sprintf("%d failed trajectories show %s.", props[i].edit.SupportCount, cmp.Or(props[i].pitfall, "this problem"))
+		if in.SkillAware {
+			props[i].edit.Label = "SKILL_DEFECT"
+		}
+	}
+	out := &prompts.AnalystReply{
+		BatchSize:      json.RawMessage(strconv.Itoa(len(in.Trajectories))),
+		FailureSummary: summary,
+		Patch:          shape(in.Mode, in.Skill, in.Budget, props, failureReasoning(groups, unexplained, kept(in.Mode, in.Budget, len(props)))),
+	}
+	if len(notes) > 0 {
+		out.AppendixNotes, _ = json.Marshal(notes)
+	}
+	return out
+}
+
+func failureReasoning(groups []*failureGroup, unexplained, n int) string {
+	var parts []string
+	for _, g := range groups {
+		parts = append(parts, fmt.Sprintf("%s (%d)", g.id, g.count))
+	}
+	s := "No failure matched a known pattern."
+	if len(parts) > 0 {
+		s = "The failures come from: " + strings.Join(parts, ", ") + "."
+	}
+	if unexplained > 0 {
+		s += fmt.Sprintf(" %d look like one-off slips.", unexplained)
+	}
+	return s + fmt.Sprintf(" I propose %d change(s) for causes the skill can fix.", n)
+}
+
+// compressions are edits that make the skill shorter without losing a
+// rule: drop a second line stating a rule already stated, drop a vague
+// line whose rule is present, shorten a long rule to its shortest wording.
+func compressions(skill string) []proposal {
+	view := simbench.ViewSkill(skill)
+	lines := editableLines(skill)
+	var out []proposal
+	seen := map[string]bool{}
+	for _, l := range lines {
+		k := ruleKey(l)
+		if !strings.HasPrefix(k, "rule:") {
+			continue
+		}
+		if seen[k] {
+			out = append(out, proposal{kind: propCompress, pitfall: k[5:], edit: prompts.Item{Op: "delete", Target: l}})
+		}
+		seen[k] = true
+	}
+	for _, p := range simbench.Catalogue() {
+		if !view.Covered(p.ID) {
+			continue
+		}
+		for _, l := range lines {
+			if strings.Contains(l, p.Vague) && ruleKey(l) == "" {
+				out = append(out, proposal{kind: propCompress, pitfall: p.ID, edit: prompts.Item{Op: "delete", Target: l}})
+				break
+			}
+		}
+	}
+	for _, l := range lines {
+		k := ruleKey(l)
+		if !strings.HasPrefix(k, "rule:") {
+			continue
+		}
+		p, _ := simbench.Lookup(k[5:])
+		short := slices.MinFunc(p.Texts(), func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+		if text := bulletText(l); len(text) > len(short)+8 {
+			out = append(out, proposal{kind: propCompress, pitfall: p.ID, edit: prompts.Item{Op: "replace", Target: text, Content: short}})
+		}
+	}
+	return out
+}
+
+func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
+	view := simbench.ViewSkill(in.Skill)
+	var patterns []string
+	var seen []string
+	for _, tr := range in.Trajectories {
+		if tr.Hard < 1 {
+			continue
+		}
+		for _, id := range simbench.PitfallsInQuestion(tr.Task) {
+			if view.Covered(id) && !slices.Contains(seen, id) && len(patterns) < 5 {
+				seen = append(seen, id)
+				p, _ := simbench.Lookup(id)
+				patterns = append(patterns, "Applied the rule: "+p.Rule)
+			}
+		}
+	}
+	if len(patterns) == 0 {
+		patterns = []string{"Reported the record value exactly as the question quotes it."}
+	}
+	over := m.o.LengthBudget > 0 && llm.EstimateTokens(in.Skill) > int64(m.o.LengthBudget)
+	var props []proposal
+	reasoning := "The successes follow the skill's rules; nothing needs to change."
+	if r.Chance(0.3) || over {
+		var pf *simbench.Pitfall
+		if len(seen) > 0 {
+			p, _ := simbench.Lookup(seen[r.IntN(len(seen))])
+			pf = &p
+		}
+		var cands []proposal
+		if bad, ok := m.mistake(in.Skill, in.MetaSkill, pf, r); ok {
+			cands = []proposal{bad}
+		} else {
+			cands = compressions(in.Skill)
+		}
+		if pick, ok := m.choose(cands, newRejectedSet(in.StepBuffer), r); ok {
+			pick.edit.SupportCount = 1
+			pick.why = "The skill can say the same in fewer words."
+			props = append(props, pick)
+			reasoning = "The successes follow the skill's rules; one change makes the skill more compact."
+		}
+	}
+	return &prompts.AnalystReply{
+		BatchSize:       json.RawMessage(strconv.Itoa(len(in.Trajectories))),
+		SuccessPatterns: patterns,
+		Patch:           shape(in.Mode, in.Skill, in.Budget, props, reasoning),
+	}
+}
+
+// kept is how many of n proposals a mode's budget keeps.
+func kept(mode string, budget, n int) int {
+	if mode == prompts.ModeFullRewrite {
+		return n
+	}
+	return min(n, max(budget, 0))
+}
+
+// shape turns proposals into the patch body of a mode: edits (patch),
+// revise suggestions (rewrite), or one skill candidate (full rewrite).
+// Patch and rewrite keep at most budget items.
+func shape(mode, skill string, budget int, props []proposal, reasoning string) *prompts.PatchBody {
+	body := &prompts.PatchBody{Reasoning: reasoning}
+	props = props[:kept(mode, budget, len(props))]
+	switch mode {
+	case prompts.ModeRewrite:
+		items := make([]prompts.Item, 0, len(props))
+		for _, p := range props {
+			items = append(items, suggestion(p))
+		}
+		body.ReviseSuggestions = items
+	case prompts.ModeFullRewrite:
+		if len(props) == 0 {
+			body.SkillCandidates = []prompts.Item{}
+			break
+		}
+		edits := make([]prompts.Item, len(props))
+		var summary []string
+		for i, p := range props {
+			edits[i] = p.edit
+			summary = append(summary, describe(p.edit))
+		}
+		body.SkillCandidates = []prompts.Item{{Title: "Revised skill", ChangeSummary: summary, NewSkill: applyEdits(skill, edits)}}
+	default:
+		items := make([]prompts.Item, 0, len(props))
+		for _, p := range props {
+			items = append(items, p.edit)
+		}
+		body.Edits = items
+	}
+	return body
+}
+
+func describe(e prompts.Item) string {
+	switch e.Op {
+	case "delete":
+		return fmt.Sprintf("Removed %q.", strings.TrimSpace(e.Target))
+	case "replace":
+		return fmt.Sprintf("Replaced %q with %q.", e.Target, e.Content)
+	default:
+		return fmt.Sprintf("Added %q.", bulletText(e.Content))
+	}
+}
+
+// suggestion renders a proposal as a revise suggestion whose instruction
+// [suggestionEdit] can read back.
+func suggestion(p proposal) prompts.Item {
+	s := prompts.Item{Motivation: p.why, SupportCount: p.edit.SupportCount, Label: p.edit.Label, PriorityHint: "medium"}
+	if p.edit.SupportCount >= 2 {
+		s.PriorityHint = "high"
+	}
+	topic := cmp.Or(p.pitfall, "general")
+	switch p.edit.Op {
+	case "delete":
+		s.Type, s.Title = "remove_rule", "Remove a misleading line ("+topic+")"
+		s.Instruction = `Remove "` + p.edit.Target + `"`
+	case "replace":
+		s.Type, s.Title = "clarify", "Sharpen the guidance on "+topic
+		if p.kind == propCompress {
+			s.Type, s.Title = "compress", "Shorten the rule on "+topic
+		}
+		s.Instruction = `Replace "` + p.edit.Target + `" with "` + p.edit.Content + `"`
+	default:
+		s.Type, s.Title = "add_rule", "Add a rule on "+topic
+		s.Instruction = `Add this rule: "` + bulletText(p.edit.Content) + `"`
+	}
+	return s
+}
+
+// suggestionEdit reads a revise suggestion back as a patch edit: the sim's
+// own instruction forms, or any item that already has an op.
+func suggestionEdit(s prompts.Item) (prompts.Item, bool) {
+	if s.Op != "" {
+		return prompts.Item{Op: s.Op, Target: s.Target, Content: s.Content}, true
+	}
+	in := strings.TrimSpace(s.Instruction)
+	unq := func(x string) string { return strings.TrimSuffix(strings.TrimPrefix(x, `"`), `"`) }
+	switch {
+	case strings.HasPrefix(in, "Add this rule: "):
+		return prompts.Item{Op: "append", Content: "- " + unq(strings.TrimPrefix(in, "Add this rule: "))}, true
+	case strings.HasPrefix(in, "Remove "):
+		return prompts.Item{Op: "delete", Target: unq(strings.TrimPrefix(in, "Remove "))}, true
+	case strings.HasPrefix(in, "Replace "):
+		body := strings.TrimPrefix(in, "Replace ")
+		if t, c, ok := strings.Cut(body, `" with "`); ok {
+			return prompts.Item{Op: "replace", Target: strings.TrimPrefix(t, `"`), Content: strings.TrimSuffix(c, `"`)}, true
+		}
+	}
+	if in == "" {
+		return prompts.Item{}, false
+	}
+	return prompts.Item{Op: "append", Content: "- " + in}, true
+}
+
+// itemKey says what an item changes, for de-duplication: a rule (or
+// harmful rule) by its pitfall whatever the op, a deletion by its target,
+// anything else by its exact op, target and content.
+func itemKey(it prompts.Item, mode string) string {
+	e := it
+	if mode == prompts.ModeRewrite {
+		var ok bool
+		if e, ok = suggestionEdit(it); !ok {
+			return "title\x00" + it.Type + "\x00" + it.Title
+		}
+	}
+	op := strings.ToLower(strings.TrimSpace(e.Op))
+	if op == "delete" || op == "remove" {
+		return "delete\x00" + strings.TrimSpace(e.Target)
+	}
+	if k := ruleKey(e.Content); k != "" {
+		return "add\x00" + k
+	}
+	return editKey(op, e.Target, e.Content)
+}
+
+// merge unites item lists: duplicates (by [itemKey]) become one item whose
+// support is the sum (an item without support counts 1), a replace
+// preferred over other ways of adding the same rule; the result is ordered
+// by support, then first appearance. Full-rewrite candidates are folded
+// into one candidate.
+func merge(skill, mode, side string, lists [][]prompts.Item) *prompts.MergeReply {
+	out := &prompts.MergeReply{}
+	n := 0
+	for _, l := range lists {
+		n += len(l)
+	}
+	if mode == prompts.ModeFullRewrite {
+		var cands []prompts.Item
+		for _, l := range lists {
+			cands = append(cands, l...)
+		}
+		out.SkillCandidates = []prompts.Item{}
+		if len(cands) > 0 {
+			c := foldCandidates(skill, cands)
+			c.SourceType = cmp.Or(cands[0].SourceType, side)
+			out.SkillCandidates = []prompts.Item{c}
+		}
+		out.Reasoning = fmt.Sprintf("Folded %d skill candidates into one that keeps every change they make.", len(cands))
+		return out
+	}
+	type acc struct {
+		it      prompts.Item
+		support int
+	}
+	byKey := map[string]*acc{}
+	var order []*acc
+	for _, l := range lists {
+		for _, it := range l {
+			k := itemKey(it, mode)
+			s := max(it.SupportCount, 1)
+			if a, ok := byKey[k]; ok {
+				a.support += s
+				if isReplace(it, mode) && !isReplace(a.it, mode) {
+					src := a.it.SourceType
+					a.it = it
+					a.it.SourceType = cmp.Or(src, it.SourceType)
+				}
+				continue
+			}
+			a := &acc{it: it, support: s}
+			byKey[k] = a
+			order = append(order, a)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b *acc) int { return cmp.Compare(b.support, a.support) })
+	items := make([]prompts.Item, len(order))
+	for i, a := range order {
+		it := a.it
+		it.SupportCount = a.support
+		it.SourceType = cmp.Or(it.SourceType, side)
+		items[i] = it
+	}
+	if mode == prompts.ModeRewrite {
+		out.ReviseSuggestions = items
+	} else {
+		out.Edits = items
+	}
+	out.Reasoning = fmt.Sprintf("Merged %d proposals into %d, combining those that address the same cause and summing their support.", n, len(items))
+	return out
+}
+
+func isReplace(it prompts.Item, mode string) bool {
+	if mode == prompts.ModeRewrite {
+		e, ok := suggestionEdit(it)
+		return ok && e.Op == "replace"
+	}
+	return strings.EqualFold(strings.TrimSpace(it.Op), "replace")
+}
+
+// foldCandidates merges whole-skill candidates into one: the base skill
+// without every line some candidate removed, plus every line some
+// candidate added (one line per rule).
+func foldCandidates(base string, cands []prompts.Item) prompts.Item {
+	baseLines := editableLines(base)
+	inBase := map[string]bool{}
+	for _, l := range baseLines {
+		inBase[strings.TrimSpace(l)] = true
+	}
+	removed := map[string]bool{}
+	var added []string
+	seenAdded := map[string]bool{}
+	var summary []string
+	support := 0
+	for _, c := range cands {
+		support += max(c.SupportCount, 1)
+		for _, s := range c.ChangeSummary {
+			if !slices.Contains(summary, s) {
+				summary = append(summary, s)
+			}
+		}
+		lines := editableLines(c.NewSkill)
+		has := map[string]bool{}
+		for _, l := range lines {
+			has[strings.TrimSpace(l)] = true
+		}
+		for _, l := range baseLines {
+			if t := strings.TrimSpace(l); t != "" && !has[t] {
+				removed[t] = true
+			}
+		}
+		for _, l := range lines {
+			t := strings.TrimSpace(l)
+			if t == "" || inBase[t] || seenAdded[t] {
+				continue
+			}
+			if k := ruleKey(t); k != "" && seenAdded[k] {
+				continue
+			} else if k != "" {
+				seenAdded[k] = true
+			}
+			seenAdded[t] = true
+			added = append(added, t)
+		}
+	}
+	head, rest := splitProtected(base)
+	var kept []string
+	for _, l := range strings.Split(head, "\n") {
+		if !removed[strings.TrimSpace(l)] {
+			kept = append(kept, l)
+		}
+	}
+	skill := dropEmptyLines(strings.Join(kept, "\n")) + rest
+	edits := make([]prompts.Item, len(added))
+	for i, l := range added {
+		edits[i] = prompts.Item{Op: "append", Content: l}
+	}
+	return prompts.Item{Title: "Merged revision", ChangeSummary: summary, NewSkill: applyEdits(skill, edits), SupportCount: support}
+}
+
+func rank(in *prompts.RankInput) *prompts.RankReply {
+	idx := make([]int, len(in.Items))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		return cmp.Compare(max(in.Items[b].SupportCount, 1), max(in.Items[a].SupportCount, 1))
+	})
+	idx = idx[:min(len(idx), max(in.Budget, 0))]
+	sel := make([]json.RawMessage, len(idx))
+	for i, k := range idx {
+		sel[i] = json.RawMessage(strconv.Itoa(k))
+	}
+	return &prompts.RankReply{
+		Reasoning:       fmt.Sprintf("Chose %d of %d changes, those with the most support first.", len(idx), len(in.Items)),
+		SelectedIndices: sel,
+	}
+}
+
+// pitfallsIn returns the pitfalls whose rule or harmful rule a text states.
+func pitfallsIn(text string) (rules, harms []string) {
+	v := simbench.ViewSkill(text)
+	for _, p := range simbench.Catalogue() {
+		if v.Covered(p.ID) {
+			rules = append(rules, p.ID)
+		}
+		if v.Broken(p.ID) {
+			harms = append(harms, p.ID)
+		}
+	}
+	return rules, harms
+}
+
+func learningRate(in *prompts.LRInput) *prompts.LRReply {
+	distinct := map[string]bool{}
+	var risks []string
+	for _, s := range in.Items {
+		rules, harms := pitfallsIn(s)
+		for _, id := range append(rules, harms...) {
+			distinct[id] = true
+		}
+		// A suggestion is described by its title, which names its pitfall.
+		for _, word := range strings.FieldsFunc(s, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) {
+			if _, ok := simbench.Lookup(word); ok {
+				distinct[word] = true
+			}
+		}
+		for _, id := range harms {
+			risks = append(risks, "An item states a rule that may hurt "+id+" tasks.")
+		}
+	}
+	if risks == nil {
+		risks = []string{}
+	}
+	n := min(max(len(distinct), 1), 8)
+	if len(in.Items) > 0 {
+		n = min(n, len(in.Items))
+	}
+	return &prompts.LRReply{
+		LearningRate: json.RawMessage(strconv.Itoa(n)),
+		Reasoning:    fmt.Sprintf("The %d items address %d distinct problems; one change per problem.", len(in.Items), len(distinct)),
+		Confidence:   "medium",
+		RiskNotes:    risks,
+	}
+}
+
+func rewrite(in *prompts.RewriteInput) *prompts.RewriteReply {
+	var edits []prompts.Item
+	summary := []string{}
+	for _, s := range in.Suggestions {
+		e, ok := suggestionEdit(s)
+		if !ok {
+			continue
+		}
+		edits = append(edits, e)
+		summary = append(summary, describe(e))
+	}
+	return &prompts.RewriteReply{
+		Reasoning:     fmt.Sprintf("Applied %d suggestions, each as a rule line or a removal.", len(edits)),
+		ChangeSummary: summary,
+		NewSkill:      applyEdits(in.Skill, edits),
+	}
+}
+
+// troubled returns the pitfalls behind an epoch's regressed and
+// persistently failing pairs, most frequent first.
+func troubled(in *prompts.EpochInput) (ids []string, counts map[string]int) {
+	counts = map[string]int{}
+	for _, p := range in.Pairs {
+		if p.Category != "regressed" && p.Category != "persistent_fail" {
+			continue
+		}
+		g, ok := simbench.GoldFromFeedback(p.Curr.FailReason, p.Prev.FailReason)
+		if !ok {
+			continue
+		}
+		id, ok := simbench.IdentifyPitfall(p.Curr.PredictedAnswer, g)
+		if !ok {
+			continue
+		}
+		if counts[id] == 0 {
+			ids = append(ids, id)
+		}
+		counts[id]++
+	}
+	slices.SortStableFunc(ids, func(a, b string) int { return cmp.Compare(counts[b], counts[a]) })
+	return ids, counts
+}
+
+// maxGuidance bounds the slow-update guidance, in lines.
+const maxGuidance = 5
+
+func slowUpdate(in *prompts.EpochInput) *prompts.SlowUpdateReply {
+	ids, counts := troubled(in)
+	if len(ids) == 0 {
+		return &prompts.SlowUpdateReply{
+			Reasoning:         "No regression or persistent failure points to a missing rule.",
+			SlowUpdateContent: strings.TrimSpace(in.Previous),
+		}
+	}
+	var lines, why []string
+	for _, id := range ids[:min(len(ids), maxGuidance)] {
+		p, _ := simbench.Lookup(id)
+		lines = append(lines, "- "+p.Rule)
+		why = append(why, fmt.Sprintf("%s (%d)", id, counts[id]))
+	}
+	return &prompts.SlowUpdateReply{
+		Reasoning:         "Regressions and persistent failures come from: " + strings.Join(why, ", ") + ".",
+		SlowUpdateContent: strings.Join(lines, "\n"),
+	}
+}
+
+const neverPrefix = "- Never propose: "
+
+func metaSkill(in *prompts.EpochInput) *prompts.MetaSkillReply {
+	lines := []string{
+		"- Prefer replacing a vague line with a precise rule over appending a new rule beside it.",
+		"- Keep the skill short: every rule should name a concrete situation and what to do in it.",
+	}
+	for _, l := range strings.Split(in.Previous, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, neverPrefix) && !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	ids, _ := troubled(in)
+	view := simbench.ViewSkill(in.Skill)
+	var harmful []string
+	for _, id := range ids {
+		if !view.Broken(id) {
+			continue
+		}
+		p, _ := simbench.Lookup(id)
+		harmful = append(harmful, id)
+		if l := neverPrefix + `"` + p.Harmful + `" (it broke ` + id + ` tasks).`; !slices.Contains(lines, l) {
+			lines = append(lines, l)
+		}
+	}
+	reason := "The comparison shows no rule that did harm."
+	if len(harmful) > 0 {
+		reason = "Harmful rules in the skill caused regressions: " + strings.Join(harmful, ", ") + "."
+	}
+	return &prompts.MetaSkillReply{Reasoning: reason, MetaSkillContent: strings.Join(lines, "\n")}
+}
+
+// maxNote bounds one consolidated note, in runes.
+const maxNote = 120
+
+func consolidate(in *prompts.ConsolidateInput) *prompts.ConsolidateReply {
+	notes := []string{}
+	seen := map[string]bool{}
+	for _, n := range in.Notes {
+		n = strings.TrimSpace(n)
+		if i := strings.Index(n, ". "); i >= 0 {
+			n = n[:i+1]
+		}
+		n = truncateRunes(n, maxNote)
+		k := strings.ToLower(n)
+		if n == "" || seen[k] {
+			continue
+		}
+		seen[k] = true
+		notes = append(notes, n)
+	}
+	return &prompts.ConsolidateReply{Notes: notes}
+}
