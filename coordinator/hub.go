@@ -72,7 +72,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := queue.EnsureConsumer(ctx, js, o.Consumer); err != nil {
+	if err := queue.EnsureConsumers(ctx, js, o.Consumer); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {

@@ -79,12 +79,12 @@ func startWorker(t testing.TB, ns *queue.Embedded, addr string, conc int, h work
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cons, err := worker.Consumer(ctx, nc)
+	cons, ocons, err := worker.Consumers(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := worker.New(worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, FetchWait: 200 * time.Millisecond, DrainTimeout: 2 * time.Second},
-		worker.Deps{NC: nc, Consumer: cons, Client: pb.NewCoordinatorClient(cc), Handler: h})
+		worker.Deps{NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: pb.NewCoordinatorClient(cc), Handler: h})
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	var once sync.Once

@@ -25,16 +25,20 @@ func Dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// Consumer returns the shared task consumer, waiting for the coordinator to
-// create it.
-func Consumer(ctx context.Context, nc *nats.Conn) (jetstream.Consumer, error) {
+// Consumers returns the shared rollout and optimizer consumers (the
+// coordinator creates them).
+func Consumers(ctx context.Context, nc *nats.Conn) (rollout, optimizer jetstream.Consumer, err error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("jetstream: %w", err)
+		return nil, nil, fmt.Errorf("jetstream: %w", err)
 	}
-	c, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerName)
+	rollout, err = js.Consumer(ctx, queue.StreamName, queue.ConsumerRollout)
 	if err != nil {
-		return nil, fmt.Errorf("task consumer %s: %w", queue.ConsumerName, err)
+		return nil, nil, fmt.Errorf("task consumer %s: %w", queue.ConsumerRollout, err)
 	}
-	return c, nil
+	optimizer, err = js.Consumer(ctx, queue.StreamName, queue.ConsumerOptimizer)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task consumer %s: %w", queue.ConsumerOptimizer, err)
+	}
+	return rollout, optimizer, nil
 }

@@ -45,8 +45,10 @@ func (f HandlerFunc) Handle(ctx context.Context, t *pb.Task) *pb.Result { return
 type Config struct {
 	// ID names the worker (default host-pid-random).
 	ID string
-	// Concurrency bounds tasks run at once (default 24).
+	// Concurrency bounds rollout tasks run at once (default 24).
 	Concurrency int
+	// OptimizerConcurrency bounds optimizer tasks run at once (default 16).
+	OptimizerConcurrency int
 	// MaxDeliver must equal the consumer's MaxDeliver (default 5): on the
 	// last delivery a failure is reported instead of nak'd.
 	MaxDeliver int
@@ -69,6 +71,9 @@ func (c Config) withDefaults() Config {
 	if c.Concurrency <= 0 {
 		c.Concurrency = 24
 	}
+	if c.OptimizerConcurrency <= 0 {
+		c.OptimizerConcurrency = 16
+	}
 	if c.MaxDeliver <= 0 {
 		c.MaxDeliver = 5
 	}
@@ -90,11 +95,14 @@ func (c Config) withDefaults() Config {
 // Deps are the Worker's collaborators.
 type Deps struct {
 	Logger *slog.Logger
-	// NC is the NATS connection (cancel notices); Consumer the shared task consumer.
-	NC       *nats.Conn
-	Consumer jetstream.Consumer
-	Client   pb.CoordinatorClient
-	Handler  Handler
+	// NC is the NATS connection (cancel notices); Consumer and
+	// OptimizerConsumer the shared rollout and optimizer consumers (a nil
+	// OptimizerConsumer means this worker takes no optimizer work).
+	NC                *nats.Conn
+	Consumer          jetstream.Consumer
+	OptimizerConsumer jetstream.Consumer
+	Client            pb.CoordinatorClient
+	Handler           Handler
 	// Propagator extracts trace context from task headers (nil = none).
 	Propagator propagation.TextMapPropagator
 }
@@ -156,9 +164,44 @@ func (w *Worker) Run(ctx context.Context) error {
 	// Tasks run on their own context so that shutdown can let them finish.
 	taskCtx, cancelTasks := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelTasks(errShutdown)
-	sem := make(chan struct{}, w.cfg.Concurrency)
 	var wg sync.WaitGroup
-	w.log.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency)
+	w.log.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "optimizer_concurrency", w.cfg.OptimizerConcurrency)
+	var loops sync.WaitGroup
+	for _, c := range []struct {
+		cons jetstream.Consumer
+		n    int
+	}{{w.deps.Consumer, w.cfg.Concurrency}, {w.deps.OptimizerConsumer, w.cfg.OptimizerConcurrency}} {
+		if c.cons == nil {
+			continue
+		}
+		loops.Add(1)
+		go func() {
+			defer loops.Done()
+			w.pull(ctx, taskCtx, c.cons, c.n, &wg)
+		}()
+	}
+	loops.Wait()
+	// Drain.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	n := w.inFlight.Load()
+	if n > 0 {
+		w.log.Info("draining in-flight tasks", "in_flight", n, "timeout", w.cfg.DrainTimeout.String())
+	}
+	select {
+	case <-done:
+	case <-time.After(w.cfg.DrainTimeout):
+		cancelTasks(errShutdown)
+		<-done
+	}
+	w.rep.close()
+	w.log.Info("worker stopped", "completed", w.completed.Load())
+	return nil
+}
+
+// pull fetches tasks from one consumer while it has free slots, until ctx ends.
+func (w *Worker) pull(ctx, taskCtx context.Context, cons jetstream.Consumer, n int, wg *sync.WaitGroup) {
+	sem := make(chan struct{}, n)
 	for ctx.Err() == nil {
 		// Wait for at least one free slot, then ask for as many tasks as slots are free.
 		select {
@@ -168,7 +211,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		free := 1
 	fill:
-		for free < w.cfg.Concurrency {
+		for free < n {
 			select {
 			case sem <- struct{}{}:
 				free++
@@ -176,13 +219,13 @@ func (w *Worker) Run(ctx context.Context) error {
 				break fill
 			}
 		}
-		batch, err := w.deps.Consumer.Fetch(free, jetstream.FetchMaxWait(w.cfg.FetchWait))
+		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(w.cfg.FetchWait))
 		if err != nil {
 			for range free {
 				<-sem
 			}
 			if ctx.Err() != nil {
-				break
+				return
 			}
 			w.log.WarnContext(ctx, "fetch tasks", "err", err)
 			select {
@@ -204,26 +247,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		for range free - used {
 			<-sem
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) && ctx.Err() == nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			w.log.DebugContext(ctx, "fetch ended", "err", err)
-		}
 	}
-	// Drain.
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	n := w.inFlight.Load()
-	if n > 0 {
-		w.log.Info("draining in-flight tasks", "in_flight", n, "timeout", w.cfg.DrainTimeout.String())
-	}
-	select {
-	case <-done:
-	case <-time.After(w.cfg.DrainTimeout):
-		cancelTasks(errShutdown)
-		<-done
-	}
-	w.rep.close()
-	w.log.Info("worker stopped", "completed", w.completed.Load())
-	return nil
 }
 
 func (w *Worker) register(ctx context.Context) error {

@@ -375,7 +375,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 				}
 				return queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log})
 			},
-			coordinator: hub.Addr(), n: workers, concurrency: conc, maxDeliver: cfg.Runtime.MaxDeliveries,
+			coordinator: hub.Addr(), n: workers, concurrency: conc, optConcurrency: cfg.Runtime.OptimizerConcurrency, maxDeliver: cfg.Runtime.MaxDeliveries,
 		})
 		if err != nil {
 			return nil, err

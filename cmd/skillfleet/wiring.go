@@ -89,11 +89,12 @@ func startSimLLM(ctx context.Context, log *slog.Logger) (url string, stop func()
 }
 
 type workerSetup struct {
-	nc          func() (*nats.Conn, error)
-	coordinator string
-	n           int
-	concurrency int
-	maxDeliver  int
+	nc             func() (*nats.Conn, error)
+	coordinator    string
+	n              int
+	concurrency    int
+	optConcurrency int
+	maxDeliver     int
 }
 
 // startLocalWorkers runs n workers in this process over the same NATS and
@@ -122,15 +123,15 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		closers = append(closers, func() { _ = cc.Close() })
-		cons, err := worker.Consumer(wctx, nc)
+		cons, ocons, err := worker.Consumers(wctx, nc)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		client := pb.NewCoordinatorClient(cc)
 		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
-		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
-			worker.Deps{Logger: log, NC: nc, Consumer: cons, Client: client, Handler: x})
+		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
+			worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

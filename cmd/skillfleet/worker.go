@@ -22,7 +22,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := newFlagSet("worker", "worker --nats URL --coordinator HOST:PORT [flags]", stderr)
 	natsURL := fs.String("nats", "", "NATS URL (required)")
 	coord := fs.String("coordinator", "", "coordinator gRPC address HOST:PORT (required)")
-	conc := fs.Int("concurrency", 24, "tasks this worker runs at once")
+	conc := fs.Int("concurrency", 24, "rollout (target) tasks this worker runs at once")
+	optConc := fs.Int("optimizer-concurrency", 16, "optimizer tasks this worker runs at once (0 = take no optimizer work)")
 	id := fs.String("id", "", "worker id (default host-pid-random)")
 	maxDeliver := fs.Int("max-deliveries", 5, "must match the coordinator's runtime.max_deliveries")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to let running tasks finish before returning them to the queue")
@@ -49,14 +50,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer cc.Close()
-	consumer, err := waitConsumer(ctx, nc, log)
+	consumer, optConsumer, err := waitConsumers(ctx, nc, log)
 	if err != nil {
 		return err
 	}
 	client := pb.NewCoordinatorClient(cc)
 	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
-	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
-		worker.Deps{Logger: log, NC: nc, Consumer: consumer, Client: client, Handler: x})
+	if *optConc == 0 {
+		optConsumer = nil
+	}
+	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
+		worker.Deps{Logger: log, NC: nc, Consumer: consumer, OptimizerConsumer: optConsumer, Client: client, Handler: x})
 	if *health != "" {
 		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {
@@ -72,23 +76,23 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return w.Run(ctx)
 }
 
-// waitConsumer waits for the coordinator to create the task consumer.
-func waitConsumer(ctx context.Context, nc *nats.Conn, log *slog.Logger) (jetstream.Consumer, error) {
+// waitConsumers waits for the coordinator to create the task consumers.
+func waitConsumers(ctx context.Context, nc *nats.Conn, log *slog.Logger) (jetstream.Consumer, jetstream.Consumer, error) {
 	delay := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		c, err := worker.Consumer(ctx, nc)
+		c, oc, err := worker.Consumers(ctx, nc)
 		if err == nil {
-			return c, nil
+			return c, oc, nil
 		}
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
 		if attempt == 1 || attempt%10 == 0 {
 			log.Warn("task consumer not found yet (is the coordinator up?), retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, 3*time.Second)

@@ -106,27 +106,36 @@ func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	return o
 }
 
-// EnsureConsumer creates or updates the durable pull consumer all workers share.
-func EnsureConsumer(ctx context.Context, js jetstream.JetStream, o ConsumerOptions) (jetstream.Consumer, error) {
+// EnsureConsumers creates or updates the two durable pull consumers all
+// workers share (rollout work and optimizer work).
+func EnsureConsumers(ctx context.Context, js jetstream.JetStream, o ConsumerOptions) error {
 	o = o.withDefaults()
-	cfg := jetstream.ConsumerConfig{
-		Durable:       ConsumerName,
-		Description:   "skillfleet workers",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       o.AckWait,
-		MaxDeliver:    o.MaxDeliver,
-		MaxAckPending: o.MaxAckPending,
-		FilterSubject: SubjectAll,
+	for _, c := range []struct {
+		name  string
+		kinds []string
+	}{{ConsumerRollout, RolloutKinds}, {ConsumerOptimizer, OptimizerKinds}} {
+		subjects := make([]string, len(c.kinds))
+		for i, k := range c.kinds {
+			subjects[i] = Subject(k)
+		}
+		cfg := jetstream.ConsumerConfig{
+			Durable:        c.name,
+			Description:    "skillfleet workers",
+			AckPolicy:      jetstream.AckExplicitPolicy,
+			AckWait:        o.AckWait,
+			MaxDeliver:     o.MaxDeliver,
+			MaxAckPending:  o.MaxAckPending,
+			FilterSubjects: subjects,
+		}
+		if len(o.BackOff) > 0 {
+			cfg.BackOff = o.BackOff
+			cfg.AckWait = 0
+		}
+		if _, err := js.CreateOrUpdateConsumer(ctx, StreamName, cfg); err != nil {
+			return fmt.Errorf("create consumer %s: %w", c.name, err)
+		}
 	}
-	if len(o.BackOff) > 0 {
-		cfg.BackOff = o.BackOff
-		cfg.AckWait = 0
-	}
-	c, err := js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName, err)
-	}
-	return c, nil
+	return nil
 }
 
 // MaxDeliveriesExceeded is a stream sequence whose task ran out of deliveries.

@@ -9,12 +9,15 @@ const (
 	SubjectPrefix = "skillfleet.tasks."
 	// SubjectAll matches every task subject.
 	SubjectAll = "skillfleet.tasks.>"
-	// ConsumerName is the durable pull consumer shared by all workers.
-	ConsumerName = "skillfleet-workers"
+	// ConsumerRollout and ConsumerOptimizer are the durable pull consumers
+	// all workers share: one for target work (rollouts), one for optimizer
+	// calls, so each class has its own concurrency on every worker.
+	ConsumerRollout   = "skillfleet-rollout"
+	ConsumerOptimizer = "skillfleet-optimizer"
 	// CancelSubject carries task ids whose in-flight work should stop (core NATS).
 	CancelSubject = "skillfleet.control.cancel"
 	// maxDeliveriesAdvisory is where JetStream reports a message that ran out of deliveries.
-	maxDeliveriesAdvisory = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + StreamName + "." + ConsumerName
+	maxDeliveriesAdvisory = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + StreamName + ".*"
 )
 
 // Task kinds, the last token of a task subject.
@@ -30,6 +33,12 @@ const (
 	KindConsolidate = "consolidate"
 	KindNoop        = "noop"
 )
+
+// RolloutKinds go to the rollout consumer; every other kind is optimizer work.
+var RolloutKinds = []string{KindRollout, KindNoop}
+
+// OptimizerKinds are the kinds the optimizer consumer takes.
+var OptimizerKinds = []string{KindReflect, KindMerge, KindRank, KindSlowUpdate, KindMeta, KindRewrite, KindLR, KindConsolidate}
 
 // Subject returns the subject tasks of a kind are published on.
 func Subject(kind string) string { return SubjectPrefix + kind }
