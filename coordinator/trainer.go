@@ -53,7 +53,9 @@ type Trainer struct {
 	epochLast  map[int]string // skill after the last step of epoch e (before its slow update)
 	pairsCache map[int][]pairRecord
 
-	stopCheck func() error
+	stopCheck   func() error
+	waves       *waveLog
+	preRecorded map[string]struct{}
 }
 
 // State is the decision state, written to state.json after every phase.
@@ -107,7 +109,9 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 		epochSkill: map[int]string{},
 		epochLast:  map[int]string{},
 		pairsCache: map[int][]pairRecord{},
+		waves:      openWaveLog(s.RunDir),
 	}
+	t.preRecorded = hub.D.RecordedIDs()
 	return t, nil
 }
 
@@ -207,6 +211,9 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 		out[i].Item = it
 	}
 	t.prog.StartWave(rq.Stage, len(tasks))
+	waveStart := time.Now()
+	ran := 0
+	defer func() { t.waves.record(rq.Stage, "target", len(tasks), ran, waveStart) }()
 	arrived := make(chan int, len(futs))
 	for i, f := range futs {
 		go func() {
@@ -230,6 +237,9 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 			continue
 		}
 		out[i].Res = res
+		if !t.replayed(tasks[i].GetId()) {
+			ran++
+		}
 		t.account(rq.Stage, "target", tasks[i], res)
 		t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
 		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
@@ -340,6 +350,9 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, e
 		return nil, err
 	}
 	t.prog.StartWave(calls[0].Stage, len(tasks))
+	waveStart := time.Now()
+	ran := 0
+	defer func() { t.waves.record(calls[0].Stage, "optimizer", len(tasks), ran, waveStart) }()
 	out := make([]optResult, len(calls))
 	for i, f := range futs {
 		res, err := f.Wait(ctx)
@@ -347,6 +360,9 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, e
 			return nil, err
 		}
 		t.account(calls[i].Stage, "optimizer", tasks[i], res)
+		if !t.replayed(tasks[i].GetId()) {
+			ran++
+		}
 		ok := res.GetOutcome() == pb.Outcome_OUTCOME_OK
 		t.prog.TaskDone(calls[i].Stage, ok)
 		out[i] = optResult{OK: ok, JSON: res.GetOptimizer().GetJson(), Error: res.GetError()}
@@ -523,4 +539,9 @@ func parallel(fns ...func() error) error {
 	return errors.Join(errs...)
 }
 
-var _ = time.Second
+// replayed reports whether a task's result came from the journal of an
+// earlier process rather than from a worker in this one.
+func (t *Trainer) replayed(id string) bool {
+	_, ok := t.preRecorded[id]
+	return ok
+}

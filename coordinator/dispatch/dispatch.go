@@ -364,6 +364,17 @@ func (d *Dispatcher) Pending() int {
 	return len(d.pending)
 }
 
+// RecordedIDs returns the ids of the results recorded so far.
+func (d *Dispatcher) RecordedIDs() map[string]struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string]struct{}, len(d.recorded))
+	for id := range d.recorded {
+		out[id] = struct{}{}
+	}
+	return out
+}
+
 // Recorded reports how many results are recorded.
 func (d *Dispatcher) Recorded() int {
 	d.mu.Lock()

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Benchmark a training run on the simulated model (see docs/performance.md).
+#
+#   scripts/bench/bench.sh [--config configs/sim_paper.yaml] [--workers 1] \
+#       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
+#       [--rpm 0] [--tpm 0] [--set section.key=value ...]
+#
+# Starts `skillfleet sim-llm` with the latency model and limits, NATS (an
+# embedded server inside a helper process), a coordinator process and N
+# worker processes, then prints the bench table: calls and tokens per
+# stage, wall vs ideal time, coordinator CPU and peak RSS, worker peak RSS.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
+sets=()
+while (($#)); do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --concurrency) conc=$2; shift 2 ;;
+    --optimizer-concurrency) oconc=$2; shift 2 ;;
+    --latency) latency=$2; shift 2 ;;
+    --rpm) rpm=$2; shift 2 ;;
+    --tpm) tpm=$2; shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+bin=$tmp/skillfleet
+go build -o "$bin" ./cmd/skillfleet
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+sim_port=$(port)
+"$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" --rpm "$rpm" --tpm "$tpm" >"$tmp/sim.log" 2>&1 &
+pids+=($!)
+nats_port=$(port)
+go run ./scripts/bench/natsd --addr "127.0.0.1:$nats_port" --store "$tmp/nats" >"$tmp/nats.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do
+  (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
+  sleep 0.1
+done
+grpc_port=$(port)
+url="http://127.0.0.1:$sim_port/v1"
+/usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
+  --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --no-fsync --log-format json \
+  --set runtime.sim_llm=false --set model.backend=openai_compatible \
+  --set model.optimizer_base_url="$url" --set model.target_base_url="$url" "${sets[@]}" >"$tmp/coord.out" 2>"$tmp/coord.err" &
+coord=$!
+per_conc=$((conc / workers)); per_oconc=$((oconc / workers))
+for i in $(seq "$workers"); do
+  /usr/bin/time -f "%M" -o "$tmp/worker$i.time" "$bin" worker --nats "nats://127.0.0.1:$nats_port" \
+    --coordinator "127.0.0.1:$grpc_port" --concurrency "$per_conc" --optimizer-concurrency "$per_oconc" --log-level error \
+    >"$tmp/worker$i.out" 2>&1 &
+  pids+=($!)
+done
+if ! wait "$coord"; then
+  echo "bench: coordinator failed" >&2; tail -20 "$tmp/coord.err" >&2; exit 1
+fi
+for p in "${pids[@]:2}"; do kill -TERM "$p" 2>/dev/null || true; done
+sleep 1
+read -r wall user sys rss < "$tmp/coord.time"
+echo "config $config, $workers worker process(es) x $per_conc target + $per_oconc optimizer concurrency, latency $latency, rpm $rpm, tpm $tpm"
+grep -E '^(baseline|best|final) ' "$tmp/coord.out" || true
+go run ./scripts/bench/ideal --latency "$(python3 -c "import sys; s='$latency'; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))")" \
+  --target-concurrency "$conc" --optimizer-concurrency "$oconc" "$tmp/run"
+echo "coordinator: wall ${wall}s, cpu $(python3 -c "print(round($user+$sys,2))")s, peak RSS $((rss/1024)) MB"
+for i in $(seq "$workers"); do
+  [[ -s "$tmp/worker$i.time" ]] && echo "worker $i: peak RSS $(( $(tail -1 "$tmp/worker$i.time") / 1024 )) MB"
+done
+curl -s "$url/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("sim-llm: requests", s.get("requests"), "served", s.get("served"), "429s", s.get("rate_limited"))' 2>/dev/null || true
