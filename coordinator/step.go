@@ -843,11 +843,14 @@ func (t *Trainer) bufferEntry(rec *StepRecord, action string, m *measure, outs [
 	if strings.Contains(action, "reject") {
 		before := round6(t.st.CurrentScore)
 		e.ScoreBefore = &before
-		if m != nil && !rec.EarlyStopped && !rec.Unchanged {
+		// With early stop on, a rejected candidate's score may be partial,
+		// so the buffer never shows one: what the optimizer sees must not
+		// depend on whether (or when) an evaluation stopped.
+		if m != nil && !t.s.EarlyStop && !rec.Unchanged {
 			after := round6(m.Score)
 			e.ScoreAfter = &after
 		}
-		e.EarlyStopped = rec.EarlyStopped
+		e.EarlyStopped = t.s.EarlyStop && !rec.Unchanged
 		for _, it := range ranked {
 			e.RejectedEdits = append(e.RejectedEdits, prompts.RejectedEdit{
 				Op: it.Op, Target: it.Target, Content: it.Content, Type: it.Type, Title: it.Title,

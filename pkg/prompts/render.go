@@ -49,7 +49,7 @@ func RenderStepBuffer(entries []BufferEntry) string {
 		}
 		switch {
 		case e.EarlyStopped && e.ScoreAfter == nil:
-			fmt.Fprintf(&b, "Score: %s → lower (evaluation stopped once the candidate could no longer beat it)\n", score(e.ScoreBefore))
+			fmt.Fprintf(&b, "Score: %s → not higher (the candidate did not beat it; its evaluation may have stopped early)\n", score(e.ScoreBefore))
 		case e.ScoreBefore != nil || e.ScoreAfter != nil:
 			fmt.Fprintf(&b, "Score: %s → %s\n", score(e.ScoreBefore), score(e.ScoreAfter))
 		}
