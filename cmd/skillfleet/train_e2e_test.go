@@ -97,3 +97,53 @@ func TestKilledRunResumesIdentically(t *testing.T) {
 		})
 	}
 }
+
+// A token budget stops the run cleanly (exit 3, a message naming the
+// budget); resuming with a larger budget ends exactly like a run that had
+// no budget.
+func TestTokenBudgetStopsAndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo")
+	}
+	skill, events := reference(t)
+	dir := filepath.Join(t.TempDir(), "budget")
+	out, err := trainDemo(t, dir, nil, "--set", "budget.max_tokens=250000")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitBudget {
+		t.Fatalf("budgeted run: want exit %d, got %v\n%s", exitBudget, err, out)
+	}
+	if !strings.Contains(out, "budget.max_tokens") || !strings.Contains(out, "resume") {
+		t.Errorf("budget message does not name the budget and how to resume:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
+		t.Errorf("no checkpoint after the budget stop: %v", err)
+	}
+	if out, err := trainDemo(t, dir, nil, "--set", "budget.max_tokens=100000000"); err != nil {
+		t.Fatalf("resume with a larger budget: %v\n%s", err, out)
+	}
+	if got := readFile(t, filepath.Join(dir, "best_skill.md")); !bytes.Equal(got, skill) {
+		t.Error("best_skill.md differs from the unbudgeted run")
+	}
+	if got := readFile(t, filepath.Join(dir, "events.jsonl")); !bytes.Equal(got, events) {
+		t.Error("events.jsonl differs from the unbudgeted run")
+	}
+}
+
+func TestEvalWithBaselines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the sim")
+	}
+	cmd := exec.Command(binary, "eval", "--config", "configs/demo.yaml", "--skill", "configs/skills/sim_demo_seed.md",
+		"--split", "test", "--baseline", "--out", filepath.Join(t.TempDir(), "eval"))
+	cmd.Dir = repoRoot(t)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("eval: %v\n%s", err, b)
+	}
+	out := string(b)
+	for _, want := range []string{"no_skill", "seed_skill", "skill", "overall", "eval_summary.json"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("eval output lacks %q:\n%s", want, out)
+		}
+	}
+}
