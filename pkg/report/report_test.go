@@ -1,0 +1,244 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/skillfleet/skillfleet/pkg/pricing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// The run dirs under testdata: demo is a sim demo run as the coordinator
+// wrote it; priced is the same run with real model names, cached tokens,
+// retries and one model the table cannot price; partial is a run stopped
+// during step 6 (no summary.json or tokens.json, a torn last event).
+var runs = []string{"demo", "priced", "partial"}
+
+func setup(t *testing.T, run string) *Report {
+	t.Helper()
+	prices, err := pricing.Load(filepath.Join("testdata", "prices.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(filepath.Join("testdata", run), prices)
+	if err != nil {
+		t.Fatalf("Load(%s) = %v", run, err)
+	}
+	return r
+}
+
+func TestTextGolden(t *testing.T) {
+	t.Parallel()
+	for _, run := range runs {
+		t.Run(run, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			if err := setup(t, run).WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", run+".golden")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), buf.String()); diff != "" {
+				t.Errorf("WriteText(%s) differs from %s (-want +got):\n%s", run, golden, diff)
+			}
+		})
+	}
+}
+
+func TestSpendMatchesTokensJSON(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "priced")
+	stages, total := r.Spend()
+	if total.Totals != r.Tokens.Total {
+		t.Errorf("Spend() total = %+v, want tokens.json total %+v", total.Totals, r.Tokens.Total)
+	}
+	if len(stages) != len(r.Tokens.ByStage) {
+		t.Errorf("Spend() has %d stages, tokens.json %d", len(stages), len(r.Tokens.ByStage))
+	}
+	// The spend chart's columns add up to tokens.json, stage by stage.
+	d := r.pageData()
+	for _, s := range d.Spend.Stages {
+		var sum int64
+		for _, v := range s.Tokens {
+			sum += v
+		}
+		if want := r.Tokens.ByStage[s.Stage].Tokens(); sum != want {
+			t.Errorf("spend chart stage %s sums to %d, tokens.json says %d", s.Stage, sum, want)
+		}
+	}
+	// A stage with an unpriced model is a lower bound; the total too.
+	for _, s := range stages {
+		if s.Stage == "rank" && s.Priced {
+			t.Error("stage rank (served by an unpriced model) is marked priced")
+		}
+		if s.Stage == "rollout" && !s.Priced {
+			t.Error("stage rollout is marked unpriced")
+		}
+	}
+	if total.Priced {
+		t.Error("total is marked fully priced with an unpriced model")
+	}
+}
+
+func TestPageData(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "demo")
+	d := r.pageData()
+	acc, rej, skip := r.Decisions()
+	if len(d.Verdicts["accepted"]) != acc || len(d.Verdicts["rejected"]) != rej || len(d.Verdicts["skipped"]) != skip {
+		t.Errorf("verdict markers %d/%d/%d, want %d/%d/%d", len(d.Verdicts["accepted"]), len(d.Verdicts["rejected"]), len(d.Verdicts["skipped"]), acc, rej, skip)
+	}
+	if acc != r.Summary.Accepts || rej != r.Summary.Rejects || skip != r.Summary.Skips {
+		t.Errorf("Decisions() = %d, %d, %d; summary.json says %d, %d, %d", acc, rej, skip, r.Summary.Accepts, r.Summary.Rejects, r.Summary.Skips)
+	}
+	if len(d.Current) != 10 || d.Current[0].X != 0 || d.Current[0].Y != r.Summary.BaselineScore {
+		t.Errorf("current series = %v, want the baseline at step 0 and 9 steps", d.Current)
+	}
+	if len(d.RolloutHard) != 9 || d.RolloutHard[0].Y != r.Steps[1].RolloutHard {
+		t.Errorf("rollout series = %v", d.RolloutHard)
+	}
+	if d.Test == nil || d.Test.Hard[2] != r.Summary.TestHard["final"] {
+		t.Errorf("test data = %+v", d.Test)
+	}
+	if got, want := d.Spend.Labels[0], "baseline"; got != want {
+		t.Errorf("first spend column = %q, want %q", got, want)
+	}
+}
+
+func TestPartialRun(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "partial")
+	if r.Summary != nil || r.Tokens != nil || r.Cost != nil {
+		t.Errorf("partial run: summary %v tokens %v cost %v, want none", r.Summary, r.Tokens, r.Cost)
+	}
+	if r.RunID != "partial-example" {
+		t.Errorf("RunID = %q, want it from the run_id file", r.RunID)
+	}
+	stages, total := r.Spend()
+	var want int64
+	for _, rec := range r.Steps {
+		for _, v := range rec.Tokens {
+			want += v.Tokens()
+		}
+	}
+	if total.Tokens() != want || len(stages) == 0 {
+		t.Errorf("Spend() total = %d tokens over %d stages, want %d from the step records", total.Tokens(), len(stages), want)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `id="chart-test"`) {
+		t.Error("a run without test scores draws a test chart")
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	t.Parallel()
+	if _, err := Load(t.TempDir(), nil); err == nil || !strings.Contains(err.Error(), "run directory") {
+		t.Errorf("Load(empty dir) = %v, want an error saying it is not a run directory", err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "events.jsonl"), []byte("{bad\n{\"type\":\"baseline\"}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(dir, nil); err == nil || !strings.Contains(err.Error(), "events.jsonl:1") {
+		t.Errorf("Load(corrupt events) = %v, want an error naming events.jsonl:1", err)
+	}
+	// No price table: tokens but no dollars.
+	r, err := Load(filepath.Join("testdata", "demo"), nil)
+	if err != nil || r.Cost != nil {
+		t.Fatalf("Load(demo, nil prices) = %v, cost %v", err, r.Cost)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil || strings.Contains(buf.String(), "$") {
+		t.Errorf("WriteText without prices printed dollars (%v):\n%s", err, buf.String())
+	}
+}
+
+// pageJSON extracts the data the page embeds for its charts.
+func pageJSON(t *testing.T, html string) pageData {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)<script>window\.skillfleetReport = (.*?);</script>`).FindStringSubmatch(html)
+	if m == nil {
+		t.Fatal("page has no report data")
+	}
+	var d pageData
+	if err := json.Unmarshal([]byte(m[1]), &d); err != nil {
+		t.Fatalf("report data: %v", err)
+	}
+	return d
+}
+
+func TestHTMLContainsData(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "priced")
+	var buf bytes.Buffer
+	if err := r.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if diff := cmp.Diff(r.pageData(), pageJSON(t, html)); diff != "" {
+		t.Errorf("embedded data (-want +got):\n%s", diff)
+	}
+	for _, want := range []string{
+		"<title>skillfleet run priced-example (sim)</title>",
+		`id="chart-selection"`, `id="chart-rollout"`, `id="chart-test"`, `id="chart-spend"`,
+		"Chart.js v" + ChartJSVersion, // the library, license header intact
+		"Released under the MIT License",
+		"accept_new_best", "reject", "skip_no_patches",
+		"<td>rollout</td>", "≥$", // a lower bound where a model is unpriced
+		"my-azure-deployment",
+		"as of 2026-01-01",
+		"Content-Security-Policy",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Self-contained: nothing is fetched.
+	if m := regexp.MustCompile(`(?i)(src|href)\s*=\s*["']?(https?:)?//`).FindString(html); m != "" {
+		t.Errorf("page loads something from the network: %q", m)
+	}
+	if strings.Contains(html, "sourceMappingURL") {
+		t.Error("page keeps a source-map reference")
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	t.Parallel()
+	for action, want := range map[string]string{
+		"accept_new_best": "accepted", "accept": "accepted", "force_accept": "accepted",
+		"reject": "rejected", "skip_no_patches": "skipped", "skip_no_rewrite": "skipped",
+	} {
+		if got := Verdict(action); got != want {
+			t.Errorf("Verdict(%q) = %q, want %q", action, got, want)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4200: "-4,200"} {
+		if got := count(n); got != want {
+			t.Errorf("count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -1,0 +1,186 @@
+package report
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// WriteText writes the terminal summary.
+func (r *Report) WriteText(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	p := func(format string, args ...any) { fmt.Fprintf(bw, format, args...) }
+
+	// Heading.
+	id := r.RunID
+	if id == "" {
+		id = "(unnamed run)"
+	}
+	p("run %s", id)
+	if r.Benchmark != "" {
+		p(" · benchmark %s", r.Benchmark)
+	}
+	acc, rej, skip := r.Decisions()
+	p(" · %d steps\n", acc+rej+skip)
+	p("decisions: %d accepted, %d rejected, %d skipped\n", acc, rej, skip)
+
+	// Scores.
+	p("\nscores (selection split)\n")
+	if s := r.Summary; s != nil {
+		p("  baseline %.4f   best %.4f (step %d, %s)", s.BaselineScore, s.BestScore, s.BestStep, s.BestOrigin)
+		if s.FinalScore != nil {
+			p("   final %.4f (%s)", *s.FinalScore, s.CurrentOrigin)
+		}
+		if s.Promoted {
+			p("   final promoted to best")
+		}
+		p("\n")
+		if len(s.TestHard) > 0 {
+			p("  test hard: %s", triple(s.TestHard))
+			if s.DeltaBestHard != nil && s.DeltaFinalHard != nil {
+				p("   Δbest %+.4f   Δfinal %+.4f", *s.DeltaBestHard, *s.DeltaFinalHard)
+			}
+			p("\n")
+		}
+		if len(s.TestSoft) > 0 {
+			p("  test soft: %s\n", triple(s.TestSoft))
+		}
+	} else if rows := r.Rows(); len(rows) > 0 {
+		last := rows[len(rows)-1]
+		p("  baseline %.4f   current %.4f   best %.4f (run not finished)\n", rows[0].Current, last.Current, last.Best)
+	}
+
+	// Decisions.
+	p("\n%5s %5s  %-32s %8s %10s %8s %8s %12s\n", "step", "epoch", "action", "rollout", "candidate", "current", "best", "tokens")
+	for _, row := range r.Rows() {
+		step, epoch := fmt.Sprint(row.Step), fmt.Sprint(row.Epoch)
+		action := row.Action
+		switch row.Kind {
+		case "baseline":
+			epoch = "-"
+		case "slow_update":
+			step = "·"
+			action = "slow update: " + row.Action
+		}
+		p("%5s %5s  %-32s %8s %10s %8.4f %8.4f %12s\n", step, epoch, action, score(row.Rollout), candidate(row), row.Current, row.Best, tokens(row.Tokens))
+	}
+
+	// Spend.
+	stages, total := r.Spend()
+	if len(stages) > 0 {
+		p("\nspend by stage")
+		if r.Cost != nil {
+			p(" (prices: %s, as of %s)", r.Cost.Source, r.Cost.AsOf)
+		}
+		p("\n%-16s %7s %6s %7s %5s %12s %11s %11s %10s\n", "stage", "calls", "failed", "retries", "429s", "input", "cached", "output", "USD")
+		for _, s := range append(stages, total) {
+			p("%-16s %7s %6s %7s %5s %12s %11s %11s %10s\n", s.Stage, count(s.Calls), count(s.FailedCalls), count(s.Retries), count(s.RateLimited),
+				count(s.Input), count(s.CacheRead), count(s.Output), r.usd(s))
+		}
+		if r.Tokens != nil && len(r.Tokens.Rows) > 0 {
+			p("\nby model\n")
+			type m struct {
+				calls, tok int64
+				usd        float64
+			}
+			by := map[string]*m{}
+			for _, row := range r.Tokens.Rows {
+				if row.Model == "" && row.Tokens() == 0 {
+					continue
+				}
+				x := by[row.Model]
+				if x == nil {
+					x = &m{}
+					by[row.Model] = x
+				}
+				x.calls += row.Calls
+				x.tok += row.Tokens()
+			}
+			var names []string
+			for k := range by {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			for _, k := range names {
+				usd := "-"
+				if r.Cost != nil {
+					if v, ok := r.Cost.ByModel[k]; ok {
+						usd = dollars(v)
+					} else if by[k].tok > 0 {
+						usd = "unpriced"
+					}
+				}
+				name := k
+				if name == "" {
+					name = "(unnamed)"
+				}
+				p("  %-34s %7s calls %14s tokens %10s\n", name, count(by[k].calls), count(by[k].tok), usd)
+			}
+		}
+	}
+
+	if len(r.Notes) > 0 {
+		p("\n")
+		for _, n := range r.Notes {
+			p("note: %s\n", n)
+		}
+	}
+	return bw.Flush()
+}
+
+// usd formats a stage's dollars: "-" without prices, a "≥" lower bound
+// when some of its tokens have no price.
+func (r *Report) usd(s StageSpend) string {
+	if r.Cost == nil {
+		return "-"
+	}
+	if !s.Priced {
+		if s.USD == 0 {
+			return "unpriced"
+		}
+		return "≥" + dollars(s.USD)
+	}
+	return dollars(s.USD)
+}
+
+func dollars(v float64) string { return fmt.Sprintf("$%.4f", v) }
+
+func triple(m map[string]float64) string {
+	var parts []string
+	for _, k := range []string{"baseline", "best", "final"} {
+		if v, ok := m[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.4f", k, v))
+		}
+	}
+	return strings.Join(parts, "   ")
+}
+
+func score(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.4f", *v)
+}
+
+func candidate(row StepRow) string {
+	if row.Candidate != nil {
+		return fmt.Sprintf("%.4f", *row.Candidate)
+	}
+	switch row.CandidateNote {
+	case "stopped early":
+		return "stopped"
+	case "":
+		return "-"
+	default:
+		return row.CandidateNote
+	}
+}
+
+func tokens(n int64) string {
+	if n < 0 {
+		return "-"
+	}
+	return count(n)
+}

@@ -1,0 +1,85 @@
+package telemetry
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// Attrs are the skillfleet coordinates of the work a context belongs to.
+// The coordinator sets Run, then Epoch and Step, then Stage; a worker sets
+// them from the task it runs, with TaskID, Kind and Role. The model wrapper
+// and the span helpers read them back.
+type Attrs struct {
+	Run    string
+	Epoch  int
+	Step   int
+	Stage  string
+	Role   string // target or optimizer
+	TaskID string
+	Kind   string // task kind: rollout, reflect, merge, ...
+}
+
+type attrsKey struct{}
+
+// WithAttrs returns ctx carrying a overlaid on the attrs ctx already carries:
+// non-zero fields of a replace, zero fields keep the outer value.
+func WithAttrs(ctx context.Context, a Attrs) context.Context {
+	cur := AttrsFrom(ctx)
+	if a.Run != "" {
+		cur.Run = a.Run
+	}
+	if a.Epoch != 0 {
+		cur.Epoch = a.Epoch
+	}
+	if a.Step != 0 {
+		cur.Step = a.Step
+	}
+	if a.Stage != "" {
+		cur.Stage = a.Stage
+	}
+	if a.Role != "" {
+		cur.Role = a.Role
+	}
+	if a.TaskID != "" {
+		cur.TaskID = a.TaskID
+	}
+	if a.Kind != "" {
+		cur.Kind = a.Kind
+	}
+	return context.WithValue(ctx, attrsKey{}, cur)
+}
+
+// AttrsFrom returns the attrs ctx carries (zero when none).
+func AttrsFrom(ctx context.Context) Attrs {
+	a, _ := ctx.Value(attrsKey{}).(Attrs)
+	return a
+}
+
+// KeyValues returns the set fields as span attributes. skillfleet.step is
+// present whenever a run or stage is (step 0 is the baseline).
+func (a Attrs) KeyValues() []attribute.KeyValue {
+	var kv []attribute.KeyValue
+	if a.Run != "" {
+		kv = append(kv, KeyRun.String(a.Run))
+	}
+	if a.Epoch != 0 {
+		kv = append(kv, KeyEpoch.Int(a.Epoch))
+	}
+	if a.Step != 0 || a.Run != "" || a.Stage != "" {
+		kv = append(kv, KeyStep.Int(a.Step))
+	}
+	if a.Stage != "" {
+		kv = append(kv, KeyStage.String(a.Stage))
+	}
+	if a.Role != "" {
+		kv = append(kv, KeyRole.String(a.Role))
+	}
+	if a.TaskID != "" {
+		kv = append(kv, KeyTaskID.String(a.TaskID))
+	}
+	if a.Kind != "" {
+		kv = append(kv, KeyKind.String(a.Kind))
+	}
+	return kv
+}
