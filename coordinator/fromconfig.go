@@ -37,6 +37,9 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 		TaskTimeout: c.Runtime.TaskTimeout,
 		MaxTokens:   c.Budget.MaxTokens, MaxCalls: c.Budget.MaxCalls, MaxUSD: c.Budget.MaxUSD, MaxWall: c.Budget.MaxWall,
 	}
+	if c.Evaluation.GateTest == "paired" || c.Evaluation.GateRepeats > 1 {
+		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_test=paired and evaluation.gate_repeats>1 are not implemented yet in the trainer (the statistics exist in coordinator/gate); use gate_test: none and gate_repeats: 1", c.File)
+	}
 	bc, err := BenchConfig(c)
 	if err != nil {
 		return Settings{}, err

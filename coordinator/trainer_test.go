@@ -362,3 +362,27 @@ func (f *failing) Chat(ctx context.Context, req *llm.Request) (*llm.Response, er
 	}
 	return f.inner.Chat(ctx, req)
 }
+
+// Every update mode and option combination runs end to end on the sim and
+// does not end below its baseline.
+func TestModesRun(t *testing.T) {
+	for _, sets := range [][]string{
+		{"optimizer.skill_update_mode=full_rewrite_minibatch"},
+		{"optimizer.skill_update_mode=rewrite_from_suggestions"},
+		{"optimizer.use_skill_aware_reflection=true", "optimizer.skill_aware_consolidate_threshold=3"},
+		{"optimizer.longitudinal_pair_policy=changed", "optimizer.slow_update_gate_with_selection=true"},
+		{"optimizer.lr_control_mode=autonomous", "evaluation.use_semantic_density=true"},
+		{"optimizer.use_slow_update=false", "train.accumulation=2", "gradient.failure_only=true"},
+	} {
+		t.Run(strings.Join(sets, ","), func(t *testing.T) {
+			m := &scripted{inner: simmodel.New(simmodel.Options{})}
+			_, sum, err := runDemo(t, m, append(sets, "train.num_epochs=2")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum.BestScore < sum.BaselineScore {
+				t.Errorf("best selection score %.3f below baseline %.3f", sum.BestScore, sum.BaselineScore)
+			}
+		})
+	}
+}

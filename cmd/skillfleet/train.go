@@ -165,7 +165,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	}
 	s, err := coordinator.FromConfig(cfg, runID, runDir)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	s.RetryFailed = o.retryFailed
 
