@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -321,6 +322,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	if w.deps.Propagator != nil {
 		ctx = w.deps.Propagator.Extract(ctx, queue.HeaderCarrier(msg.Headers()))
 	}
+	role := "optimizer"
+	if queue.KindOf(t) == queue.KindRollout {
+		role = "target"
+	}
+	ctx = telemetry.WithAttrs(ctx, telemetry.Attrs{Run: t.GetRunId(), Step: int(t.GetStep()), Stage: t.GetStage(), Role: role, TaskID: t.GetId(), Kind: queue.KindOf(t)})
 	timeout := w.cfg.TaskTimeout
 	if t.GetTimeoutMs() > 0 {
 		timeout = time.Duration(t.GetTimeoutMs()) * time.Millisecond

@@ -41,6 +41,8 @@ type trainOpts struct {
 	retryFailed    bool
 	noSync         bool
 	healthAddr     string
+	metricsAddr    string
+	traceContent   bool
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -59,6 +61,8 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.BoolVar(&o.retryFailed, "retry-failed", false, "on resume, dispatch again the tasks whose recorded outcome is a failure")
 	fs.BoolVar(&o.noSync, "no-fsync", false, "do not fsync the result journal (faster; a machine crash may lose results)")
 	fs.StringVar(&o.healthAddr, "health-addr", "", "serve /healthz and /status on this address (e.g. 127.0.0.1:8080)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
+	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -303,13 +307,17 @@ func (s *session) close() {
 // the config asks for one.
 func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *coordinator.Settings, log *slog.Logger, stderr io.Writer) (*session, error) {
 	sess := &session{}
-	var err error
 	ok := false
 	defer func() {
 		if !ok {
 			sess.close()
 		}
 	}()
+	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log)
+	if err != nil {
+		return nil, err
+	}
+	sess.add(stopTel)
 
 	if cfg.Runtime.SimLLM {
 		url, stop, err := startSimLLM(ctx, log)
@@ -375,7 +383,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 				}
 				return queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log})
 			},
-			coordinator: hub.Addr(), n: workers, concurrency: conc, optConcurrency: cfg.Runtime.OptimizerConcurrency, maxDeliver: cfg.Runtime.MaxDeliveries,
+			tel: tel, coordinator: hub.Addr(), n: workers, concurrency: conc, optConcurrency: cfg.Runtime.OptimizerConcurrency, maxDeliver: cfg.Runtime.MaxDeliveries,
 		})
 		if err != nil {
 			return nil, err

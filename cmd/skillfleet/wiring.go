@@ -23,6 +23,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -53,14 +54,21 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 	return s, nil
 }
 
-// newModel builds a model for a task's spec: the backend, wrapped with
-// retries; the in-process sim for backend "sim".
-func newModel(spec *pb.ModelSpec) (llm.Model, error) {
-	return backends.New(backends.SpecFromProto(spec), backends.Deps{
-		Extra: map[string]func(backends.Spec) (llm.Model, error){
-			"sim": func(backends.Spec) (llm.Model, error) { return simmodel.New(simmodel.Options{}), nil },
-		},
-	})
+// modelFactory builds a model for a task's spec: the backend, wrapped with
+// retries (the in-process sim for backend "sim"), then with telemetry: a
+// GenAI span and metrics per call.
+func modelFactory(tel *telemetry.Telemetry) func(spec *pb.ModelSpec) (llm.Model, error) {
+	return func(spec *pb.ModelSpec) (llm.Model, error) {
+		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{
+			Extra: map[string]func(backends.Spec) (llm.Model, error){
+				"sim": func(backends.Spec) (llm.Model, error) { return simmodel.New(simmodel.Options{}), nil },
+			},
+		})
+		if err != nil || tel == nil {
+			return m, err
+		}
+		return tel.WrapModel(m, telemetry.ProviderFor(spec.GetBackend())), nil
+	}
 }
 
 func newEnv(name string, cfg []byte) (bench.Env, error) {
@@ -92,6 +100,7 @@ type workerSetup struct {
 	nc             func() (*nats.Conn, error)
 	coordinator    string
 	n              int
+	tel            *telemetry.Telemetry
 	concurrency    int
 	optConcurrency int
 	maxDeliver     int
@@ -129,7 +138,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		client := pb.NewCoordinatorClient(cc)
-		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
+		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel), NewEnv: newEnv, Prompts: prompts.New(nil)})
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
 			worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x})
 		wg.Add(1)

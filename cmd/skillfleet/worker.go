@@ -30,6 +30,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	health := fs.String("health-addr", "", "serve /healthz on this address (e.g. 127.0.0.1:8081)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
+	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -40,6 +42,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-worker", *id, *metricsAddr, *traceContent, log)
+	if err != nil {
+		return err
+	}
+	defer stopTel()
 	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: 24 * time.Hour})
 	if err != nil {
 		return err
@@ -55,7 +62,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	client := pb.NewCoordinatorClient(cc)
-	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: newModel, NewEnv: newEnv, Prompts: prompts.New(nil)})
+	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel), NewEnv: newEnv, Prompts: prompts.New(nil)})
 	if *optConc == 0 {
 		optConsumer = nil
 	}
