@@ -12,10 +12,11 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
-// quiet is a model without noise, mistakes or re-proposals, for tests of
-// the rules themselves.
+// quiet is a model without noise, spill-over, mistakes or re-proposals,
+// whose analysts see through every harmful line, for tests of the rules
+// themselves.
 func quiet() *Model {
-	return New(Options{Epsilon: -1, HarmfulRate: -1, ReproposeRate: -1, LengthBudget: -1})
+	return New(Options{Epsilon: -1, HarmfulRate: -1, ReproposeRate: -1, LengthBudget: -1, HarmSpill: -1, DiagnoseRate: 1})
 }
 
 // ask renders an optimizer prompt with the real templates, sends it to m

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,14 +29,32 @@ type Options struct {
 	// the chance that a covered rule is applied. 0 = 0.04; negative = none.
 	DilutionPer100 float64
 	// HarmfulRate is q, the chance that an analyst proposal is harmful or
-	// irrelevant instead of the right fix. 0 = 0.2; negative = never. It
-	// is an average: about one pitfall in four (chosen by Seed) is
-	// "tempting", and its fix is replaced by its harmful rule at 2.5 times
-	// the rate, so that such mistakes recur until the payload lists them as
-	// rejected or the meta skill names them.
+	// irrelevant instead of the right fix; such a mistake has the least
+	// support (1). 0 = 0.2; negative = never. It also sets two sticky and
+	// costlier kinds of mistake (doc.go, "What makes the mechanisms
+	// matter"): the lure of a broad category, proposed instead of the
+	// fixes with probability min(1, 5q) (always, by default) by an analyst
+	// that sees two kinds of the category's slips at once, with the fixes'
+	// support; and the padding of a reply whose budget far exceeds its
+	// evidence, floor(q * spare slots) guesses (at most three).
 	HarmfulRate float64
+	// HarmSpill is the share of the questions that do not cue a harmful
+	// rule's pitfall on which the target still over-applies that rule and
+	// answers with the pitfall's wrong answer (the same questions under
+	// every skill: [simbench.SpillDraw]). Harmful rules thus cost well
+	// beyond their own pitfall, and a candidate holding one loses at the
+	// gate once the skill is decent. 0 = 0.6; negative = none.
+	HarmSpill float64
+	// DiagnoseRate is the chance that a failure analyst sees through a
+	// harmful line of the skill by itself. Otherwise it takes the line for
+	// the skill's rule on that topic (it reads like one) and blames the
+	// agent for not applying it; it always proposes deleting the line when
+	// the meta skill names it or the step buffer lists it among rejected
+	// edits. 0 = 0.15; negative = never; 1 = always.
+	DiagnoseRate float64
 	// ReproposeRate is r, the chance that an analyst proposes again an edit
-	// its payload lists as rejected. 0 = 0.3; negative = never.
+	// its payload lists as rejected; having seen it fail, it gives it the
+	// least support (1). 0 = 0.3; negative = never.
 	ReproposeRate float64
 	// Seed salts every reply, independently of the world's seed.
 	Seed int64
@@ -56,6 +75,8 @@ func (o Options) withDefaults() Options {
 	o.DilutionPer100 = rate(o.DilutionPer100, 0.04)
 	o.HarmfulRate = rate(o.HarmfulRate, 0.2)
 	o.ReproposeRate = rate(o.ReproposeRate, 0.3)
+	o.HarmSpill = rate(o.HarmSpill, 0.6)
+	o.DiagnoseRate = rate(o.DiagnoseRate, 0.15)
 	if o.LengthBudget == 0 {
 		o.LengthBudget = 400
 	}
@@ -190,8 +211,9 @@ var targetReasons = []string{
 }
 
 // target answers a sim benchmark question. The answer is right iff the
-// skill covers every pitfall of the question and breaks none; else it is
-// the wrong answer of the first pitfall that goes wrong. Dilution and noise
+// skill covers every pitfall of the question, breaks none, and holds no
+// harmful rule that spills over onto the question; else it is the wrong
+// answer of the first pitfall that goes wrong. Dilution and noise
 // are drawn from a generator seeded by the question, the skill's hash, the
 // request seed, the model name and Options.Seed.
 func (m *Model) target(req *llm.Request, seed int64) string {
@@ -221,6 +243,16 @@ func (m *Model) target(req *llm.Request, seed int64) string {
 		if !applied || view.Broken(id) {
 			bad = id
 			break
+		}
+	}
+	if bad == "" && m.o.HarmSpill > 0 {
+		// A harmful rule is over-applied to some questions it does not
+		// concern (the same questions whatever the skill).
+		for _, id := range view.BrokenIDs() {
+			if !slices.Contains(ids, id) && simbench.SpillDraw(question, id) < m.o.HarmSpill {
+				bad = id
+				break
+			}
 		}
 	}
 	answer := base

@@ -121,7 +121,8 @@ const (
 	propSharpen    = "sharpen"    // a vague line replaced by the rule
 	propRemove     = "remove"     // a harmful rule deleted
 	propCompress   = "compress"   // a rule shortened or a redundant line dropped
-	propHarmful    = "harmful"    // a tempting wrong rule (the sim's mistake)
+	propHarmful    = "harmful"    // a harmful rule (the sim's mistake)
+	propLure       = "lure"       // a category's lure, taken for a fix (the sim's mistake)
 	propIrrelevant = "irrelevant" // a platitude (the sim's mistake)
 )
 
@@ -132,6 +133,17 @@ type proposal struct {
 	kind    string
 	pitfall string
 	why     string
+	// again marks an edit the payload lists as rejected, proposed anyway:
+	// the analyst gives it the least support, having seen it fail.
+	again bool
+}
+
+// support returns n, or 1 for an edit proposed again after a rejection.
+func (p proposal) support(n int) int {
+	if p.again {
+		return 1
+	}
+	return n
 }
 
 // rejectedSet holds the edits the step buffer lists as rejected.
@@ -241,53 +253,93 @@ func ruleEdits(skill string, p simbench.Pitfall, r *simbench.RNG) []proposal {
 	return out
 }
 
-// tempting reports whether pitfall id is one whose harmful rule the
-// simulated optimizer finds tempting: about one pitfall in four, chosen by
-// Options.Seed. Its mistakes are sticky, which is what makes the
-// rejected-edit buffer and the meta skill matter.
-func (m *Model) tempting(id string) bool {
-	return simbench.HashRNG([]byte("tempting"), i64(m.o.Seed), []byte(id)).Float64() < 0.25
-}
+// harmfulShare is the share of harmful rules among the mistakes and
+// guesses the analysts make (the rest are irrelevant platitudes).
+const harmfulShare = 0.25
 
-// mistake returns, with some probability, a harmful or irrelevant proposal
-// that stands in for the right one. For a tempting pitfall it is the
-// pitfall's harmful rule, with probability t = min(1, 2.5q); for another
-// pitfall it is harmful or irrelevant (even odds) with probability
-// (q - t/4) / (3/4), so that q stays the average rate over pitfalls (0.5
-// and 0.1 for the default q = 0.2; 1 and 1 for q = 1). A harmful rule that
-// the meta skill names, or that the skill already holds, is not proposed.
-// p is nil when no pitfall is at hand; the rate is then q.
-func (m *Model) mistake(skill, meta string, p *simbench.Pitfall, r *simbench.RNG) (proposal, bool) {
-	q := m.o.HarmfulRate
-	tempt := p != nil && m.tempting(p.ID)
-	switch t := min(1, 2.5*q); {
-	case p == nil:
-	case tempt:
-		q = t
-	default:
-		q = (q - t/4) / 0.75
-	}
-	if !r.Chance(q) {
+// temptation returns, in place of pitfall p's narrow fix, the lure of p's
+// category ([simbench.Lure]: format and reading have one), whose harmful
+// rule reads like one rule for all of the category's slips. An analyst is
+// drawn to it when it sees kinds >= 2 different slips of the category at
+// once, with probability min(1, 5q) (always, by default). It believes the
+// lure is the fix, so the caller gives it the fix's support, and every
+// analyst so tempted proposes the same edit: only the step buffer (it was
+// rejected) or the meta skill (it did harm) talks an analyst out of it. A
+// lure the skill already holds is not proposed again.
+func (m *Model) temptation(skill, meta string, p simbench.Pitfall, kinds int, r *simbench.RNG) (proposal, bool) {
+	g, ok := simbench.Lure(p.Category)
+	if !ok || kinds < 2 || !r.Chance(min(1, 5*m.o.HarmfulRate)) {
 		return proposal{}, false
 	}
-	harmful := tempt || r.Chance(0.5)
+	if namedHarmful(meta, g) || simbench.ViewSkill(skill).Broken(g.ID) {
+		return proposal{}, false
+	}
+	return proposal{kind: propLure, pitfall: g.ID, edit: prompts.Item{Op: "append", Content: "- " + g.Harmful}}, true
+}
+
+// mistake returns, with probability q, a harmful (harmfulShare) or
+// irrelevant proposal that stands in for the right one; its support is 1. A
+// harmful rule that the meta skill names, or that the skill already
+// holds, gives way to an irrelevant one, as does a harmful one when no
+// pitfall is at hand (p nil).
+func (m *Model) mistake(skill, meta string, p *simbench.Pitfall, r *simbench.RNG) (proposal, bool) {
+	if !r.Chance(m.o.HarmfulRate) {
+		return proposal{}, false
+	}
+	harmful := r.Chance(harmfulShare)
 	plat := simbench.Platitudes()[r.IntN(len(simbench.Platitudes()))]
-	if harmful && p != nil {
-		if strings.Contains(strings.ToLower(meta), strings.ToLower(p.Harmful)) {
-			return proposal{}, false
-		}
-		if !simbench.ViewSkill(skill).Broken(p.ID) {
-			return proposal{kind: propHarmful, pitfall: p.ID, edit: prompts.Item{Op: "append", Content: "- " + p.Harmful}}, true
-		}
+	if harmful && p != nil && !namedHarmful(meta, *p) && !simbench.ViewSkill(skill).Broken(p.ID) {
+		return proposal{kind: propHarmful, pitfall: p.ID, edit: prompts.Item{Op: "append", Content: "- " + p.Harmful}}, true
 	}
 	return proposal{kind: propIrrelevant, edit: prompts.Item{Op: "append", Content: "- " + plat}}, true
 }
 
+// namedHarmful reports whether the meta skill names p's harmful rule.
+func namedHarmful(meta string, p simbench.Pitfall) bool {
+	return meta != "" && strings.Contains(strings.ToLower(meta), strings.ToLower(p.Harmful))
+}
+
+// knownHarmful returns the pitfalls whose harmful rule the analyst knows
+// to be harmful: the meta skill names it, or the step buffer lists an
+// edit that added it among the rejected ones. Only then, or when it sees
+// through the line by itself, does a failure analyst blame such a line.
+func knownHarmful(meta string, buf []prompts.BufferEntry) map[string]bool {
+	known := map[string]bool{}
+	for _, p := range simbench.Catalogue() {
+		if namedHarmful(meta, p) {
+			known[p.ID] = true
+		}
+	}
+	for _, e := range buf {
+		for _, rej := range e.RejectedEdits {
+			ed := prompts.Item{Op: rej.Op, Target: rej.Target, Content: rej.Content}
+			if rej.Op == "" {
+				var ok bool
+				if ed, ok = suggestionEdit(prompts.Item{Type: rej.Type, Title: rej.Title, Instruction: rej.Instruction}); !ok {
+					continue
+				}
+			}
+			added := ed.Content + "\n" + strings.Join(rej.ChangeSummary, "\n")
+			if op := strings.ToLower(strings.TrimSpace(ed.Op)); op == "delete" || op == "remove" {
+				added = ""
+			}
+			for _, id := range simbench.ViewSkill(added).BrokenIDs() {
+				known[id] = true
+			}
+		}
+	}
+	return known
+}
+
 // choose returns the first candidate that was not rejected; a rejected one
-// is still chosen with probability r.
+// is still chosen with probability r, marked as proposed again.
 func (m *Model) choose(cands []proposal, rejected rejectedSet, r *simbench.RNG) (proposal, bool) {
 	for _, c := range cands {
-		if !rejected.has(c.edit) || r.Chance(m.o.ReproposeRate) {
+		if !rejected.has(c.edit) {
+			return c, true
+		}
+		if r.Chance(m.o.ReproposeRate) {
+			c.again = true
 			return c, true
 		}
 	}
@@ -302,6 +354,7 @@ type failureGroup struct {
 func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
 	view := simbench.ViewSkill(in.Skill)
 	rejected := newRejectedSet(in.StepBuffer)
+	known := knownHarmful(in.MetaSkill, in.StepBuffer)
 	byID := map[string]*failureGroup{}
 	var groups []*failureGroup
 	unexplained := 0
@@ -327,6 +380,14 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 		groups = append(groups, fg)
 	}
 	slices.SortStableFunc(groups, func(a, b *failureGroup) int { return cmp.Compare(b.count, a.count) })
+	// Different missing rules of one category, side by side, are what
+	// makes a sweeping rule for the category tempting.
+	kinds := map[string]int{}
+	for _, g := range groups {
+		if p, _ := simbench.Lookup(g.id); !view.Covered(g.id) && !view.Broken(g.id) {
+			kinds[p.Category]++
+		}
+	}
 
 	var props []proposal
 	var summary []prompts.FailureType
@@ -334,40 +395,65 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	for _, g := range groups {
 		p, _ := simbench.Lookup(g.id)
 		desc := p.Description
-		if view.Broken(g.id) {
+		broken := view.Broken(g.id)
+		// A harmful line reads like the skill's rule on its topic: the
+		// analyst blames it when it knows the line to be harmful, else
+		// sees through it only with probability DiagnoseRate.
+		blamed := broken && (known[g.id] || r.Chance(m.o.DiagnoseRate))
+		if blamed {
 			if line := lineWith(in.Skill, p.HarmfulStems); line != "" {
 				desc += fmt.Sprintf(" The skill's line %q causes it.", strings.TrimSpace(line))
 				c := proposal{kind: propRemove, pitfall: g.id, edit: prompts.Item{Op: "delete", Target: line}}
 				if pick, ok := m.choose([]proposal{c}, rejected, r); ok {
-					pick.edit.SupportCount = g.count
+					pick.edit.SupportCount = pick.support(g.count)
 					props = append(props, pick)
 				}
 			}
 		}
 		switch {
-		case view.Covered(g.id) && !view.Broken(g.id):
+		case broken && !blamed:
+			desc += " The skill already has a line on this; the agent did not apply it."
+		case view.Covered(g.id) && !broken:
 			desc += " The skill already states the rule; the agent did not apply it."
 			if in.SkillAware {
 				notes = append(notes, "Apply this rule every time it is relevant: "+p.Rule)
 			}
 		case !view.Covered(g.id):
 			desc += " The skill does not state the rule that prevents it."
-			pick, ok := proposal{}, false
-			if bad, isBad := m.mistake(in.Skill, in.MetaSkill, &p, r); isBad {
+			// A tempting harmful rule is believed to be the fix and gets the
+			// fix's support; an ordinary mistake gets the least support.
+			pick, ok, support := proposal{}, false, g.count
+			if bad, isBad := m.temptation(in.Skill, in.MetaSkill, p, kinds[p.Category], r); isBad {
 				pick, ok = m.choose([]proposal{bad}, rejected, r)
 			}
-			if ok {
-				pick.edit.SupportCount = 1
-			} else if pick, ok = m.choose(ruleEdits(in.Skill, p, r), rejected, r); ok {
-				pick.edit.SupportCount = g.count
+			if !ok {
+				if bad, isBad := m.mistake(in.Skill, in.MetaSkill, &p, r); isBad {
+					pick, ok = m.choose([]proposal{bad}, rejected, r)
+					support = 1
+				}
 			}
-			if ok {
-				pick.pitfall = cmp.Or(pick.pitfall, g.id)
-				props = append(props, pick)
+			if !ok {
+				pick, ok = m.choose(ruleEdits(in.Skill, p, r), rejected, r)
+				support = g.count
 			}
+			if !ok {
+				break
+			}
+			if i := slices.IndexFunc(props, func(q proposal) bool { return q.edit.Content == pick.edit.Content }); i >= 0 {
+				// One edit for several failure types: a lure, believed to
+				// fix them all, sums their support.
+				if props[i].kind == propLure && !props[i].again {
+					props[i].edit.SupportCount += support
+				}
+				break
+			}
+			pick.edit.SupportCount = pick.support(support)
+			pick.pitfall = cmp.Or(pick.pitfall, g.id)
+			props = append(props, pick)
 		}
 		summary = append(summary, prompts.FailureType{FailureType: g.id, Count: g.count, Description: desc})
 	}
+	props = append(props, m.speculate(in, props, r)...)
 	if unexplained > 0 {
 		summary = append(summary, prompts.FailureType{FailureType: "unrecognised_answer", Count: unexplained,
 			Description: "The answer matches no known failure pattern; it looks like a one-off slip that no rule prevents."})
@@ -389,6 +475,49 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	return out
 }
 
+// maxSpeculative bounds the speculative proposals of one analyst reply.
+const maxSpeculative = 3
+
+// speculate returns the proposals with which a failure analyst pads its
+// reply when the budget leaves far more room than its failures support,
+// as a model asked for "at most N edits" tends to: q times the spare
+// slots, rounded down and at most maxSpeculative, are filled with guesses
+// that no failure supports, support 1: a wordy platitude or (harmfulShare)
+// the harmful rule of a pitfall the skill does not cover, offered as a
+// general caution. With the default budget (4) and q (0.2) there is no
+// padding; with a budget of 50 there is, and ranking cannot clip it.
+func (m *Model) speculate(in *prompts.AnalystInput, props []proposal, r *simbench.RNG) []proposal {
+	if in.Mode == prompts.ModeFullRewrite {
+		return nil
+	}
+	view := simbench.ViewSkill(in.Skill)
+	seen := map[string]bool{}
+	for _, p := range props {
+		seen[p.edit.Content] = true
+	}
+	var out []proposal
+	n := min(int(float64(in.Budget-len(props))*m.o.HarmfulRate), maxSpeculative)
+	for range n {
+		var c proposal
+		cat := simbench.Catalogue()
+		if p := cat[r.IntN(len(cat))]; r.Chance(harmfulShare) && !view.Covered(p.ID) && !view.Broken(p.ID) && !namedHarmful(in.MetaSkill, p) {
+			c = proposal{kind: propHarmful, pitfall: p.ID, edit: prompts.Item{Op: "append", Content: "- " + p.Harmful}}
+		} else {
+			plat := simbench.Platitudes()
+			c = proposal{kind: propIrrelevant, edit: prompts.Item{Op: "append", Content: "- " + plat[r.IntN(len(plat))]}}
+		}
+		if seen[c.edit.Content] || strings.Contains(in.Skill, strings.TrimPrefix(c.edit.Content, "- ")) {
+			continue
+		}
+		if pick, ok := m.choose([]proposal{c}, newRejectedSet(in.StepBuffer), r); ok {
+			seen[c.edit.Content] = true
+			pick.edit.SupportCount = 1
+			out = append(out, pick)
+		}
+	}
+	return out
+}
+
 func failureReasoning(groups []*failureGroup, unexplained, n int) string {
 	var parts []string
 	for _, g := range groups {
@@ -405,12 +534,18 @@ func failureReasoning(groups []*failureGroup, unexplained, n int) string {
 }
 
 // compressions are edits that make the skill shorter without losing a
-// rule: drop a second line stating a rule already stated, drop a vague
-// line whose rule is present, shorten a long rule to its shortest wording.
+// rule: drop a wordy line that names no concrete situation, drop a second
+// line stating a rule already stated, drop a vague line whose rule is
+// present, shorten a long rule to its shortest wording.
 func compressions(skill string) []proposal {
 	view := simbench.ViewSkill(skill)
 	lines := editableLines(skill)
 	var out []proposal
+	for _, l := range lines {
+		if isFiller(l) {
+			out = append(out, proposal{kind: propCompress, edit: prompts.Item{Op: "delete", Target: l}})
+		}
+	}
 	seen := map[string]bool{}
 	for _, l := range lines {
 		k := ruleKey(l)
@@ -447,6 +582,13 @@ func compressions(skill string) []proposal {
 	return out
 }
 
+// isFiller reports whether a skill line is wordy filler: a long list item
+// that states no rule and no harmful rule.
+func isFiller(line string) bool {
+	t := strings.TrimSpace(line)
+	return strings.HasPrefix(t, "- ") && len(t) > 110 && ruleKey(t) == ""
+}
+
 func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
 	view := simbench.ViewSkill(in.Skill)
 	var patterns []string
@@ -466,6 +608,11 @@ func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	if len(patterns) == 0 {
 		patterns = []string{"Reported the record value exactly as the question quotes it."}
 	}
+	kinds := map[string]int{}
+	for _, id := range seen {
+		p, _ := simbench.Lookup(id)
+		kinds[p.Category]++
+	}
 	over := m.o.LengthBudget > 0 && llm.EstimateTokens(in.Skill) > int64(m.o.LengthBudget)
 	var props []proposal
 	reasoning := "The successes follow the skill's rules; nothing needs to change."
@@ -475,17 +622,31 @@ func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *promp
 			p, _ := simbench.Lookup(seen[r.IntN(len(seen))])
 			pf = &p
 		}
+		// The lure of a category reads as a generalisation of the rules
+		// that worked: the success analyst's favourite mistake.
 		var cands []proposal
-		if bad, ok := m.mistake(in.Skill, in.MetaSkill, pf, r); ok {
-			cands = []proposal{bad}
-		} else {
-			cands = compressions(in.Skill)
+		why := "The skill can say the same in fewer words."
+		reasoning = "The successes follow the skill's rules; one change makes the skill more compact."
+		if pf != nil {
+			if bad, ok := m.temptation(in.Skill, in.MetaSkill, *pf, kinds[pf.Category], r); ok {
+				cands = []proposal{bad}
+				why = "The rule on " + pf.ID + " works; a more general instruction would cover more cases."
+				reasoning = "The successes follow the skill's rules; one of them generalises."
+			}
+		}
+		if cands == nil {
+			if bad, ok := m.mistake(in.Skill, in.MetaSkill, pf, r); ok {
+				cands = []proposal{bad}
+			} else {
+				cands = compressions(in.Skill)
+			}
 		}
 		if pick, ok := m.choose(cands, newRejectedSet(in.StepBuffer), r); ok {
 			pick.edit.SupportCount = 1
-			pick.why = "The skill can say the same in fewer words."
+			pick.why = why
 			props = append(props, pick)
-			reasoning = "The successes follow the skill's rules; one change makes the skill more compact."
+		} else {
+			reasoning = "The successes follow the skill's rules; nothing needs to change."
 		}
 	}
 	return &prompts.AnalystReply{
@@ -863,7 +1024,7 @@ func troubled(in *prompts.EpochInput) (ids []string, counts map[string]int) {
 	return ids, counts
 }
 
-// maxGuidance bounds the slow-update guidance, in lines.
+// maxGuidance bounds the new lines of a slow update.
 const maxGuidance = 5
 
 func slowUpdate(in *prompts.EpochInput) *prompts.SlowUpdateReply {
@@ -875,15 +1036,32 @@ func slowUpdate(in *prompts.EpochInput) *prompts.SlowUpdateReply {
 		}
 	}
 	var lines, why []string
+	has := map[string]bool{}
 	for _, id := range ids[:min(len(ids), maxGuidance)] {
 		p, _ := simbench.Lookup(id)
 		lines = append(lines, "- "+p.Rule)
+		has[id] = true
 		why = append(why, fmt.Sprintf("%s (%d)", id, counts[id]))
 	}
-	return &prompts.SlowUpdateReply{
-		Reasoning:         "Regressions and persistent failures come from: " + strings.Join(why, ", ") + ".",
-		SlowUpdateContent: strings.Join(lines, "\n"),
+	// Earlier guidance stays while the rest of the skill does not state
+	// its rule: replacing the block must not lose a rule only it holds
+	// (maxGuidance bounds the new lines only).
+	head, _ := splitProtected(in.Skill)
+	kept := 0
+	for _, l := range strings.Split(in.Previous, "\n") {
+		k := ruleKey(bulletText(l))
+		if !strings.HasPrefix(k, "rule:") || has[k[5:]] || simbench.Covered(head, k[5:]) {
+			continue
+		}
+		has[k[5:]] = true
+		lines = append(lines, "- "+bulletText(l))
+		kept++
 	}
+	reason := "Regressions and persistent failures come from: " + strings.Join(why, ", ") + "."
+	if kept > 0 {
+		reason += fmt.Sprintf(" Kept %d earlier line(s) whose rule the skill states nowhere else.", kept)
+	}
+	return &prompts.SlowUpdateReply{Reasoning: reason, SlowUpdateContent: strings.Join(lines, "\n")}
 }
 
 const neverPrefix = "- Never propose: "

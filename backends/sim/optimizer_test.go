@@ -132,11 +132,21 @@ func TestAnalystMistakes(t *testing.T) {
 	}
 	in := prompts.AnalystInput{Mode: prompts.ModePatch, Skill: "# Skill\n", Budget: 30, BatchSize: len(trajs), Trajectories: trajs}
 	edits := analyse(t, m, in).Patch.Edits
-	harmful, irrelevant := 0, 0
+	harmful, irrelevant, lures := 0, 0, 0
 	for _, e := range edits {
-		switch {
-		case len(simbench.Harmful(e.Content)) == 1:
+		switch ids := simbench.Harmful(e.Content); {
+		case len(ids) == 1:
 			harmful++
+			// A category's lure stands in for the fixes of all the
+			// category's failures and sums their support; any other
+			// mistake has support 1.
+			if p := mustLookup(ids[0]); p.Sweeping {
+				lures++
+				if want := countCategory(p.Category); e.SupportCount != want {
+					t.Errorf("lure %+v has support %d, want %d (one per %s failure)", e, e.SupportCount, want, p.Category)
+				}
+				continue
+			}
 		case slices.Contains(simbench.Platitudes(), strings.TrimPrefix(e.Content, "- ")):
 			irrelevant++
 		default:
@@ -146,8 +156,8 @@ func TestAnalystMistakes(t *testing.T) {
 			t.Errorf("mistaken edit %+v has support %d, want 1", e, e.SupportCount)
 		}
 	}
-	if harmful == 0 || irrelevant == 0 {
-		t.Errorf("q=1: %d harmful and %d irrelevant edits, want both kinds", harmful, irrelevant)
+	if harmful == 0 || irrelevant == 0 || lures != 2 {
+		t.Errorf("q=1: %d harmful (%d lures) and %d irrelevant edits, want both kinds and the two lures", harmful, lures, irrelevant)
 	}
 	var meta []string
 	for _, p := range simbench.Catalogue() {
@@ -159,6 +169,17 @@ func TestAnalystMistakes(t *testing.T) {
 			t.Errorf("edit %+v proposes a harmful rule the meta skill names", e)
 		}
 	}
+}
+
+// countCategory is how many catalogue pitfalls belong to a category.
+func countCategory(c string) int {
+	n := 0
+	for _, p := range simbench.Catalogue() {
+		if p.Category == c {
+			n++
+		}
+	}
+	return n
 }
 
 func TestAnalystModes(t *testing.T) {

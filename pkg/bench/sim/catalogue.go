@@ -32,9 +32,16 @@ type Pitfall struct {
 	// skill carries such lines, and a good edit replaces them.
 	Vague string
 	// Harmful is a tempting but wrong rule: a skill that holds it (all of
-	// HarmfulStems) fails this pitfall's items even when Rule is present.
+	// HarmfulStems) fails this pitfall's items even when Rule is present,
+	// and the simulated target over-applies it to some other questions
+	// too (see [SpillDraw]).
 	Harmful      string
 	HarmfulStems []string
+	// Sweeping marks the one pitfall of a broad category (format,
+	// reading) whose harmful rule reads like a rule for the whole
+	// category: the lure the simulated optimizer falls for when it sees
+	// several of the category's slips at once ([Lure]).
+	Sweeping bool
 	// Description explains the failure in one sentence.
 	Description string
 
@@ -49,16 +56,19 @@ func (p Pitfall) Wrong(gold string) string { return p.wrong(gold) }
 // Texts returns the rule and its paraphrases.
 func (p Pitfall) Texts() []string { return append([]string{p.Rule}, p.Paraphrases...) }
 
-// Platitudes are generic instructions that change nothing: the simulated
-// optimizer proposes them as irrelevant edits. None holds a stem.
+// Platitudes are generic, wordy instructions that change nothing: the
+// simulated optimizer proposes them as irrelevant edits. They are long
+// (about 40 tokens each), as such filler from a real model tends to be, so
+// that letting them in costs skill length: past the simulated target's
+// length budget, every rule gets applied less reliably. None holds a stem.
 func Platitudes() []string {
 	return []string{
-		"Double-check your formatting before answering.",
-		"Think step by step before you commit to an answer.",
-		"Stay calm and read the question slowly.",
-		"Prefer short answers over long ones.",
-		"Re-read the task statement once more before replying.",
-		"Make sure the answer addresses what was asked.",
+		"Double-check your formatting before answering: look at the whole answer once more, compare it with what the question asks for, and fix anything that looks out of place before you send it.",
+		"Think step by step before you commit to an answer: restate the question in your own words, find the figure it asks about, and only then write that figure down.",
+		"Stay calm and read the question slowly; questions about records can be long, and reading every sentence with care is the best way to avoid a careless slip.",
+		"Prefer short answers over long ones: the reader wants the figure, so leave out explanations, restatements of the question and any commentary around it.",
+		"Re-read the task statement once more before replying, paying attention to every detail of the wording, since small details in a question often change what the right answer is.",
+		"Make sure the answer addresses what was asked: if the question asks for one value, give exactly that value and nothing else, in the form the question expects.",
 	}
 }
 
@@ -131,7 +141,7 @@ var catalogue = []Pitfall{
 		},
 		Stems:   []string{"invoice", "separator"},
 		Vague:   "Money needs care.",
-		Harmful: "Format large amounts the way an accountant would.", HarmfulStems: []string{"accountant"},
+		Harmful: "Format large amounts the way an accountant would.", HarmfulStems: []string{"accountant"}, Sweeping: true,
 		Description: "A comma was inserted as a thousands separator.",
 		wrong:       func(g string) string { return head(g, 1) + "," + tail(g, 1) },
 	},
@@ -243,7 +253,7 @@ var catalogue = []Pitfall{
 		},
 		Stems:   []string{"handwrit", "transpos"},
 		Vague:   "Old paper records can be messy.",
-		Harmful: "Read each scrawled figure by its most familiar shape.", HarmfulStems: []string{"familiar shape"},
+		Harmful: "Read each scrawled figure by its most familiar shape.", HarmfulStems: []string{"familiar shape"}, Sweeping: true,
 		Description: "The first two digits were swapped.",
 		wrong:       func(g string) string { return swap(g, 0, 1) },
 	},
@@ -424,6 +434,18 @@ func Lookup(id string) (Pitfall, bool) {
 	return catalogue[i], true
 }
 
+// Lure returns the sweeping pitfall of a category: the one whose harmful
+// rule reads like a rule for every pitfall of the category. ok is false
+// for a category without one.
+func Lure(category string) (Pitfall, bool) {
+	for _, p := range catalogue {
+		if p.Sweeping && p.Category == category {
+			return p, true
+		}
+	}
+	return Pitfall{}, false
+}
+
 // Covered reports whether skill holds the rule of pitfall id: every stem
 // occurs in it, case-insensitively.
 func Covered(skill, id string) bool {
@@ -476,6 +498,29 @@ func (v SkillView) Covered(id string) bool {
 func (v SkillView) Broken(id string) bool {
 	i, ok := byID[id]
 	return ok && containsAll(v.low, catalogue[i].HarmfulStems)
+}
+
+// BrokenIDs returns the ids of the pitfalls whose harmful rule the skill
+// holds, in catalogue order.
+func (v SkillView) BrokenIDs() []string {
+	var ids []string
+	for _, p := range catalogue {
+		if containsAll(v.low, p.HarmfulStems) {
+			ids = append(ids, p.ID)
+		}
+	}
+	return ids
+}
+
+// SpillDraw returns a number in [0, 1) fixed by a question and a pitfall.
+// A harmful rule is worded as a general instruction, so the simulated
+// target over-applies it: the harmful rule of pitfall id also misleads it
+// on a question that does not cue id when this draw is below the model's
+// spill rate. Because the draw depends on nothing else, the questions a
+// harmful rule spoils are the same under every skill and sample, as a
+// real model's systematic confusion would be.
+func SpillDraw(question, id string) float64 {
+	return HashRNG([]byte("spill"), []byte(question), []byte(id)).Float64()
 }
 
 // IdentifyPitfall returns the pitfall whose wrong answer for gold is

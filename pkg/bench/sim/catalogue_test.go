@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -166,6 +167,9 @@ func TestCoverageHelpers(t *testing.T) {
 	if got := CoveredIDs(skill); len(got) != 1 || got[0] != "units_km" {
 		t.Errorf("CoveredIDs = %v, want [units_km]", got)
 	}
+	if got := ViewSkill(skill).BrokenIDs(); len(got) != 1 || got[0] != "units_km" {
+		t.Errorf("BrokenIDs = %v, want [units_km]", got)
+	}
 	if _, ok := Lookup("nope"); ok {
 		t.Error("Lookup(nope) found a pitfall")
 	}
@@ -178,6 +182,45 @@ func TestCoverageHelpers(t *testing.T) {
 	}
 	if _, ok := BaseValue("no value here"); ok {
 		t.Error("BaseValue found a value in a question without one")
+	}
+}
+
+// TestLures: the broad categories (three pitfalls or more) have exactly
+// one sweeping pitfall each, the others none.
+func TestLures(t *testing.T) {
+	t.Parallel()
+	size, sweeping := map[string]int{}, map[string]int{}
+	for _, p := range catalogue {
+		size[p.Category]++
+		if p.Sweeping {
+			sweeping[p.Category]++
+		}
+	}
+	for c, n := range size {
+		lure, ok := Lure(c)
+		switch {
+		case n >= 3 && (sweeping[c] != 1 || !ok || lure.Category != c || !lure.Sweeping):
+			t.Errorf("broad category %s (%d pitfalls): %d sweeping, Lure = %v, %v; want exactly one", c, n, sweeping[c], lure.ID, ok)
+		case n < 3 && (sweeping[c] != 0 || ok):
+			t.Errorf("narrow category %s (%d pitfalls) has a lure", c, n)
+		}
+	}
+}
+
+func TestSpillDraw(t *testing.T) {
+	t.Parallel()
+	q := "Note the serial code. " + RecordMarker + "4821."
+	if SpillDraw(q, "hex") != SpillDraw(q, "hex") {
+		t.Error("SpillDraw is not a function of its arguments")
+	}
+	below := 0
+	for i := range 1000 {
+		if SpillDraw(q+strconv.Itoa(i), "hex") < 0.3 {
+			below++
+		}
+	}
+	if below < 250 || below > 350 {
+		t.Errorf("%d of 1000 draws below 0.3, want about 300", below)
 	}
 }
 

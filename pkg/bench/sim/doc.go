@@ -10,7 +10,12 @@
 // question, a rule that prevents it (and paraphrases), keyword stems that
 // show the rule is in a skill, a recognisable wrong answer, a vague line
 // that hints at the topic without stating the rule, and a harmful rule: a
-// tempting fix that breaks the pitfall's items even when the rule is there.
+// tempting fix that breaks the pitfall's items even when the rule is there
+// and that the simulated target also over-applies to a fixed share of the
+// other questions ([SpillDraw]). In each broad category (format, reading)
+// one pitfall is sweeping: its harmful rule reads like a rule for the
+// whole category, the lure ([Lure]) the simulated optimizer falls for.
+// [Platitudes] are wordy instructions that change nothing.
 //
 // [Generate] picks K active pitfalls for a preset and seed and writes items
 // with 0-3 pitfalls each: a question quoting a record value and the cues of
@@ -27,6 +32,6 @@
 // naming the gold answer, as real benchmarks give.
 //
 // The coverage helpers ([Covered], [Harmful], [IdentifyPitfall],
-// [PitfallsInQuestion]) are what the simulated model uses; nothing outside
-// the sim packages may rely on them.
+// [PitfallsInQuestion], [SpillDraw], [Lure]) are what the simulated model
+// uses; nothing outside the sim packages may rely on them.
 package sim
