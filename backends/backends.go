@@ -1,182 +1,189 @@
-// Package backends builds llm.Model implementations from a model spec and
-// wraps them with the resilience every call needs: retries with jittered
-// exponential back-off that honour Retry-After, and a per-call timeout.
-//
-// Implementations live in subpackages (openai, sim). A model spec never
-// carries a secret: it names the environment variable that holds the key,
-// and the key is read here, in the process that makes the call.
 package backends
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
+	"net/http"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/skillfleet/skillfleet/backends/anthropic"
+	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/pkg/llm"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// Spec says which model to call and how.
-type Spec struct {
-	// Backend: openai, azure, sim (or one registered in Deps.Extra).
-	Backend         string
-	Model           string
-	BaseURL         string
-	APIKeyEnv       string
-	Temperature     *float64
-	MaxTokens       int
-	ReasoningEffort string
-	Timeout         time.Duration
-	MaxRetries      int
-	Options         map[string]string
-}
-
-// SpecFromProto converts the wire spec.
-func SpecFromProto(m *pb.ModelSpec) Spec {
-	s := Spec{
-		Backend: m.GetBackend(), Model: m.GetModel(), BaseURL: m.GetBaseUrl(), APIKeyEnv: m.GetApiKeyEnv(),
-		MaxTokens: int(m.GetMaxTokens()), ReasoningEffort: m.GetReasoningEffort(),
-		Timeout: time.Duration(m.GetTimeoutMs()) * time.Millisecond, MaxRetries: int(m.GetMaxRetries()), Options: m.GetOptions(),
-	}
-	if m.Temperature != nil {
-		v := m.GetTemperature()
-		s.Temperature = &v
-	}
-	return s
-}
-
-// Deps are optional collaborators of New.
+// Deps are optional collaborators of [New].
 type Deps struct {
 	// Getenv reads environment variables (default os.Getenv).
 	Getenv func(string) string
-	// Extra builds backends this package does not know (e.g. "sim").
+	// Extra builds backends this package does not know (e.g. "sim"); an
+	// entry here wins over a built-in of the same name.
 	Extra map[string]func(Spec) (llm.Model, error)
-	// Sleep waits between retries (default: a timer honouring ctx).
+	// Sleep waits between retries and for the limiter (default
+	// SleepContext).
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Limiter is shared by every model built with these Deps, so calls to
+	// one (backend, endpoint, model) share its budgets (nil = a limiter per
+	// model, made only when the spec sets limits).
+	Limiter *Limiter
+	// HTTPClient sends the HTTP backends' requests (default: a pooled
+	// transport per model).
+	HTTPClient *http.Client
+	// Now is the circuit breaker's clock (default time.Now).
+	Now func() time.Time
 }
 
 // ErrUnknownBackend is returned for a backend name nobody implements.
 var ErrUnknownBackend = errors.New("unknown backend")
 
-// New builds the model a spec names, wrapped with retries.
+// New builds the model a spec names, wrapped as [Wrap] describes: retries
+// (spec.MaxRetries, default 4), a circuit breaker (unless option
+// circuit=off), a limiter (when rpm, tpm or max_concurrency is set), and
+// the spec's request defaults.
 func New(spec Spec, deps Deps) (llm.Model, error) {
 	getenv := deps.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	key := ""
-	if spec.APIKeyEnv != "" {
-		key = getenv(spec.APIKeyEnv)
+	o := newOptions(spec)
+	base, endpoint, err := build(spec, deps, getenv, o)
+	if err != nil {
+		return nil, err
 	}
-	var m llm.Model
-	switch spec.Backend {
-	case "openai", "openai_compatible":
-		m = openai.New(openai.Config{BaseURL: spec.BaseURL, APIKey: key, ThinkingKwargs: thinking(spec.Options)})
-	case "azure":
-		if spec.BaseURL == "" {
-			return nil, fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
-		}
-		m = openai.New(openai.Config{BaseURL: spec.BaseURL, APIKey: key, Azure: true, APIVersion: spec.Options["api_version"]})
-	default:
-		f, ok := deps.Extra[spec.Backend]
-		if !ok {
-			return nil, fmt.Errorf("%w %q (known: openai, azure%s)", ErrUnknownBackend, spec.Backend, extraNames(deps.Extra))
-		}
-		var err error
-		if m, err = f(spec); err != nil {
-			return nil, fmt.Errorf("backend %s: %w", spec.Backend, err)
-		}
-	}
+
 	retries := spec.MaxRetries
-	if retries <= 0 {
-		retries = 3
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
 	}
-	return &Retry{Model: m, MaxRetries: retries, Sleep: deps.Sleep}, nil
+	opts := []Option{WithRetry(RetryPolicy{
+		MaxRetries: retries, Sleep: deps.Sleep,
+		Base: o.duration("retry_base", 0), Cap: o.duration("retry_cap", 0), MaxRetryAfter: o.duration("max_retry_after", 0),
+	})}
+	if o.oneOf("circuit", "on", "on", "off") == "on" {
+		opts = append(opts, WithCircuit(CircuitPolicy{
+			Threshold: int(o.int("circuit_failures", 0)), Cooldown: o.duration("circuit_cooldown", 0), Now: deps.Now,
+		}))
+	}
+	lim := Limits{
+		RequestsPerMin: o.int("rpm", 0), TokensPerMin: o.int("tpm", 0),
+		MaxConcurrency: int(o.int("max_concurrency", 0)), MinConcurrency: int(o.int("min_concurrency", 0)),
+		IncreaseEvery: int(o.int("aimd_increase_every", 0)), DefaultOutputTokens: o.int("default_output_tokens", 0),
+	}
+	if lim.RequestsPerMin > 0 || lim.TokensPerMin > 0 || lim.MaxConcurrency > 0 {
+		l := deps.Limiter
+		if l == nil {
+			l = NewLimiter(nil, deps.Sleep)
+		}
+		opts = append(opts, WithLimiter(l, LimitKey{Backend: spec.Backend, Endpoint: endpoint, Model: spec.Model}, lim))
+	}
+	if err := o.err(); err != nil {
+		return nil, err
+	}
+	return &defaults{next: Wrap(base, opts...), spec: spec}, nil
 }
 
-func extraNames(m map[string]func(Spec) (llm.Model, error)) string {
-	s := ""
-	for k := range m {
-		s += ", " + k
+// build makes the bare backend and names its endpoint (for limiter keys).
+func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+	if f, ok := deps.Extra[spec.Backend]; ok {
+		m, err := f(spec)
+		if err != nil {
+			return nil, "", fmt.Errorf("backend %s: %w", spec.Backend, err)
+		}
+		return m, spec.BaseURL, nil
 	}
-	return s
+	key := func(def string) string { return getenv(cmpOr(spec.APIKeyEnv, def)) }
+	switch spec.Backend {
+	case BackendOpenAI, BackendOpenAICompatible:
+		c := openai.New(openai.Config{BaseURL: spec.BaseURL, APIKey: key(DefaultOpenAIKeyEnv), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
+		return c, c.Endpoint(), nil
+	case BackendAzure:
+		if spec.BaseURL == "" {
+			return nil, "", fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
+		}
+		auth := o.oneOf("auth_mode", openai.AzureAuthAPIKey, openai.AzureAuthAPIKey, openai.AzureAuthBearer, "azure_ad", "bearer")
+		keyEnv := DefaultAzureKeyEnv
+		if auth != openai.AzureAuthAPIKey {
+			auth, keyEnv = openai.AzureAuthBearer, DefaultAzureTokenEnv
+		}
+		c := openai.New(openai.Config{
+			BaseURL: spec.BaseURL, APIKey: key(keyEnv), Azure: true, AzureAuth: auth,
+			APIVersion: o.str("api_version", ""), Deployment: o.str("deployment", ""),
+			Wire: wirePolicy(o), HTTPClient: deps.HTTPClient,
+		})
+		return c, c.Endpoint(), nil
+	case BackendAnthropic:
+		c := anthropic.New(anthropic.Config{
+			BaseURL: spec.BaseURL, APIKey: key(DefaultAnthropicKeyEnv), Version: o.str("anthropic_version", ""),
+			DefaultMaxTokens: int(o.int("default_max_tokens", 0)), CacheSystem: o.bool("cache_system", false),
+			CacheTTL: o.oneOf("cache_ttl", "", "", "5m", "1h"), ThinkingBudget: int(o.int("thinking_budget", 0)),
+			Betas: listOr(o, "beta"), HTTPClient: deps.HTTPClient,
+		})
+		return c, c.Endpoint(), nil
+	case BackendExec:
+		cfg, err := exec.ConfigFromOptions(spec.Model, spec.Options)
+		if err != nil {
+			return nil, "", fmt.Errorf("backend exec: %w", err)
+		}
+		cfg.Getenv = getenv
+		if spec.APIKeyEnv != "" && !slices.Contains(cfg.Env, spec.APIKeyEnv) {
+			cfg.Env = append(cfg.Env, spec.APIKeyEnv)
+		}
+		c := exec.New(cfg)
+		return c, c.Endpoint(), nil
+	}
+	names := []string{BackendOpenAI, BackendOpenAICompatible, BackendAzure, BackendAnthropic, BackendExec}
+	for k := range deps.Extra {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return nil, "", fmt.Errorf("%w %q (known: %s)", ErrUnknownBackend, spec.Backend, strings.Join(names, ", "))
 }
 
-// thinking returns chat_template_kwargs when options ask for them.
-func thinking(opts map[string]string) map[string]any {
-	switch opts["thinking_mode"] {
+func listOr(o *options, key string) []string {
+	l, _ := o.list(key)
+	return l
+}
+
+// wirePolicy reads the OpenAI wire policy from the options.
+func wirePolicy(o *options) openai.WirePolicy {
+	w := openai.WirePolicy{
+		MaxTokensField:             o.oneOf("max_tokens_field", "auto", "auto", openai.MaxTokensLegacy, openai.MaxTokensCompletion),
+		SendTemperatureToReasoning: o.oneOf("temperature_for_reasoning", "omit", "omit", "send") == "send",
+		OmitReasoningEffort:        o.oneOf("reasoning_effort_param", "send", "send", "omit") == "omit",
+		OmitSeed:                   o.oneOf("seed_param", "send", "send", "omit") == "omit",
+		ChatTemplateKwargs:         o.jsonObject("chat_template_kwargs"),
+		ExtraBody:                  o.jsonObject("extra_body"),
+	}
+	if w.MaxTokensField == "auto" {
+		w.MaxTokensField = openai.MaxTokensAuto
+	}
+	if p, ok := o.list("reasoning_models"); ok {
+		if len(p) == 1 && p[0] == "none" {
+			p = []string{}
+		}
+		w.ReasoningModelPrefixes = p
+	}
+	var thinking *bool
+	switch o.oneOf("thinking_mode", "server_default", "server_default", "enabled", "disabled", "true", "false", "on", "off") {
 	case "enabled", "true", "on":
-		return map[string]any{"enable_thinking": true}
+		t := true
+		thinking = &t
 	case "disabled", "false", "off":
-		return map[string]any{"enable_thinking": false}
-	default:
-		return nil // server default: send nothing
+		f := false
+		thinking = &f
 	}
-}
-
-// Retry retries retryable failures (rate limits, timeouts, 5xx, transport
-// errors) with full-jitter exponential back-off, never sooner than a
-// server's Retry-After. Non-retryable failures return at once.
-type Retry struct {
-	Model      llm.Model
-	MaxRetries int
-	// Base and Cap bound the back-off (defaults 500ms and 30s).
-	Base, Cap time.Duration
-	Sleep     func(ctx context.Context, d time.Duration) error
-}
-
-// Chat implements llm.Model.
-func (r *Retry) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	base, capd := r.Base, r.Cap
-	if base == 0 {
-		base = 500 * time.Millisecond
-	}
-	if capd == 0 {
-		capd = 30 * time.Second
-	}
-	sleep := r.Sleep
-	if sleep == nil {
-		sleep = sleepCtx
-	}
-	limited := 0
-	var failed llm.Usage
-	for attempt := 0; ; attempt++ {
-		resp, err := r.Model.Chat(ctx, req)
-		if err == nil {
-			resp.Attempts = attempt + 1
-			resp.RateLimited += limited
-			resp.FailedUsage.Add(failed)
-			return resp, nil
+	if thinking != nil {
+		if w.ChatTemplateKwargs == nil {
+			w.ChatTemplateKwargs = map[string]any{}
 		}
-		kind := llm.KindOf(err)
-		if kind == llm.KindRateLimited {
-			limited++
-		}
-		if !kind.Retryable() || attempt >= r.MaxRetries || ctx.Err() != nil {
-			return nil, err
-		}
-		d := time.Duration(rand.Int64N(int64(min(capd, base<<min(attempt, 16))) + 1))
-		var le *llm.Error
-		if errors.As(err, &le) && le.RetryAfter > d {
-			d = le.RetryAfter
-		}
-		if err := sleep(ctx, d); err != nil {
-			return nil, err
-		}
+		w.ChatTemplateKwargs["enable_thinking"] = *thinking
 	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return &llm.Error{Kind: llm.KindCancelled, Err: ctx.Err()}
-	}
+	return w
 }

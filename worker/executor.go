@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
@@ -227,7 +228,9 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 	if err != nil {
 		return failure(err)
 	}
-	usage := usageOf(resp.Usage, max(resp.Attempts, 1), max(resp.Attempts-1, 0), max(resp.Attempts-1, 0), resp.RateLimited, firstNonEmpty(resp.Model, spec.GetModel()))
+	billed := resp.Usage
+	billed.Add(resp.FailedUsage)
+	usage := usageOf(billed, max(resp.Attempts, 1), max(resp.Attempts-1, 0), max(resp.Attempts-1, 0), resp.RateLimited, firstNonEmpty(resp.Model, spec.GetModel()))
 	raw, repaired, err := jsonx.Extract(resp.Content)
 	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_INVALID_REPLY, Error: fmt.Sprintf("%s reply: %v", ot.GetPrompt(), err), Usage: usage,
@@ -291,7 +294,16 @@ func failure(err error) *pb.Result {
 	case llm.KindInvalidReply:
 		o = pb.Outcome_OUTCOME_INVALID_REPLY
 	}
-	return &pb.Result{Outcome: o, Error: err.Error()}
+	r := &pb.Result{Outcome: o, Error: err.Error()}
+	// A retried call that finally failed still made (and may have paid
+	// for) its attempts; the coordinator's accounting must see them.
+	var re *backends.RetryError
+	if errors.As(err, &re) {
+		r.Usage = usageOf(re.FailedUsage, re.Attempts, re.Attempts, max(re.Attempts-1, 0), re.RateLimited, "")
+	} else if u := llm.BilledUsage(err); u != (llm.Usage{}) {
+		r.Usage = usageOf(u, 1, 1, 0, 0, "")
+	}
+	return r
 }
 
 func firstNonEmpty(a, b string) string {

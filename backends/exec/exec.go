@@ -1,0 +1,671 @@
+// Package exec is the llm.Model for a CLI agent used as the target: Codex
+// (`codex exec`), Claude Code (`claude -p`), or any command template.
+//
+// Each call runs the agent once, in a fresh work directory:
+//
+//   - the skill is written where the agent loads skills (default
+//     .agents/skills/<name>/SKILL.md; .claude/skills/<name>/SKILL.md for
+//     Claude Code), with a name/description front matter when it has none.
+//     The skill is Config.SkillText when set, else the text between the
+//     "<skill>" and "</skill>" lines of the system message, else the whole
+//     system message;
+//   - the task (the system text outside the skill, then the conversation)
+//     is written to task.md and passed to the command as one argv element
+//     ({task}) or as the file's path ({task_file}). There is no shell: the
+//     argv goes to the kernel as is, so task text cannot inject commands;
+//   - the environment holds only PATH, HOME (the work directory), TMPDIR
+//     (inside it) and the variables Config.Env allows;
+//   - the agent runs in its own process group, and the timeout (or the
+//     caller's cancellation) kills the whole group;
+//   - stdout is the reply (or, with Output "claude-json" or "codex-json",
+//     the result parsed from the CLI's JSON output, with its usage);
+//     a non-zero exit is an *llm.Error of KindServer carrying the tail of
+//     stderr, never a reply.
+//
+// When the CLI reports no usage, usage is estimated with llm.EstimateTokens
+// over the skill, task and reply, and [Client.EstimatedCalls] counts it.
+package exec
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/skillfleet/skillfleet/backends/internal/httpx"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// Agents with built-in command templates.
+const (
+	AgentCodex  = "codex"
+	AgentClaude = "claude"
+)
+
+// Output formats.
+const (
+	// OutputText takes stdout as the reply.
+	OutputText = "text"
+	// OutputClaudeJSON parses `claude -p --output-format json`: result,
+	// is_error and usage.
+	OutputClaudeJSON = "claude-json"
+	// OutputCodexJSON parses `codex exec --json` events: the last
+	// agent_message and the turn.completed usage.
+	OutputCodexJSON = "codex-json"
+)
+
+// Defaults.
+const (
+	DefaultSkillName        = "skillfleet-target"
+	DefaultSkillDescription = "Guidance for the tasks in this workspace. Read it before you start."
+	DefaultTimeout          = 10 * time.Minute
+	DefaultMaxOutput        = 8 << 20
+	stderrTail              = 2048
+)
+
+// Placeholders replaced in command arguments (in one pass: text that
+// replaces one is never scanned again).
+const (
+	PlaceholderTask     = "{task}"
+	PlaceholderTaskFile = "{task_file}"
+	PlaceholderWorkDir  = "{workdir}"
+	PlaceholderSkill    = "{skill_file}"
+	PlaceholderModel    = "{model}"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Agent selects a built-in command template (AgentCodex, AgentClaude)
+	// when Command is empty.
+	Agent string
+	// Command is the argv template; see the Placeholder constants. An
+	// argument that is exactly {model} is dropped, with the flag before
+	// it, when Model is empty.
+	Command []string
+	// Model is the agent's model ("" = the agent's default).
+	Model string
+	// SkillName names the skill directory (default DefaultSkillName).
+	SkillName string
+	// SkillPath is where the skill is written, relative to the work
+	// directory ("" = the agent's default location for SkillName).
+	SkillPath string
+	// SkillText, when set, is the skill of every call (the system message
+	// then goes to task.md whole).
+	SkillText string
+	// SkillDescription is the front-matter description (default
+	// DefaultSkillDescription).
+	SkillDescription string
+	// SkillOpen and SkillClose mark the skill inside the system message
+	// (defaults "<skill>" and "</skill>").
+	SkillOpen, SkillClose string
+	// Output is OutputText, OutputClaudeJSON or OutputCodexJSON ("" = the
+	// agent's format, else text).
+	Output string
+	// Env names the variables passed through besides PATH (API keys, a
+	// CODEX_HOME...). Their values are redacted from error messages.
+	Env []string
+	// Getenv reads the parent environment (default os.Getenv).
+	Getenv func(string) string
+	// WorkRoot is where work directories are made ("" = os.TempDir()).
+	WorkRoot string
+	// KeepWorkDir keeps each call's work directory (for debugging).
+	KeepWorkDir bool
+	// Timeout bounds a call whose Request.Timeout is 0 (default DefaultTimeout).
+	Timeout time.Duration
+	// MaxOutput caps the stdout bytes kept (default DefaultMaxOutput).
+	MaxOutput int
+}
+
+// ConfigFromOptions builds a Config from a model spec's options: agent,
+// command (a JSON array), bin (replaces the command's program), skill_name,
+// skill_path, skill_text, skill_description, skill_open, skill_close,
+// output, env (comma list), work_root, keep_workdir, timeout (a Go
+// duration), max_output_bytes.
+func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
+	c := Config{
+		Agent: opts["agent"], Model: model, SkillName: opts["skill_name"], SkillPath: opts["skill_path"],
+		SkillText: opts["skill_text"], SkillDescription: opts["skill_description"], SkillOpen: opts["skill_open"],
+		SkillClose: opts["skill_close"], Output: opts["output"], WorkRoot: opts["work_root"],
+	}
+	var errs []string
+	if v := opts["command"]; v != "" {
+		if err := json.Unmarshal([]byte(v), &c.Command); err != nil || len(c.Command) == 0 {
+			errs = append(errs, fmt.Sprintf("option command=%q: want a non-empty JSON array of strings", v))
+		}
+	}
+	if v := strings.TrimSpace(opts["env"]); v != "" {
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				c.Env = append(c.Env, n)
+			}
+		}
+	}
+	if v := opts["keep_workdir"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option keep_workdir=%q: want true or false", v))
+		}
+		c.KeepWorkDir = b
+	}
+	if v := opts["timeout"]; v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			errs = append(errs, fmt.Sprintf("option timeout=%q: want a positive duration such as \"5m\"", v))
+		}
+		c.Timeout = d
+	}
+	if v := opts["max_output_bytes"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Sprintf("option max_output_bytes=%q: want a positive integer", v))
+		}
+		c.MaxOutput = n
+	}
+	if len(c.Command) == 0 {
+		if _, ok := presets[c.Agent]; !ok {
+			errs = append(errs, fmt.Sprintf("option agent=%q: want %s or %s, or set option command", c.Agent, AgentCodex, AgentClaude))
+		}
+	}
+	if bin := opts["bin"]; bin != "" {
+		if len(c.Command) == 0 {
+			c.Command = append([]string(nil), presets[c.Agent].argv...)
+		}
+		if len(c.Command) > 0 {
+			c.Command[0] = bin
+		}
+	}
+	switch c.Output {
+	case "", OutputText, OutputClaudeJSON, OutputCodexJSON:
+	default:
+		errs = append(errs, fmt.Sprintf("option output=%q: want %s, %s or %s", c.Output, OutputText, OutputClaudeJSON, OutputCodexJSON))
+	}
+	if c.SkillPath != "" && !filepath.IsLocal(c.SkillPath) {
+		errs = append(errs, fmt.Sprintf("option skill_path=%q: want a relative path inside the work directory", c.SkillPath))
+	}
+	if len(errs) > 0 {
+		return c, errors.New(strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+type preset struct {
+	argv      []string
+	output    string
+	skillPath string // with %s for the skill name
+}
+
+var presets = map[string]preset{
+	AgentClaude: {
+		argv:      []string{"claude", "-p", PlaceholderTask, "--output-format", "json", "--model", PlaceholderModel},
+		output:    OutputClaudeJSON,
+		skillPath: ".claude/skills/%s/SKILL.md",
+	},
+	AgentCodex: {
+		argv:      []string{"codex", "exec", "--skip-git-repo-check", "--json", "-m", PlaceholderModel, PlaceholderTask},
+		output:    OutputCodexJSON,
+		skillPath: ".agents/skills/%s/SKILL.md",
+	},
+}
+
+// Client runs a CLI agent per call. It is safe for concurrent use: each
+// call has its own work directory and process group.
+type Client struct {
+	cfg       Config
+	argv      []string
+	output    string
+	skillPath string
+	calls     atomic.Int64
+	estimated atomic.Int64
+}
+
+var _ llm.Model = (*Client)(nil)
+
+// New returns a Client (config errors surface on the first call as
+// KindInvalidRequest; ConfigFromOptions reports them up front).
+func New(cfg Config) *Client {
+	p := presets[cfg.Agent]
+	c := &Client{cfg: cfg, argv: cfg.Command, output: cfg.Output}
+	if len(c.argv) == 0 {
+		c.argv = p.argv
+	}
+	if c.output == "" {
+		c.output = cmpOr(p.output, OutputText)
+	}
+	name := cmpOr(cfg.SkillName, DefaultSkillName)
+	c.skillPath = cfg.SkillPath
+	if c.skillPath == "" {
+		c.skillPath = fmt.Sprintf(cmpOr(p.skillPath, ".agents/skills/%s/SKILL.md"), name)
+	}
+	if c.cfg.Getenv == nil {
+		c.cfg.Getenv = os.Getenv
+	}
+	c.cfg.Timeout = cmpOr(c.cfg.Timeout, DefaultTimeout)
+	c.cfg.MaxOutput = cmpOr(c.cfg.MaxOutput, DefaultMaxOutput)
+	c.cfg.SkillName = name
+	c.cfg.SkillDescription = cmpOr(c.cfg.SkillDescription, DefaultSkillDescription)
+	c.cfg.SkillOpen = cmpOr(c.cfg.SkillOpen, "<skill>")
+	c.cfg.SkillClose = cmpOr(c.cfg.SkillClose, "</skill>")
+	return c
+}
+
+// String names the agent program.
+func (c *Client) String() string { return "exec(" + c.Endpoint() + ")" }
+
+// Endpoint is the agent program, for limiter keys.
+func (c *Client) Endpoint() string {
+	if len(c.argv) == 0 {
+		return ""
+	}
+	return c.argv[0]
+}
+
+// Calls counts the calls made; EstimatedCalls those whose usage the CLI
+// did not report and was estimated.
+func (c *Client) Calls() int64 { return c.calls.Load() }
+
+// EstimatedCalls counts calls whose usage was estimated.
+func (c *Client) EstimatedCalls() int64 { return c.estimated.Load() }
+
+// SkillPath is where the skill is written, relative to the work directory.
+func (c *Client) SkillPath() string { return c.skillPath }
+
+// Chat implements llm.Model.
+func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if len(c.argv) == 0 {
+		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "exec backend: no command (set option agent or command)"}
+	}
+	c.calls.Add(1)
+	timeout := cmpOr(req.Timeout, c.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	skill, task := c.compose(req)
+	dir, err := os.MkdirTemp(c.cfg.WorkRoot, "skillfleet-exec-*")
+	if err != nil {
+		return nil, &llm.Error{Kind: llm.KindServer, Msg: "make work directory: " + err.Error()}
+	}
+	if !c.cfg.KeepWorkDir {
+		defer os.RemoveAll(dir)
+	}
+	taskFile, skillFile, task, err := c.prepare(dir, skill, task, req)
+	if err != nil {
+		return nil, &llm.Error{Kind: llm.KindServer, Msg: "prepare work directory: " + err.Error()}
+	}
+	model := cmpOr(req.Model, c.cfg.Model)
+	argv := c.command(model, map[string]string{
+		PlaceholderTask: task, PlaceholderTaskFile: taskFile, PlaceholderWorkDir: dir,
+		PlaceholderSkill: skillFile, PlaceholderModel: model,
+	})
+	env, secrets := c.env(dir)
+	red := httpx.NewRedactor(secrets...)
+
+	stdout := &capped{max: c.cfg.MaxOutput}
+	stderr := &tail{max: stderrTail}
+	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+	cmd.WaitDelay = 2 * time.Second
+	setProcessGroup(cmd)
+	runErr := cmd.Run()
+	killGroup(cmd) // stray children of an agent that exited
+
+	in := llm.EstimateTokens(skill) + llm.EstimateTokens(task)
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &llm.Error{Kind: llm.KindTimeout, Msg: fmt.Sprintf("agent %s timed out after %s; process group killed", filepath.Base(argv[0]), timeout), Err: context.DeadlineExceeded}
+		}
+		return nil, &llm.Error{Kind: llm.KindCancelled, Msg: "agent cancelled; process group killed", Err: context.Canceled}
+	case runErr != nil:
+		var ee *osexec.ExitError
+		if !errors.As(runErr, &ee) {
+			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "start agent: " + red.Msg(runErr.Error())}
+		}
+		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), ee.ProcessState, red.Msg(stderr.String()))}
+		if r, ok := c.parse(stdout.Bytes()); ok && r.usage != nil {
+			return nil, &llm.BilledError{Usage: *r.usage, Err: e}
+		}
+		return nil, e
+	}
+	r, ok := c.parse(stdout.Bytes())
+	if !ok {
+		return nil, &llm.BilledError{Usage: llm.Usage{InputTokens: in}, Err: &llm.Error{Kind: llm.KindInvalidReply,
+			Msg: fmt.Sprintf("agent output is not %s: %s", c.output, red.Msg(string(head(stdout.Bytes(), 300))))}}
+	}
+	if r.failed {
+		e := &llm.Error{Kind: llm.KindServer, Msg: "agent reported an error: " + red.Msg(r.content)}
+		if r.usage != nil {
+			return nil, &llm.BilledError{Usage: *r.usage, Err: e}
+		}
+		return nil, e
+	}
+	resp := &llm.Response{Content: r.content, Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
+	if r.usage != nil {
+		resp.Usage = *r.usage
+	} else {
+		c.estimated.Add(1)
+		resp.Usage = llm.Usage{InputTokens: in, OutputTokens: llm.EstimateTokens(r.content)}
+	}
+	return resp, nil
+}
+
+// compose splits a request into the skill and the task text.
+func (c *Client) compose(req *llm.Request) (skill, task string) {
+	var sys, conv []string
+	var roles []string
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleSystem {
+			sys = append(sys, m.Text())
+			continue
+		}
+		conv = append(conv, m.Text())
+		roles = append(roles, m.Role)
+	}
+	system := strings.Join(sys, "\n\n")
+	instructions := ""
+	switch {
+	case c.cfg.SkillText != "":
+		skill, instructions = c.cfg.SkillText, system
+	default:
+		open, closing := c.cfg.SkillOpen+"\n", "\n"+c.cfg.SkillClose
+		i := strings.Index(system, open)
+		j := strings.LastIndex(system, closing)
+		if i >= 0 && j >= i+len(open)-1 {
+			skill = system[i+len(open) : max(j, i+len(open))]
+			var rest []string
+			for _, r := range []string{system[:i], system[j+len(closing):]} {
+				if r = strings.TrimSpace(r); r != "" {
+					rest = append(rest, r)
+				}
+			}
+			instructions = strings.Join(rest, "\n\n")
+		} else {
+			skill = system
+		}
+	}
+	var b strings.Builder
+	if instructions != "" {
+		b.WriteString(instructions)
+		b.WriteString("\n\n")
+	}
+	onlyUser := true
+	for _, r := range roles {
+		onlyUser = onlyUser && r == llm.RoleUser
+	}
+	for i, t := range conv {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		if !onlyUser {
+			b.WriteString("## " + roles[i] + "\n\n")
+		}
+		b.WriteString(t)
+	}
+	return skill, b.String()
+}
+
+// prepare writes the skill, the attachments and task.md into dir and
+// returns the task file's and skill file's paths and the final task text.
+func (c *Client) prepare(dir, skill, task string, req *llm.Request) (taskFile, skillFile, text string, err error) {
+	skillFile = filepath.Join(dir, c.skillPath)
+	if err := os.MkdirAll(filepath.Dir(skillFile), 0o755); err != nil {
+		return "", "", "", err
+	}
+	if !strings.HasPrefix(skill, "---\n") {
+		skill = fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n\n%s", c.cfg.SkillName, c.cfg.SkillDescription, skill)
+	}
+	if err := os.WriteFile(skillFile, []byte(skill), 0o644); err != nil {
+		return "", "", "", err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755); err != nil {
+		return "", "", "", err
+	}
+	var att []string
+	n := 0
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if p.Type != "image" {
+				continue
+			}
+			n++
+			name, data, ok := decodeDataURI(p.ImageURL, n)
+			if !ok {
+				att = append(att, "- "+p.ImageURL)
+				continue
+			}
+			rel := filepath.Join("attachments", name)
+			if err := os.MkdirAll(filepath.Join(dir, "attachments"), 0o755); err != nil {
+				return "", "", "", err
+			}
+			if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
+				return "", "", "", err
+			}
+			att = append(att, "- "+rel)
+		}
+	}
+	if len(att) > 0 {
+		task += "\n\nAttached images:\n" + strings.Join(att, "\n")
+	}
+	taskFile = filepath.Join(dir, "task.md")
+	if err := os.WriteFile(taskFile, []byte(task), 0o644); err != nil {
+		return "", "", "", err
+	}
+	return taskFile, skillFile, task, nil
+}
+
+func decodeDataURI(u string, n int) (name string, data []byte, ok bool) {
+	rest, isData := strings.CutPrefix(u, "data:")
+	if !isData {
+		return "", nil, false
+	}
+	meta, enc, found := strings.Cut(rest, ",")
+	mediaType, isB64 := strings.CutSuffix(meta, ";base64")
+	if !found || !isB64 {
+		return "", nil, false
+	}
+	b, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return "", nil, false
+	}
+	ext := "bin"
+	if _, sub, ok := strings.Cut(mediaType, "/"); ok && sub != "" && !strings.ContainsAny(sub, `/\.`) {
+		ext = sub
+	}
+	return fmt.Sprintf("image-%d.%s", n, ext), b, true
+}
+
+// command fills the argv template. An argument that is exactly {model}
+// is dropped, with the flag before it, when the model is empty.
+func (c *Client) command(model string, vals map[string]string) []string {
+	pairs := make([]string, 0, 2*len(vals))
+	for k, v := range vals {
+		pairs = append(pairs, k, v)
+	}
+	r := strings.NewReplacer(pairs...)
+	var argv []string
+	for i, a := range c.argv {
+		if a == PlaceholderModel && model == "" {
+			if i > 0 && len(argv) > 0 && strings.HasPrefix(c.argv[i-1], "-") {
+				argv = argv[:len(argv)-1]
+			}
+			continue
+		}
+		argv = append(argv, r.Replace(a))
+	}
+	return argv
+}
+
+// env builds the agent's environment and lists the values to redact.
+func (c *Client) env(dir string) (env, secrets []string) {
+	path := c.cfg.Getenv("PATH")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	env = []string{"PATH=" + path, "HOME=" + dir, "TMPDIR=" + filepath.Join(dir, ".tmp")}
+	for _, n := range c.cfg.Env {
+		switch n {
+		case "PATH", "HOME", "TMPDIR":
+			continue
+		}
+		if v := c.cfg.Getenv(n); v != "" {
+			env = append(env, n+"="+v)
+			secrets = append(secrets, v)
+		}
+	}
+	return env, secrets
+}
+
+type result struct {
+	content string
+	model   string
+	usage   *llm.Usage
+	failed  bool
+}
+
+// parse reads the agent's stdout in the configured format.
+func (c *Client) parse(out []byte) (result, bool) {
+	switch c.output {
+	case OutputClaudeJSON:
+		return parseClaude(out)
+	case OutputCodexJSON:
+		return parseCodex(out)
+	default:
+		return result{content: strings.TrimRight(string(out), "\r\n")}, true
+	}
+}
+
+func parseClaude(out []byte) (result, bool) {
+	var v struct {
+		Type    string `json:"type"`
+		Subtype string `json:"subtype"`
+		IsError bool   `json:"is_error"`
+		Result  string `json:"result"`
+		Usage   *struct {
+			InputTokens              int64 `json:"input_tokens"`
+			OutputTokens             int64 `json:"output_tokens"`
+			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		} `json:"usage"`
+	}
+	// The result object is the last JSON value on stdout.
+	trimmed := bytes.TrimSpace(out)
+	if i := bytes.LastIndex(trimmed, []byte("\n{")); i >= 0 {
+		trimmed = trimmed[i+1:]
+	}
+	if err := json.Unmarshal(trimmed, &v); err != nil || v.Type != "result" {
+		return result{}, false
+	}
+	r := result{content: v.Result, failed: v.IsError}
+	if v.IsError && r.content == "" {
+		r.content = v.Subtype
+	}
+	if u := v.Usage; u != nil {
+		r.usage = &llm.Usage{
+			InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
+			OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
+		}
+	}
+	return r, true
+}
+
+func parseCodex(out []byte) (result, bool) {
+	var r result
+	seen := false
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Item *struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			} `json:"item"`
+			Usage *struct {
+				InputTokens       int64 `json:"input_tokens"`
+				CachedInputTokens int64 `json:"cached_input_tokens"`
+				OutputTokens      int64 `json:"output_tokens"`
+				ReasoningTokens   int64 `json:"reasoning_output_tokens"`
+			} `json:"usage"`
+			Message string `json:"message"`
+			Error   *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &ev) != nil {
+			continue
+		}
+		seen = true
+		switch ev.Type {
+		case "item.completed":
+			if ev.Item != nil && ev.Item.Type == "agent_message" {
+				r.content = ev.Item.Text
+			}
+		case "turn.completed":
+			if u := ev.Usage; u != nil {
+				if r.usage == nil {
+					r.usage = &llm.Usage{}
+				}
+				r.usage.Add(llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens})
+			}
+		case "turn.failed", "error":
+			r.failed = true
+			if ev.Error != nil {
+				r.content = ev.Error.Message
+			} else if ev.Message != "" {
+				r.content = ev.Message
+			}
+		}
+	}
+	return r, seen
+}
+
+// capped keeps the first max bytes written.
+type capped struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (w *capped) Write(p []byte) (int, error) {
+	if room := w.max - w.buf.Len(); room > 0 {
+		w.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (w *capped) Bytes() []byte { return w.buf.Bytes() }
+
+// tail keeps the last max bytes written.
+type tail struct {
+	b   []byte
+	max int
+}
+
+func (w *tail) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	if len(w.b) > w.max {
+		w.b = append([]byte(nil), w.b[len(w.b)-w.max:]...)
+	}
+	return len(p), nil
+}
+
+func (w *tail) String() string { return strings.TrimSpace(string(w.b)) }
+
+func head(b []byte, n int) []byte { return b[:min(len(b), n)] }
+
+func cmpOr[T comparable](a, b T) T {
+	var zero T
+	if a != zero {
+		return a
+	}
+	return b
+}
