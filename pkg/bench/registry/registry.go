@@ -19,17 +19,29 @@ type entry struct {
 	newEnv   func(cfg json.RawMessage) (bench.Env, error)
 }
 
-func entries() map[string]entry {
-	return map[string]entry{
-		sim.Name: {idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
-			var c sim.Config
-			if err := decode(cfg, &c); err != nil {
-				return nil, fmt.Errorf("sim benchmark config: %w", err)
-			}
-			return sim.New(c), nil
-		}},
+// known holds every benchmark, filled by register calls in this package's
+// init functions (one file per benchmark, so adding one touches no other).
+var known = map[string]entry{}
+
+// register adds a benchmark; a duplicate name is a programming error.
+func register(name string, e entry) {
+	if _, dup := known[name]; dup {
+		panic("registry: benchmark " + name + " registered twice")
 	}
+	known[name] = e
 }
+
+func init() {
+	register(sim.Name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
+		var c sim.Config
+		if err := decode(cfg, &c); err != nil {
+			return nil, fmt.Errorf("sim benchmark config: %w", err)
+		}
+		return sim.New(c), nil
+	}})
+}
+
+func entries() map[string]entry { return known }
 
 // decode reads the benchmark's own keys from the env JSON, ignoring the
 // generic env keys every benchmark receives.
