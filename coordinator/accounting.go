@@ -21,6 +21,9 @@ type Totals struct {
 	CacheWrite   int64 `json:"cache_write_tokens"`
 	Reasoning    int64 `json:"reasoning_tokens"`
 	InvalidReply int64 `json:"invalid_replies"`
+	// Reused counts results used again (a skill measured again on the same
+	// items in this run): no call was made, so nothing else is counted.
+	Reused int64 `json:"reused_results,omitempty"`
 }
 
 func (t *Totals) add(o Totals) {
@@ -36,6 +39,7 @@ func (t *Totals) add(o Totals) {
 	t.CacheWrite += o.CacheWrite
 	t.Reasoning += o.Reasoning
 	t.InvalidReply += o.InvalidReply
+	t.Reused += o.Reused
 }
 
 func (t Totals) sub(o Totals) Totals {
@@ -44,6 +48,7 @@ func (t Totals) sub(o Totals) Totals {
 		FailedCalls: t.FailedCalls - o.FailedCalls, Retries: t.Retries - o.Retries, RateLimited: t.RateLimited - o.RateLimited,
 		Input: t.Input - o.Input, Output: t.Output - o.Output, CacheRead: t.CacheRead - o.CacheRead,
 		CacheWrite: t.CacheWrite - o.CacheWrite, Reasoning: t.Reasoning - o.Reasoning, InvalidReply: t.InvalidReply - o.InvalidReply,
+		Reused: t.Reused - o.Reused,
 	}
 }
 
@@ -57,37 +62,70 @@ type acctKey struct{ Stage, Role, Model string }
 type Accounting struct {
 	mu sync.Mutex
 	by map[acctKey]*Totals
+	// seen holds the task ids already counted: a result is paid for once,
+	// however often the loop uses it.
+	seen map[string]struct{}
 }
 
 // NewAccounting returns empty accounting.
-func NewAccounting() *Accounting { return &Accounting{by: map[acctKey]*Totals{}} }
+func NewAccounting() *Accounting {
+	return &Accounting{by: map[acctKey]*Totals{}, seen: map[string]struct{}{}}
+}
 
-// Add counts one task result.
+// Add counts one task result. A result whose task id was counted before
+// only counts as reused.
 func (a *Accounting) Add(stage, role, model string, res *pb.Result) {
-	u := res.GetUsage()
-	if u.GetModel() != "" {
-		model = u.GetModel()
+	if id := res.GetTaskId(); id != "" {
+		a.mu.Lock()
+		_, dup := a.seen[id]
+		a.seen[id] = struct{}{}
+		a.mu.Unlock()
+		if dup {
+			a.addTotals(acctKey{stage, role, model}, Totals{Reused: 1})
+			return
+		}
 	}
-	d := Totals{
-		Tasks: 1, Calls: int64(u.GetCalls()), FailedCalls: int64(u.GetFailedCalls()), Retries: int64(u.GetRetries()),
-		RateLimited: int64(u.GetRateLimited()), Input: u.GetInputTokens(), Output: u.GetOutputTokens(),
-		CacheRead: u.GetCacheReadTokens(), CacheWrite: u.GetCacheWriteTokens(), Reasoning: u.GetReasoningTokens(),
-	}
+	model, d := usageTotals(model, res)
+	d.Tasks = 1
 	if res.GetOutcome() != pb.Outcome_OUTCOME_OK {
 		d.FailedTasks = 1
 	}
 	if res.GetOutcome() == pb.Outcome_OUTCOME_INVALID_REPLY {
 		d.InvalidReply = 1
 	}
+	a.addTotals(acctKey{stage, role, model}, d)
+}
+
+func (a *Accounting) addTotals(k acctKey, d Totals) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k := acctKey{stage, role, model}
 	t := a.by[k]
 	if t == nil {
 		t = &Totals{}
 		a.by[k] = t
 	}
 	t.add(d)
+}
+
+// AddSpend counts the calls and tokens of a result that duplicates one
+// already counted (the same task run again): spend, not a new task.
+func (a *Accounting) AddSpend(stage, role, model string, res *pb.Result) {
+	model, d := usageTotals(model, res)
+	a.addTotals(acctKey{stage, role, model}, d)
+}
+
+// usageTotals converts a result's usage; the model it names wins over the
+// task's.
+func usageTotals(model string, res *pb.Result) (string, Totals) {
+	u := res.GetUsage()
+	if u.GetModel() != "" {
+		model = u.GetModel()
+	}
+	return model, Totals{
+		Calls: int64(u.GetCalls()), FailedCalls: int64(u.GetFailedCalls()), Retries: int64(u.GetRetries()),
+		RateLimited: int64(u.GetRateLimited()), Input: u.GetInputTokens(), Output: u.GetOutputTokens(),
+		CacheRead: u.GetCacheReadTokens(), CacheWrite: u.GetCacheWriteTokens(), Reasoning: u.GetReasoningTokens(),
+	}
 }
 
 // CountInvalid counts a reply that parsed as JSON but had the wrong shape.

@@ -94,6 +94,11 @@ type StepRecord struct {
 	InvalidReplies    int                `json:"invalid_replies,omitempty"`
 	FilteredRejected  int                `json:"filtered_rejected_edits,omitempty"`
 	AppendixNotes     int                `json:"appendix_notes,omitempty"`
+	// CoordinatorCPU is the CPU time this process spent during the step:
+	// the coordinator's own cost when workers run in other processes.
+	CoordinatorCPU float64 `json:"process_cpu_s"`
+
+	cpuStart time.Duration // processCPU() when the step began
 }
 
 // BatchRecord describes one accumulation batch.
@@ -117,7 +122,7 @@ type LRDecision struct {
 
 func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []plannedBatch) error {
 	start := time.Now()
-	rec := &StepRecord{Step: g, Epoch: epoch, StepInEpoch: inEpoch + 1, Timing: map[string]float64{}, GateMetric: t.s.GateMetric, LRControl: t.s.LRControl}
+	rec := &StepRecord{Step: g, Epoch: epoch, StepInEpoch: inEpoch + 1, Timing: map[string]float64{}, GateMetric: t.s.GateMetric, LRControl: t.s.LRControl, cpuStart: processCPU()}
 	tokBefore := t.acct.Snapshot()
 	t.prog.Step(epoch, t.s.NumEpochs, g, t.st.TotalSteps, t.st.CurrentScore, t.st.BestScore)
 	current := t.st.Current
@@ -766,6 +771,7 @@ func (t *Trainer) finishStep(ctx context.Context, rec *StepRecord, action string
 	rec.CurrentOrigin, rec.BestOrigin, rec.SkillLen = t.st.CurrentOrigin, t.st.BestOrigin, len(t.st.Current)
 	rec.Tokens = t.acct.Since(tokBefore)
 	rec.WallTime = time.Since(start).Seconds()
+	rec.CoordinatorCPU = (processCPU() - rec.cpuStart).Seconds()
 	t.st.Step = rec.Step
 	t.st.Phase = fmt.Sprintf("step_%04d", rec.Step)
 	t.rd.writeJSON(stepFile(rec.Step, "record.json"), rec)

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -112,6 +114,13 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 		waves:      openWaveLog(s.RunDir),
 	}
 	t.preRecorded = hub.D.RecordedIDs()
+	hub.D.OnDuplicateSpend(func(res *pb.Result, stage string) {
+		role, model := "optimizer", t.s.Optimizer.GetModel()
+		if strings.Contains(res.GetTaskId(), "/rollout/") {
+			role, model = "target", t.s.Target.GetModel()
+		}
+		t.acct.AddSpend(cmp.Or(stage, "unknown"), role, model, res)
+	})
 	return t, nil
 }
 
@@ -252,7 +261,17 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 					ids = append(ids, tasks[j].GetId())
 				}
 			}
-			t.hub.D.Cancel(ctx, ids...)
+			byID := make(map[string]*pb.Task, len(ids))
+			for j := range futs {
+				byID[tasks[j].GetId()] = tasks[j]
+			}
+			// A cancelled task a worker had already started may still
+			// finish: its calls were made, so they count.
+			t.hub.D.CancelWith(ctx, func(res *pb.Result) {
+				if task := byID[res.GetTaskId()]; task != nil {
+					t.account(rq.Stage, "target", task, res)
+				}
+			}, ids...)
 		}
 	}
 	return out, stopped, nil

@@ -78,6 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
+		defer startProfile(stderr)()
 		err := c.run(ctx, args[1:], stdout, stderr)
 		return exitCode(err, stderr)
 	}

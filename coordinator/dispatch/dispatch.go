@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -54,7 +55,19 @@ type Dispatcher struct {
 	recording map[string]bool
 	pending   map[string]*Future
 	seqs      map[uint64]string // stream seq → task id of pending tasks
-	closed    bool
+	// late maps cancelled task ids to the function that sees their result
+	// if a worker finishes them anyway (the calls were made and paid for).
+	late map[string]func(*pb.Result)
+	// cancels counts how often each task id was cancelled: a task
+	// submitted again after a cancel is published under a fresh message
+	// id, or JetStream's de-duplication would drop it.
+	cancels map[string]int
+	// stages maps each submitted task id to its stage, and spent sees the
+	// usage of results that arrive once too often (a task run twice after a
+	// redelivery or a cancel): their calls were made and paid for.
+	stages map[string]string
+	spent  func(res *pb.Result, stage string)
+	closed  bool
 }
 
 // Future is the eventual result of one task.
@@ -190,6 +203,11 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		}
 		f := &Future{id: id, done: make(chan struct{})}
 		d.pending[id] = f
+		if d.stages == nil {
+			d.stages = map[string]string{}
+		}
+		d.stages[id] = t.GetStage()
+		delete(d.late, id) // this future now sees (and accounts) its result
 		futs[i] = f
 		toSend = append(toSend, i)
 	}
@@ -209,7 +227,13 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		}
 		msg := nats.NewMsg(queue.Subject(kind))
 		msg.Data = data
-		msg.Header.Set(jetstream.MsgIDHeader, t.GetId())
+		msgID := t.GetId()
+		d.mu.Lock()
+		if n := d.cancels[msgID]; n > 0 {
+			msgID += "~c" + strconv.Itoa(n)
+		}
+		d.mu.Unlock()
+		msg.Header.Set(jetstream.MsgIDHeader, msgID)
 		if d.o.Propagator != nil {
 			d.o.Propagator.Inject(ctx, queue.HeaderCarrier(msg.Header))
 		}
@@ -270,7 +294,11 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 	}
 	d.mu.Lock()
 	if _, ok := d.recorded[id]; ok {
+		spent, stage := d.spent, d.stages[id]
 		d.mu.Unlock()
+		if spent != nil && res.GetUsage().GetCalls() > 0 {
+			spent(res, stage)
+		}
 		done(pb.ReportAck_STATUS_DUPLICATE, nil)
 		return
 	}
@@ -297,9 +325,14 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		if f != nil && f.seq != 0 {
 			delete(d.seqs, f.seq)
 		}
+		lateFn := d.late[id]
+		delete(d.late, id)
 		d.mu.Unlock()
 		if d.o.OnResult != nil {
 			d.o.OnResult(res)
+		}
+		if lateFn != nil {
+			lateFn(res)
 		}
 		if f != nil {
 			f.resolve(res)
@@ -315,8 +348,16 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 
 // Cancel stops tasks that are no longer needed: queued ones are deleted
 // from the stream, in-flight ones are told to stop, and their futures
-// resolve as cancelled. Cancelled results are not recorded.
+// resolve as cancelled. A result a worker still reports for a cancelled
+// task is recorded (its calls were made) but resolves nothing.
 func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
+	d.CancelWith(ctx, nil, ids...)
+}
+
+// CancelWith is [Dispatcher.Cancel] that also hands the result of any
+// cancelled task a worker finishes anyway to late (for accounting the
+// calls it made).
+func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) {
 	var seqs []uint64
 	var futs []*Future
 	d.mu.Lock()
@@ -326,6 +367,16 @@ func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
 			continue
 		}
 		delete(d.pending, id)
+		if d.cancels == nil {
+			d.cancels = map[string]int{}
+		}
+		d.cancels[id]++
+		if late != nil {
+			if d.late == nil {
+				d.late = map[string]func(*pb.Result){}
+			}
+			d.late[id] = late
+		}
 		if f.seq != 0 {
 			delete(d.seqs, f.seq)
 			seqs = append(seqs, f.seq)
@@ -355,6 +406,15 @@ func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
 		}
 		_ = d.o.NC.Publish(queue.CancelSubject, []byte(b.String()))
 	}
+}
+
+// OnDuplicateSpend installs fn to see every duplicate result that made
+// model calls, with the stage of the task it answers ("" when this
+// process never submitted it).
+func (d *Dispatcher) OnDuplicateSpend(fn func(res *pb.Result, stage string)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.spent = fn
 }
 
 // Pending reports how many tasks await results.

@@ -3,7 +3,10 @@
 #
 #   scripts/bench/bench.sh [--config configs/sim_paper.yaml] [--workers 1] \
 #       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
-#       [--rpm 0] [--tpm 0] [--set section.key=value ...]
+#       [--rpm 0] [--tpm 0] [--set section.key=value ...] [--profile FILE] [--keep DIR]
+#
+# --profile writes the coordinator's CPU profile (go tool pprof FILE);
+# --keep copies the run directory to DIR.
 #
 # Starts `skillfleet sim-llm` with the latency model and limits, NATS (an
 # embedded server inside a helper process), a coordinator process and N
@@ -12,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
-sets=()
+sets=() profile="" keep=""
 while (($#)); do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -23,6 +26,8 @@ while (($#)); do
     --rpm) rpm=$2; shift 2 ;;
     --tpm) tpm=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
+    --profile) profile=$(realpath -m "$2"); shift 2 ;;
+    --keep) keep=$(realpath -m "$2"); shift 2 ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +51,7 @@ for _ in $(seq 100); do
 done
 grpc_port=$(port)
 url="http://127.0.0.1:$sim_port/v1"
-/usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
+SKILLFLEET_CPUPROFILE="$profile" /usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
   --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --no-fsync --log-format json \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \
   --set model.optimizer_base_url="$url" --set model.target_base_url="$url" "${sets[@]}" >"$tmp/coord.out" 2>"$tmp/coord.err" &
@@ -64,11 +69,18 @@ fi
 for p in "${pids[@]:2}"; do kill -TERM "$p" 2>/dev/null || true; done
 sleep 1
 read -r wall user sys rss < "$tmp/coord.time"
+[[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/run" "$keep"
 echo "config $config, $workers worker process(es) x $per_conc target + $per_oconc optimizer concurrency, latency $latency, rpm $rpm, tpm $tpm"
 grep -E '^(baseline|best|final) ' "$tmp/coord.out" || true
 go run ./scripts/bench/ideal --latency "$(python3 -c "import sys; s='$latency'; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))")" \
   --target-concurrency "$conc" --optimizer-concurrency "$oconc" "$tmp/run"
 echo "coordinator: wall ${wall}s, cpu $(python3 -c "print(round($user+$sys,2))")s, peak RSS $((rss/1024)) MB"
+python3 - "$tmp/run" <<'PY'
+import glob, json, sys
+cpu = sorted(json.load(open(p)).get("process_cpu_s", 0) for p in glob.glob(sys.argv[1] + "/steps/step_*/record.json"))
+if cpu:
+    print("coordinator CPU per step: median %.0f ms, max %.0f ms over %d steps" % (1000 * cpu[len(cpu) // 2], 1000 * cpu[-1], len(cpu)))
+PY
 for i in $(seq "$workers"); do
   [[ -s "$tmp/worker$i.time" ]] && echo "worker $i: peak RSS $(( $(tail -1 "$tmp/worker$i.time") / 1024 )) MB"
 done
