@@ -102,6 +102,10 @@ func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
 				return nil, err
 			}
 			g := (e-1)*spe + s + 1
+			t.nextBatches = nil
+			if s+1 < spe {
+				t.nextBatches = batches[(s+1)*t.s.Accumulation : (s+2)*t.s.Accumulation]
+			}
 			if err := t.runStep(ctx, e, s, g, batches[s*t.s.Accumulation:(s+1)*t.s.Accumulation]); err != nil {
 				return nil, fmt.Errorf("step %d: %w", g, err)
 			}

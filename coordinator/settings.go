@@ -59,10 +59,12 @@ type Settings struct {
 	TestEnvNum    int
 	EvalTest      bool
 	EarlyStop     bool
-	MinCoverage   float64
-	GateTest      string // none, paired
-	GateAlpha     float64
-	GateRepeats   int
+	// Speculate: see config runtime.speculate.
+	Speculate   bool
+	MinCoverage float64
+	GateTest    string // none, paired
+	GateAlpha   float64
+	GateRepeats int
 
 	// env
 	Bench       string

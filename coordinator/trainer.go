@@ -55,6 +55,10 @@ type Trainer struct {
 	epochLast  map[int]string // skill after the last step of epoch e (before its slow update)
 	pairsCache map[int][]pairRecord
 
+	// nextBatches are the next step's batches when it is in the same
+	// epoch (what speculation may start early), else nil.
+	nextBatches []plannedBatch
+
 	stopCheck   func() error
 	waves       *waveLog
 	preRecorded map[string]struct{}
@@ -189,28 +193,7 @@ type rolloutReq struct {
 // benchmark config, target model), so the same measurement asked twice in
 // a run is made once.
 func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, bool, error) {
-	hash := skillHash(rq.Skill)
-	t.hub.AddSkill(hash, rq.Skill)
-	target, _ := proto.Marshal(t.s.Target)
-	tasks := make([]*pb.Task, len(rq.Items))
-	for i, it := range rq.Items {
-		fb := "0"
-		if rq.Feedback {
-			fb = "1"
-		}
-		id := hashHex([]byte(hash), []byte(it.ID), []byte(fmt.Sprint(rq.Sample)), []byte(rq.Split), []byte(t.s.BenchHash), target, []byte(fb), []byte(fmt.Sprint(rq.BatchSeed)), it.Raw)
-		tasks[i] = &pb.Task{
-			Id:        t.s.RunID + "/rollout/" + id[:24],
-			RunId:     t.s.RunID,
-			Step:      int32(rq.Step),
-			Stage:     rq.Stage,
-			TimeoutMs: t.s.TaskTimeout.Milliseconds(),
-			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{
-				Target: t.s.Target, Bench: t.s.Bench, BenchConfig: t.s.BenchConfig, Item: it.Raw,
-				Split: rq.Split, SkillHash: hash, Sample: int32(rq.Sample), EvalFeedback: rq.Feedback, BatchSeed: rq.BatchSeed,
-			}},
-		}
-	}
+	tasks := t.rolloutTasks(rq)
 	futs, err := t.submit(ctx, tasks)
 	if err != nil {
 		return nil, false, err
@@ -563,4 +546,33 @@ func parallel(fns ...func() error) error {
 func (t *Trainer) replayed(id string) bool {
 	_, ok := t.preRecorded[id]
 	return ok
+}
+
+// rolloutTasks builds the tasks of a rollout request; their ids depend only
+// on what determines the result (skill, item, sample, split, benchmark,
+// target, feedback, batch seed), so equal requests share results.
+func (t *Trainer) rolloutTasks(rq rolloutReq) []*pb.Task {
+	hash := skillHash(rq.Skill)
+	t.hub.AddSkill(hash, rq.Skill)
+	target, _ := proto.Marshal(t.s.Target)
+	tasks := make([]*pb.Task, len(rq.Items))
+	for i, it := range rq.Items {
+		fb := "0"
+		if rq.Feedback {
+			fb = "1"
+		}
+		id := hashHex([]byte(hash), []byte(it.ID), []byte(fmt.Sprint(rq.Sample)), []byte(rq.Split), []byte(t.s.BenchHash), target, []byte(fb), []byte(fmt.Sprint(rq.BatchSeed)), it.Raw)
+		tasks[i] = &pb.Task{
+			Id:        t.s.RunID + "/rollout/" + id[:24],
+			RunId:     t.s.RunID,
+			Step:      int32(rq.Step),
+			Stage:     rq.Stage,
+			TimeoutMs: t.s.TaskTimeout.Milliseconds(),
+			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{
+				Target: t.s.Target, Bench: t.s.Bench, BenchConfig: t.s.BenchConfig, Item: it.Raw,
+				Split: rq.Split, SkillHash: hash, Sample: int32(rq.Sample), EvalFeedback: rq.Feedback, BatchSeed: rq.BatchSeed,
+			}},
+		}
+	}
+	return tasks
 }

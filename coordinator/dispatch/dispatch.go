@@ -67,7 +67,7 @@ type Dispatcher struct {
 	// redelivery or a cancel): their calls were made and paid for.
 	stages map[string]string
 	spent  func(res *pb.Result, stage string)
-	closed  bool
+	closed bool
 }
 
 // Future is the eventual result of one task.

@@ -371,6 +371,12 @@ type Runtime struct {
 	// inside `skillfleet train` and points both roles at it through the
 	// OpenAI-compatible HTTP client. For demos and tests only.
 	SimLLM bool `yaml:"sim_llm"`
+	// Speculate starts the next step's rollouts for both possible skills
+	// (candidate and current) while a gate runs, and cancels the branch the
+	// gate rules out. It trades extra target calls (the cancelled branch's
+	// rollouts already running) for wall time on a wide worker pool; the
+	// decisions are the same. Default false.
+	Speculate bool `yaml:"speculate"`
 }
 
 // defaultLeadingWords is SkillOpt's leading-word vocabulary for the
