@@ -33,7 +33,9 @@ while (($#)); do
 done
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+# /usr/bin/time does not pass signals on: stop its child too.
+stop() { pkill -"$1" -P "$2" 2>/dev/null || true; kill -"$1" "$2" 2>/dev/null || true; }
+cleanup() { for p in "${pids[@]}"; do stop KILL "$p"; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
 trap cleanup EXIT
 bin=$tmp/skillfleet
 go build -o "$bin" ./cmd/skillfleet
@@ -66,7 +68,7 @@ done
 if ! wait "$coord"; then
   echo "bench: coordinator failed" >&2; tail -20 "$tmp/coord.err" >&2; exit 1
 fi
-for p in "${pids[@]:2}"; do kill -TERM "$p" 2>/dev/null || true; done
+for p in "${pids[@]:2}"; do stop TERM "$p"; done
 sleep 1
 read -r wall user sys rss < "$tmp/coord.time"
 [[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/run" "$keep"
