@@ -31,7 +31,7 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 		UseGate: c.Evaluation.UseGate, GateMetric: c.Evaluation.GateMetric, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
-		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, MinCoverage: c.Evaluation.MinCoverage, GateTest: c.Evaluation.GateTest,
+		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, MinCoverage: c.Evaluation.MinCoverage, GateTest: c.Evaluation.GateTest,
 		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
 		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
 		TaskTimeout: c.Runtime.TaskTimeout,

@@ -82,6 +82,7 @@ func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
 	}
 	t.selCache[t.st.CurrentHash] = m
 	t.setCurrent(init, m.Score, true, "initial_skill")
+	t.startIdleFill()
 	t.st.BestScore = m.Score
 	baseline := m.Score
 	if err := t.rd.emit(Event{Type: "baseline", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(m.Score), BestScore: round6(m.Score), Counts: map[string]int{"selection_items": m.N, "scored": m.Scored}}); err != nil {
@@ -154,6 +155,7 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 		return nil, err
 	}
 	t.prog.Phase("final evaluation")
+	t.fill.stop()
 	same := t.st.CurrentHash == t.st.BestHash
 	var finalVal *measure
 	tests := map[string][]rollResult{}

@@ -59,6 +59,8 @@ type Settings struct {
 	TestEnvNum    int
 	EvalTest      bool
 	EarlyStop     bool
+	// IdleFill: see config runtime.idle_fill.
+	IdleFill bool
 	// Speculate: see config runtime.speculate.
 	Speculate   bool
 	MinCoverage float64

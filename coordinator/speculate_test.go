@@ -60,3 +60,32 @@ func readTokens(t *testing.T, dir string) struct {
 	}
 	return out
 }
+
+// TestIdleFillKeepsResults: running the seed skill's test evaluation in
+// idle target time gives the same events and scores as running it at the
+// end, and the final evaluation really finds its results.
+func TestIdleFillKeepsResults(t *testing.T) {
+	off, sumOff, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, sumOn, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := os.ReadFile(filepath.Join(off, "events.jsonl"))
+	b, _ := os.ReadFile(filepath.Join(on, "events.jsonl"))
+	if !bytes.Equal(a, b) {
+		t.Errorf("events.jsonl differs with runtime.idle_fill=true")
+	}
+	if sumOn.TestHard["baseline"] != sumOff.TestHard["baseline"] || sumOn.TestHard["baseline"] == 0 {
+		t.Errorf("baseline test score %v with idle fill, %v without", sumOn.TestHard["baseline"], sumOff.TestHard["baseline"])
+	}
+	tok := readTokens(t, on)
+	if st := tok.ByStage["test_baseline"]; st.Reused == 0 || st.Tasks == 0 {
+		t.Errorf("the final evaluation reused no background test result: %+v", st)
+	}
+	if st := readTokens(t, off).ByStage["test_baseline"]; st.Reused != 0 {
+		t.Errorf("test_baseline reused %d results with idle fill off", st.Reused)
+	}
+}

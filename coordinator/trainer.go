@@ -58,6 +58,8 @@ type Trainer struct {
 	// nextBatches are the next step's batches when it is in the same
 	// epoch (what speculation may start early), else nil.
 	nextBatches []plannedBatch
+	// fill runs the seed skill's test evaluation in idle target time.
+	fill *idleFill
 
 	stopCheck   func() error
 	waves       *waveLog
@@ -198,6 +200,9 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 	if err != nil {
 		return nil, false, err
 	}
+	t.fill.foreground(len(futs))
+	resolved := 0
+	defer func() { t.fill.foreground(-(len(futs) - resolved)) }()
 	out := make([]rollResult, len(rq.Items))
 	for i, it := range rq.Items {
 		out[i].Item = it
@@ -225,6 +230,8 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 			return nil, false, ctx.Err()
 		}
 		res := futs[i].Result()
+		resolved++
+		t.fill.foreground(-1)
 		if res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED {
 			continue
 		}
@@ -351,6 +358,7 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, e
 	if err != nil {
 		return nil, err
 	}
+	t.fill.optimizerWave(ctx)
 	t.prog.StartWave(calls[0].Stage, len(tasks))
 	waveStart := time.Now()
 	ran := 0

@@ -377,6 +377,11 @@ type Runtime struct {
 	// rollouts already running) for wall time on a wide worker pool; the
 	// decisions are the same. Default false.
 	Speculate bool `yaml:"speculate"`
+	// IdleFill runs the seed skill's test evaluation (needed only by the
+	// final report) in the target slots the optimizer waves leave idle,
+	// instead of after training. Same results, less wall time; it spends
+	// those test calls early. Default true.
+	IdleFill bool `yaml:"idle_fill"`
 }
 
 // defaultLeadingWords is SkillOpt's leading-word vocabulary for the
@@ -469,6 +474,7 @@ func Default() *Config {
 			OptimizerConcurrency: 16,
 			TaskTimeout:          30 * time.Minute,
 			MaxDeliveries:        5,
+			IdleFill:             true,
 		},
 	}
 }
