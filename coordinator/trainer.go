@@ -200,6 +200,16 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 	if err != nil {
 		return nil, false, err
 	}
+	// A task whose result was already there (replayed, reused, or run in
+	// the background) is not part of this wave's call graph.
+	known := make([]bool, len(futs))
+	for i, f := range futs {
+		select {
+		case <-f.Done():
+			known[i] = true
+		default:
+		}
+	}
 	t.fill.foreground(len(futs))
 	resolved := 0
 	defer func() { t.fill.foreground(-(len(futs) - resolved)) }()
@@ -236,7 +246,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, boo
 			continue
 		}
 		out[i].Res = res
-		if !t.replayed(tasks[i].GetId()) {
+		if !known[i] && !t.replayed(tasks[i].GetId()) {
 			ran++
 		}
 		t.account(rq.Stage, "target", tasks[i], res)
