@@ -252,11 +252,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 // rolloutAndReflect rolls out one accumulation batch with the current skill
 // and runs the analysts on its failures and successes.
 func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, b plannedBatch) (*batchOut, error) {
-	items := make([]bench.Item, len(b.Indices))
-	for i, idx := range b.Indices {
-		items[i] = t.splits.Train[idx]
-	}
-	rs, _, err := t.rollout(ctx, rolloutReq{Stage: "rollout", Step: g, Skill: current, Items: items, Split: bench.SplitTrain, Feedback: true, BatchSeed: b.Seed})
+	rs, _, err := t.rollout(ctx, t.batchRollout(g, current, b))
 	if err != nil {
 		return nil, err
 	}
@@ -948,11 +944,7 @@ func (t *Trainer) speculate(ctx context.Context, g int, skills ...string) (*spec
 		}
 		var tasks []*pb.Task
 		for _, b := range t.nextBatches {
-			items := make([]bench.Item, len(b.Indices))
-			for i, idx := range b.Indices {
-				items[i] = t.splits.Train[idx]
-			}
-			tasks = append(tasks, t.rolloutTasks(rolloutReq{Stage: "rollout", Step: g, Skill: sk, Items: items, Split: bench.SplitTrain, Feedback: true, BatchSeed: b.Seed})...)
+			tasks = append(tasks, t.rolloutTasks(t.batchRollout(g, sk, b))...)
 		}
 		futs, err := t.submit(ctx, tasks)
 		if err != nil {
@@ -1004,4 +996,14 @@ func (sp *speculation) settle(ctx context.Context, next string) {
 			}
 		}, ids...)
 	}
+}
+
+// batchRollout is the training rollout of one accumulation batch of step g
+// with a skill.
+func (t *Trainer) batchRollout(g int, skill string, b plannedBatch) rolloutReq {
+	items := make([]bench.Item, len(b.Indices))
+	for i, idx := range b.Indices {
+		items[i] = t.splits.Train[idx]
+	}
+	return rolloutReq{Stage: "rollout", Step: g, Skill: skill, Items: items, Split: bench.SplitTrain, Feedback: true, BatchSeed: b.Seed}
 }
