@@ -45,7 +45,8 @@ sim_port=$(port)
 "$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" --rpm "$rpm" --tpm "$tpm" >"$tmp/sim.log" 2>&1 &
 pids+=($!)
 nats_port=$(port)
-go run ./scripts/bench/natsd --addr "127.0.0.1:$nats_port" --store "$tmp/nats" >"$tmp/nats.log" 2>&1 &
+go build -o "$tmp/natsd" ./scripts/bench/natsd
+"$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats" >"$tmp/nats.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 100); do
   (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
