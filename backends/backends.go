@@ -101,7 +101,8 @@ func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Mo
 	key := func(def string) string { return getenv(cmpOr(spec.APIKeyEnv, def)) }
 	switch spec.Backend {
 	case BackendOpenAI, BackendOpenAICompatible:
-		c := openai.New(openai.Config{BaseURL: spec.BaseURL, APIKey: key(DefaultOpenAIKeyEnv), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
+		base := cmpOr(spec.BaseURL, getenv(DefaultOpenAIBaseURLEnv))
+		c := openai.New(openai.Config{BaseURL: base, APIKey: key(DefaultOpenAIKeyEnv), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
 		return c, c.Endpoint(), nil
 	case BackendAzure:
 		if spec.BaseURL == "" {

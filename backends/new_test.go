@@ -234,3 +234,25 @@ func TestNewExec(t *testing.T) {
 		t.Errorf("Chat() = %+v, %v; want the agent's output with the spec's key variable passed through", resp, err)
 	}
 }
+
+// TestNewOpenAIBaseURLFromEnvironment: with no base URL in the spec, the
+// conventional OPENAI_BASE_URL names the server.
+func TestNewOpenAIBaseURLFromEnvironment(t *testing.T) {
+	t.Parallel()
+	rec := &recorder{}
+	srv := httptest.NewServer(rec)
+	defer srv.Close()
+	getenv := func(k string) string {
+		return map[string]string{"OPENAI_API_KEY": "sk-env-base-url", "OPENAI_BASE_URL": srv.URL + "/v1"}[k]
+	}
+	m, err := backends.New(backends.Spec{Backend: "openai", Model: "m"}, backends.Deps{Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Chat(t.Context(), &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}}); err != nil {
+		t.Fatalf("Chat() = %v", err)
+	}
+	if len(rec.bodies) != 1 {
+		t.Errorf("server behind OPENAI_BASE_URL saw %d requests, want 1", len(rec.bodies))
+	}
+}

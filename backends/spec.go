@@ -23,10 +23,12 @@ const (
 
 // Default key variables per backend, used when Spec.APIKeyEnv is empty.
 const (
-	DefaultOpenAIKeyEnv    = "OPENAI_API_KEY"
-	DefaultAzureKeyEnv     = "AZURE_OPENAI_API_KEY"
-	DefaultAzureTokenEnv   = "AZURE_OPENAI_AD_TOKEN"
-	DefaultAnthropicKeyEnv = "ANTHROPIC_API_KEY"
+	DefaultOpenAIKeyEnv = "OPENAI_API_KEY"
+	// DefaultOpenAIBaseURLEnv names the server when the spec names none.
+	DefaultOpenAIBaseURLEnv = "OPENAI_BASE_URL"
+	DefaultAzureKeyEnv      = "AZURE_OPENAI_API_KEY"
+	DefaultAzureTokenEnv    = "AZURE_OPENAI_AD_TOKEN"
+	DefaultAnthropicKeyEnv  = "ANTHROPIC_API_KEY"
 )
 
 // DefaultMaxRetries is the retry bound when a spec sets none.

@@ -88,6 +88,9 @@ func roleSpec(c *config.Config, role string) *pb.ModelSpec {
 		v := *r.Temperature
 		spec.Temperature = &v
 	}
+	for k, v := range r.Options {
+		spec.Options[k] = optionString(v)
+	}
 	switch spec.Backend {
 	case "azure":
 		az := c.Model.Azure
@@ -109,8 +112,38 @@ func roleSpec(c *config.Config, role string) *pb.ModelSpec {
 		if spec.ApiKeyEnv == "" {
 			spec.ApiKeyEnv = "ANTHROPIC_API_KEY"
 		}
+	case "exec":
+		// SkillOpt's harness families name the agent and its binary.
+		agent, bin := "", ""
+		switch r.Backend {
+		case "codex_exec":
+			agent, bin = "codex", c.Model.CodexExecPath
+		case "claude_code_exec":
+			agent, bin = "claude", c.Model.ClaudeCodeExecPath
+		}
+		if _, set := spec.Options["agent"]; !set && agent != "" {
+			spec.Options["agent"] = agent
+		}
+		if _, set := spec.Options["bin"]; !set && bin != "" {
+			spec.Options["bin"] = bin
+		}
 	}
 	return spec
+}
+
+// optionString renders a backend option from YAML: scalars as written,
+// lists and mappings as JSON (the form backends parse them in).
+func optionString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any, []any:
+		b, _ := json.Marshal(x)
+		return string(b)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 // BackendName maps a config client family to a backend implementation.

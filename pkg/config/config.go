@@ -97,6 +97,12 @@ type Model struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// MaxRetries is how often a retryable call failure is retried. Default 3.
 	MaxRetries int `yaml:"max_retries"`
+	// OptimizerOptions and TargetOptions are handed to the role's backend
+	// as they are: rate limits (rpm, tpm, max_concurrency), retry and
+	// circuit settings, the OpenAI wire policy, Anthropic prompt caching,
+	// the exec agent's command (docs/backends.md lists every key).
+	OptimizerOptions map[string]any `yaml:"optimizer_options"`
+	TargetOptions    map[string]any `yaml:"target_options"`
 
 	// SkillOpt's harness and client keys.
 
@@ -399,6 +405,8 @@ func DefaultLeadingWords() []string { return append([]string(nil), defaultLeadin
 func Default() *Config {
 	return &Config{
 		Model: Model{
+			OptimizerOptions:           map[string]any{},
+			TargetOptions:              map[string]any{},
 			Backend:                    "azure_openai",
 			Optimizer:                  "gpt-5.5",
 			Target:                     "gpt-5.5",

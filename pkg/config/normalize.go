@@ -405,6 +405,8 @@ type Role struct {
 	// Timeout bounds one call; MaxRetries bounds retries.
 	Timeout    time.Duration
 	MaxRetries int
+	// Options are the backend options (model.<role>_options).
+	Options map[string]any
 }
 
 // Role returns the settings of RoleOptimizer or RoleTarget; any other name
@@ -416,10 +418,12 @@ func (m *Model) Role(name string) Role {
 		r.Backend, r.Model, r.BaseURL = m.OptimizerBackend, m.Optimizer, m.OptimizerBaseURL
 		r.APIKeyEnv, r.APIKey = m.OptimizerAPIKeyEnv, m.OptimizerAPIKey
 		r.Temperature, r.MaxTokens = m.OptimizerTemperature, m.OptimizerMaxTokens
+		r.Options = m.OptimizerOptions
 	case RoleTarget:
 		r.Backend, r.Model, r.BaseURL = m.TargetBackend, m.Target, m.TargetBaseURL
 		r.APIKeyEnv, r.APIKey = m.TargetAPIKeyEnv, m.TargetAPIKey
 		r.Temperature, r.MaxTokens = m.TargetTemperature, m.TargetMaxTokens
+		r.Options = m.TargetOptions
 	default:
 		panic("config: unknown role " + strconv.Quote(name))
 	}
