@@ -57,9 +57,14 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 // modelFactory builds a model for a task's spec: the backend, wrapped with
 // retries (the in-process sim for backend "sim"), then with telemetry: a
 // GenAI span and metrics per call.
-func modelFactory(tel *telemetry.Telemetry) func(spec *pb.ModelSpec) (llm.Model, error) {
+//
+// limiter, shared by every model the factory builds (and by every factory
+// given the same one), holds the rate limits and adaptive concurrency of
+// each (backend, endpoint, model).
+func modelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec *pb.ModelSpec) (llm.Model, error) {
 	return func(spec *pb.ModelSpec) (llm.Model, error) {
 		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{
+			Limiter: limiter,
 			Extra: map[string]func(backends.Spec) (llm.Model, error){
 				"sim": func(backends.Spec) (llm.Model, error) { return simmodel.New(simmodel.Options{}), nil },
 			},
@@ -119,6 +124,9 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			c()
 		}
 	}
+	// In-process workers share one limiter: the limits of a (backend,
+	// endpoint, model) hold for the whole process.
+	limiter := backends.NewLimiter(nil, nil)
 	for i := range ws.n {
 		nc, err := ws.nc()
 		if err != nil {
@@ -138,7 +146,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		client := pb.NewCoordinatorClient(cc)
-		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel), NewEnv: newEnv, Prompts: prompts.New(nil)})
+		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: prompts.New(nil)})
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
 			worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x})
 		wg.Add(1)

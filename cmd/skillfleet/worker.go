@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -32,6 +33,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
+	redisURL := fs.String("redis", "", "shared store redis://HOST:PORT/DB (rediss:// for TLS): rate limits shared by every worker; no password here (SKILLFLEET_REDIS_PASSWORD or --redis-password-file)")
+	redisPasswordFile := fs.String("redis-password-file", "", "file holding the Redis password")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -62,7 +65,16 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	client := pb.NewCoordinatorClient(cc)
-	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel), NewEnv: newEnv, Prompts: prompts.New(nil)})
+	limiter := backends.NewLimiter(nil, nil)
+	if *redisURL != "" {
+		st, err := openRedis(ctx, *redisURL, *redisPasswordFile, log)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		limiter = sharedLimiter(st.Limiter(), nil, log)
+	}
+	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: prompts.New(nil)})
 	if *optConc == 0 {
 		optConsumer = nil
 	}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/pkg/store"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+)
+
+// openRedis connects to the shared store. The password comes from
+// passwordFile or the environment (SKILLFLEET_REDIS_PASSWORD_FILE,
+// SKILLFLEET_REDIS_PASSWORD), never from a flag value. A Redis that is not
+// up yet is not an error: the store reconnects, and what uses it degrades
+// until then; the first ping's failure is logged.
+func openRedis(ctx context.Context, url, passwordFile string, log *slog.Logger) (*redisstore.Store, error) {
+	st, err := redisstore.New(redisstore.Options{URL: url, PasswordFile: passwordFile})
+	if err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := st.Ping(pctx); err != nil {
+		log.Warn("shared store not reachable yet; rate limits fall back to this process's share until it is", "store", st.String(), "err", err)
+	} else {
+		log.Info("shared store connected", "store", st.String())
+	}
+	return st, nil
+}
+
+// sharedLimiter is the backends' limiter over the store's buckets: every
+// process using the same store draws from the same per-minute budgets of a
+// (backend, endpoint, model). When the store is unreachable each process
+// falls back to a local share (the limit divided by share()) with a
+// warning.
+func sharedLimiter(st store.Limiter, share func() int64, log *slog.Logger) *backends.Limiter {
+	local := backends.NewLocalBuckets(nil)
+	return backends.NewLimiter(store.NewFallbackLimiter(st, local, share, log), nil)
+}
