@@ -3,10 +3,12 @@
 #
 #   scripts/bench/bench.sh [--config configs/sim_paper.yaml] [--workers 1] \
 #       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
-#       [--rpm 0] [--tpm 0] [--set section.key=value ...] [--profile FILE] [--keep DIR]
+#       [--rpm 0] [--tpm 0] [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis]
 #
 # --profile writes the coordinator's CPU profile (go tool pprof FILE);
-# --keep copies the run directory to DIR.
+# --keep copies the run directory to DIR; --redis starts a redis-server
+# and has the workers share their rate limits through it (set the client
+# limits with --set model.target_options.tpm=N and optimizer_options).
 #
 # Starts `skillfleet sim-llm` with the latency model and limits, NATS (an
 # embedded server inside a helper process), a coordinator process and N
@@ -15,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
-sets=() profile="" keep=""
+sets=() profile="" keep="" redis=""
 while (($#)); do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -28,6 +30,7 @@ while (($#)); do
     --set) sets+=(--set "$2"); shift 2 ;;
     --profile) profile=$(realpath -m "$2"); shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
+    --redis) redis=1; shift ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +55,13 @@ for _ in $(seq 100); do
   (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
   sleep 0.1
 done
+worker_extra=()
+if [[ -n "$redis" ]]; then
+  redis_port=$(port)
+  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
+  pids+=($!)
+  worker_extra=(--redis "redis://127.0.0.1:$redis_port/0")
+fi
 grpc_port=$(port)
 url="http://127.0.0.1:$sim_port/v1"
 SKILLFLEET_CPUPROFILE="$profile" /usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
@@ -62,7 +72,7 @@ coord=$!
 per_conc=$((conc / workers)); per_oconc=$((oconc / workers))
 for i in $(seq "$workers"); do
   /usr/bin/time -f "%M" -o "$tmp/worker$i.time" "$bin" worker --nats "nats://127.0.0.1:$nats_port" \
-    --coordinator "127.0.0.1:$grpc_port" --concurrency "$per_conc" --optimizer-concurrency "$per_oconc" --log-level error \
+    --coordinator "127.0.0.1:$grpc_port" --concurrency "$per_conc" --optimizer-concurrency "$per_oconc" --log-level error "${worker_extra[@]}" \
     >"$tmp/worker$i.out" 2>&1 &
   pids+=($!)
 done
@@ -84,7 +94,10 @@ cpu = sorted(json.load(open(p)).get("process_cpu_s", 0) for p in glob.glob(sys.a
 if cpu:
     print("coordinator CPU per step: median %.0f ms, max %.0f ms over %d steps" % (1000 * cpu[len(cpu) // 2], 1000 * cpu[-1], len(cpu)))
 PY
+if [[ "$tpm" != 0 ]]; then
+  curl -s "$url/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); t=$tpm; w=$wall; i=s['input_tokens']; print('tpm use: %d input tokens in %.1fs = %.0f/min against %d; beyond the first minute\'s burst: %.1f%% of the limit' % (i, w, i/w*60, t, 100*(i-t)/(t*w/60)))"
+fi
 for i in $(seq "$workers"); do
   [[ -s "$tmp/worker$i.time" ]] && echo "worker $i: peak RSS $(( $(tail -1 "$tmp/worker$i.time") / 1024 )) MB"
 done
-curl -s "$url/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("sim-llm: requests", s.get("requests"), "served", s.get("served"), "429s", s.get("rate_limited"))' 2>/dev/null || true
+curl -s "$url/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("sim-llm: requests", s.get("requests"), "served", s.get("served"), "429s", s.get("rate_limited"), "input tokens", s.get("input_tokens"))' 2>/dev/null || true
