@@ -4,56 +4,13 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/pkg/usage"
+
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// Totals counts calls and tokens.
-type Totals struct {
-	Tasks        int64 `json:"tasks"`
-	FailedTasks  int64 `json:"failed_tasks"`
-	Calls        int64 `json:"calls"`
-	FailedCalls  int64 `json:"failed_calls"`
-	Retries      int64 `json:"retries"`
-	RateLimited  int64 `json:"rate_limited"`
-	Input        int64 `json:"input_tokens"`
-	Output       int64 `json:"output_tokens"`
-	CacheRead    int64 `json:"cache_read_tokens"`
-	CacheWrite   int64 `json:"cache_write_tokens"`
-	Reasoning    int64 `json:"reasoning_tokens"`
-	InvalidReply int64 `json:"invalid_replies"`
-	// Reused counts results used again (a skill measured again on the same
-	// items in this run): no call was made, so nothing else is counted.
-	Reused int64 `json:"reused_results,omitempty"`
-}
-
-func (t *Totals) add(o Totals) {
-	t.Tasks += o.Tasks
-	t.FailedTasks += o.FailedTasks
-	t.Calls += o.Calls
-	t.FailedCalls += o.FailedCalls
-	t.Retries += o.Retries
-	t.RateLimited += o.RateLimited
-	t.Input += o.Input
-	t.Output += o.Output
-	t.CacheRead += o.CacheRead
-	t.CacheWrite += o.CacheWrite
-	t.Reasoning += o.Reasoning
-	t.InvalidReply += o.InvalidReply
-	t.Reused += o.Reused
-}
-
-func (t Totals) sub(o Totals) Totals {
-	return Totals{
-		Tasks: t.Tasks - o.Tasks, FailedTasks: t.FailedTasks - o.FailedTasks, Calls: t.Calls - o.Calls,
-		FailedCalls: t.FailedCalls - o.FailedCalls, Retries: t.Retries - o.Retries, RateLimited: t.RateLimited - o.RateLimited,
-		Input: t.Input - o.Input, Output: t.Output - o.Output, CacheRead: t.CacheRead - o.CacheRead,
-		CacheWrite: t.CacheWrite - o.CacheWrite, Reasoning: t.Reasoning - o.Reasoning, InvalidReply: t.InvalidReply - o.InvalidReply,
-		Reused: t.Reused - o.Reused,
-	}
-}
-
-// Tokens is input + output.
-func (t Totals) Tokens() int64 { return t.Input + t.Output }
+// Totals counts calls and tokens (see [usage.Totals]).
+type Totals = usage.Totals
 
 type acctKey struct{ Stage, Role, Model string }
 
@@ -104,7 +61,7 @@ func (a *Accounting) addTotals(k acctKey, d Totals) {
 		t = &Totals{}
 		a.by[k] = t
 	}
-	t.add(d)
+	t.Add(d)
 }
 
 // AddSpend counts the calls and tokens of a result that duplicates one
@@ -148,7 +105,7 @@ func (a *Accounting) Snapshot() map[string]Totals {
 	out := map[string]Totals{}
 	for k, t := range a.by {
 		s := out[k.Stage]
-		s.add(*t)
+		s.Add(*t)
 		out[k.Stage] = s
 	}
 	return out
@@ -159,7 +116,7 @@ func (a *Accounting) Since(prev map[string]Totals) map[string]Totals {
 	now := a.Snapshot()
 	out := map[string]Totals{}
 	for k, t := range now {
-		d := t.sub(prev[k])
+		d := t.Sub(prev[k])
 		if d != (Totals{}) {
 			out[k] = d
 		}
@@ -173,7 +130,7 @@ func (a *Accounting) Total() Totals {
 	defer a.mu.Unlock()
 	var t Totals
 	for _, v := range a.by {
-		t.add(*v)
+		t.Add(*v)
 	}
 	return t
 }

@@ -4,10 +4,10 @@
 //
 // It reads only files (events.jsonl, summary.json, tokens.json,
 // steps/step_NNNN/record.json, run_id), so it works on a finished run, a
-// stopped one, and one still in progress. The JSON shapes are declared
-// here rather than imported from coordinator: pkg depends on no
-// coordinator code, and a report should read run dirs written by older
-// versions too.
+// stopped one, and one still in progress. The counters are pkg/usage's, shared
+// with the coordinator; the other JSON shapes are the parts a report reads,
+// declared here (pkg depends on no coordinator code, and a report should
+// read run dirs written by older versions too).
 package report
 
 import (
@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // Event is one line of events.jsonl.
@@ -46,38 +47,7 @@ type Event struct {
 }
 
 // Totals are the counters of tokens.json and of a step record's tokens.
-type Totals struct {
-	Tasks        int64 `json:"tasks"`
-	FailedTasks  int64 `json:"failed_tasks"`
-	Calls        int64 `json:"calls"`
-	FailedCalls  int64 `json:"failed_calls"`
-	Retries      int64 `json:"retries"`
-	RateLimited  int64 `json:"rate_limited"`
-	Input        int64 `json:"input_tokens"`
-	Output       int64 `json:"output_tokens"`
-	CacheRead    int64 `json:"cache_read_tokens"`
-	CacheWrite   int64 `json:"cache_write_tokens"`
-	Reasoning    int64 `json:"reasoning_tokens"`
-	InvalidReply int64 `json:"invalid_replies"`
-}
-
-// Tokens is input + output.
-func (t Totals) Tokens() int64 { return t.Input + t.Output }
-
-func (t *Totals) add(o Totals) {
-	t.Tasks += o.Tasks
-	t.FailedTasks += o.FailedTasks
-	t.Calls += o.Calls
-	t.FailedCalls += o.FailedCalls
-	t.Retries += o.Retries
-	t.RateLimited += o.RateLimited
-	t.Input += o.Input
-	t.Output += o.Output
-	t.CacheRead += o.CacheRead
-	t.CacheWrite += o.CacheWrite
-	t.Reasoning += o.Reasoning
-	t.InvalidReply += o.InvalidReply
-}
+type Totals = usage.Totals
 
 // TokenRow is one row of tokens.json: a stage × role × model.
 type TokenRow struct {
@@ -377,7 +347,7 @@ func (r *Report) Spend() (stages []StageSpend, total StageSpend) {
 		for _, rec := range r.Steps {
 			for k, v := range rec.Tokens {
 				t := by[k]
-				t.add(v)
+				t.Add(v)
 				by[k] = t
 			}
 		}
@@ -397,7 +367,7 @@ func (r *Report) Spend() (stages []StageSpend, total StageSpend) {
 			s.USD = r.Cost.ByStage[k]
 		}
 		stages = append(stages, s)
-		total.add(v)
+		total.Add(v)
 		total.USD += s.USD
 	}
 	sort.Slice(stages, func(i, j int) bool { return stages[i].Stage < stages[j].Stage })

@@ -1,0 +1,54 @@
+// Package usage holds the token and call counters of a run: what
+// tokens.json, each step record and summary.json carry, written by the
+// coordinator and read by reports.
+package usage
+
+// Totals counts calls and tokens.
+type Totals struct {
+	Tasks        int64 `json:"tasks"`
+	FailedTasks  int64 `json:"failed_tasks"`
+	Calls        int64 `json:"calls"`
+	FailedCalls  int64 `json:"failed_calls"`
+	Retries      int64 `json:"retries"`
+	RateLimited  int64 `json:"rate_limited"`
+	Input        int64 `json:"input_tokens"`
+	Output       int64 `json:"output_tokens"`
+	CacheRead    int64 `json:"cache_read_tokens"`
+	CacheWrite   int64 `json:"cache_write_tokens"`
+	Reasoning    int64 `json:"reasoning_tokens"`
+	InvalidReply int64 `json:"invalid_replies"`
+	// Reused counts results used again (a skill measured again on the same
+	// items in this run): no call was made, so nothing else is counted.
+	Reused int64 `json:"reused_results,omitempty"`
+}
+
+// Add adds o to t.
+func (t *Totals) Add(o Totals) {
+	t.Tasks += o.Tasks
+	t.FailedTasks += o.FailedTasks
+	t.Calls += o.Calls
+	t.FailedCalls += o.FailedCalls
+	t.Retries += o.Retries
+	t.RateLimited += o.RateLimited
+	t.Input += o.Input
+	t.Output += o.Output
+	t.CacheRead += o.CacheRead
+	t.CacheWrite += o.CacheWrite
+	t.Reasoning += o.Reasoning
+	t.InvalidReply += o.InvalidReply
+	t.Reused += o.Reused
+}
+
+// Sub returns t − o, field by field.
+func (t Totals) Sub(o Totals) Totals {
+	return Totals{
+		Tasks: t.Tasks - o.Tasks, FailedTasks: t.FailedTasks - o.FailedTasks, Calls: t.Calls - o.Calls,
+		FailedCalls: t.FailedCalls - o.FailedCalls, Retries: t.Retries - o.Retries, RateLimited: t.RateLimited - o.RateLimited,
+		Input: t.Input - o.Input, Output: t.Output - o.Output, CacheRead: t.CacheRead - o.CacheRead,
+		CacheWrite: t.CacheWrite - o.CacheWrite, Reasoning: t.Reasoning - o.Reasoning, InvalidReply: t.InvalidReply - o.InvalidReply,
+		Reused: t.Reused - o.Reused,
+	}
+}
+
+// Tokens is input + output.
+func (t Totals) Tokens() int64 { return t.Input + t.Output }
