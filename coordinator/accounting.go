@@ -4,6 +4,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/usage"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -141,6 +142,18 @@ type Row struct {
 	Role  string `json:"role"`
 	Model string `json:"model"`
 	Totals
+}
+
+// PriceRows returns the accounting as rows a price table prices.
+func (a *Accounting) PriceRows() []pricing.Row {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rows := make([]pricing.Row, 0, len(a.by))
+	for k, t := range a.by {
+		rows = append(rows, pricing.Row{Stage: k.Stage, Role: k.Role, Model: k.Model, Calls: t.Calls,
+			Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite})
+	}
+	return rows
 }
 
 // Report is the content of tokens.json.

@@ -22,6 +22,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -43,6 +44,7 @@ type trainOpts struct {
 	healthAddr     string
 	metricsAddr    string
 	traceContent   bool
+	prices         string
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -63,6 +65,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.healthAddr, "health-addr", "", "serve /healthz and /status on this address (e.g. 127.0.0.1:8080)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
+	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -172,6 +175,10 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	s.RetryFailed = o.retryFailed
+	prices, err := budgetPrices(o.prices, s)
+	if err != nil {
+		return usageError{err}
+	}
 
 	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, log, stderr)
 	if err != nil {
@@ -189,7 +196,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if at := os.Getenv("SKILLFLEET_CRASH_AT"); at != "" {
 		prog.Observe(crashAt(at))
 	}
-	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr))
+	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr, prices))
 	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
 		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
 	sum, err := tr.Run(ctx)
@@ -213,7 +220,7 @@ func pointAtSim(m *pb.ModelSpec, url string) {
 
 // stopCheck stops the run at a phase boundary on a signal, a STOP file in
 // the run dir, or a reached budget.
-func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *coordinator.Trainer) func() error {
+func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *coordinator.Trainer, prices *pricing.Table) func() error {
 	start := time.Now()
 	return func() error {
 		if ctx.Err() != nil {
@@ -232,6 +239,12 @@ func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *c
 		case s.MaxWall > 0 && time.Since(start) >= s.MaxWall:
 			return fmt.Errorf("%w: budget.max_wall (%s elapsed)", coordinator.ErrBudget, time.Since(start).Round(time.Second))
 		}
+		if s.MaxUSD > 0 && prices != nil {
+			if usd := prices.Price(tr.Accounting().PriceRows()).Total; usd >= s.MaxUSD {
+				return fmt.Errorf("%w: budget.max_usd ($%.4f spent at the prices of %s as of %s, limit $%.4f)",
+					coordinator.ErrBudget, usd, prices.Source(), prices.AsOf(), s.MaxUSD)
+			}
+		}
 		return nil
 	}
 }
@@ -240,7 +253,7 @@ func classifyRunError(err error, runDir string) error {
 	resume := fmt.Sprintf("; the run is checkpointed in %s: re-run the same command to resume", runDir)
 	switch {
 	case errors.Is(err, coordinator.ErrBudget):
-		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget (e.g. --set budget.max_tokens=N)", err, resume)}
+		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget (raise the one named, e.g. --set budget.max_tokens=N)", err, resume)}
 	case errors.Is(err, coordinator.ErrStopped), errors.Is(err, context.Canceled):
 		return codedError{exitStopped, fmt.Errorf("stopped on request%s", resume)}
 	case errors.Is(err, coordinator.ErrCoverage):
@@ -418,4 +431,29 @@ func crashAt(spec string) func(stage string, done int) {
 			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		}
 	}
+}
+
+// budgetPrices loads the price table budget.max_usd is enforced with; nil
+// when there is no dollar budget. Every model of the run must have a
+// price: a budget that cannot count some spend is refused, not guessed.
+func budgetPrices(path string, s coordinator.Settings) (*pricing.Table, error) {
+	if s.MaxUSD <= 0 {
+		return nil, nil
+	}
+	t := pricing.Default()
+	if path != "" {
+		var err error
+		if t, err = pricing.Load(path); err != nil {
+			return nil, fmt.Errorf("--prices: %w", err)
+		}
+	}
+	for _, m := range []*pb.ModelSpec{s.Target, s.Optimizer, s.Rewriter} {
+		if m == nil || m.GetModel() == "" {
+			continue
+		}
+		if _, _, ok := t.Lookup(m.GetModel()); !ok {
+			return nil, fmt.Errorf("budget.max_usd: the price table %s has no price for model %q; add it there or pass a table that has one with --prices FILE", t.Source(), m.GetModel())
+		}
+	}
+	return t, nil
 }
