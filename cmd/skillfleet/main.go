@@ -22,6 +22,7 @@ const (
 	exitStopped   = 4
 	exitNoImprove = 5
 	exitCoverage  = 6
+	exitLocked    = 7
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -57,7 +58,8 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\nRun `skillfleet <command> --help` for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 budget reached, 4 stopped on request,")
-	fmt.Fprintln(w, "5 --assert-improves failed, 6 too few items scored (infrastructure failures).")
+	fmt.Fprintln(w, "5 --assert-improves failed, 6 too few items scored (infrastructure failures),")
+	fmt.Fprintln(w, "7 the run dir is in use by another coordinator.")
 }
 
 func main() {

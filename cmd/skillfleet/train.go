@@ -163,6 +163,11 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	unlock, err := lockRunDir(runDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := cfg.WriteResolved(filepath.Join(runDir, "config.yaml")); err != nil {
 		return err
 	}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+)
+
+// TestSecondCoordinatorOnARunIsRefused: while a coordinator holds a run
+// dir, a second `train` on it exits 7 naming the holder and writes
+// nothing; once the first is gone, the run can be resumed.
+func TestSecondCoordinatorOnARunIsRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	root := repoRoot(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	ns := queuetest.Start(t)
+	// A coordinator with no workers holds the run and waits.
+	first := start(t, "coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", dir, "--nats", ns.URL(),
+		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, _ := os.ReadFile(filepath.Join(dir, "coordinator.lock")); strings.HasPrefix(string(b), "pid ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first coordinator never locked the run dir\n%s", first.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := trainDemo(t, dir, nil)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLocked {
+		t.Fatalf("second coordinator: want exit %d, got %v\n%s", exitLocked, err, out)
+	}
+	if !strings.Contains(out, "in use by another coordinator") || !strings.Contains(out, "pid ") {
+		t.Errorf("refusal does not say the run is in use and by whom:\n%s", out)
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "config.yaml")); string(after) != string(before) {
+		t.Error("the refused coordinator rewrote config.yaml")
+	}
+
+	_ = first.cmd.Process.Kill()
+	<-first.done
+	if out, err := trainDemo(t, dir, nil); err != nil {
+		t.Fatalf("resume after the first coordinator died: %v\n%s", err, out)
+	}
+}
