@@ -45,6 +45,7 @@ type trainOpts struct {
 	metricsAddr    string
 	traceContent   bool
 	prices         string
+	grpcTLS        grpcServerTLS
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -65,6 +66,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.healthAddr, "health-addr", "", "serve /healthz and /status on this address (e.g. 127.0.0.1:8080)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
+	o.grpcTLS.register(fs)
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 }
 
@@ -369,12 +371,19 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	}
 	sess.add(nc.Close)
 
+	grpcOpts, err := o.grpcTLS.options()
+	if err != nil {
+		return nil, err
+	}
+	if o.grpcTLS.enabled() && (o.workers > 0 || (o.workers < 0 && cfg.Runtime.Workers > 0)) {
+		return nil, usageError{fmt.Errorf("--grpc-tls-* secure external workers; run with --workers 0 (in-process workers need no network)")}
+	}
 	ln, err := net.Listen("tcp", o.grpcAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", o.grpcAddr, err)
 	}
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
-		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
+		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync, GRPCServerOptions: grpcOpts,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: 30 * time.Second},
 	})
 	if err != nil {

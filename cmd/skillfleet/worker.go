@@ -33,6 +33,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
+	var tlsFlags grpcClientTLS
+	tlsFlags.register(fs)
 	redisURL := fs.String("redis", "", "shared store redis://HOST:PORT/DB (rediss:// for TLS): rate limits shared by every worker; no password here (SKILLFLEET_REDIS_PASSWORD or --redis-password-file)")
 	redisPasswordFile := fs.String("redis-password-file", "", "file holding the Redis password")
 	if help, err := parse(fs, args); help || err != nil {
@@ -55,7 +57,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer nc.Close()
-	cc, err := worker.Dial(*coord)
+	dialOpts, err := tlsFlags.dialOptions()
+	if err != nil {
+		return usageError{err}
+	}
+	cc, err := worker.Dial(*coord, dialOpts...)
 	if err != nil {
 		return err
 	}
