@@ -76,4 +76,3 @@ func TestTrainingOverMutualTLS(t *testing.T) {
 		t.Error("no best_skill.md")
 	}
 }
-
