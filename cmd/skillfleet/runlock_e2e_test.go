@@ -27,8 +27,9 @@ func TestSecondCoordinatorOnARunIsRefused(t *testing.T) {
 		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if b, _ := os.ReadFile(filepath.Join(dir, "coordinator.lock")); strings.HasPrefix(string(b), "pid ") {
-			break
+		b, _ := os.ReadFile(filepath.Join(dir, "coordinator.lock"))
+		if strings.HasPrefix(string(b), "pid ") && strings.Contains(first.stderr.String(), "coordinator listening on") {
+			break // locked, config written, waiting for workers
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the first coordinator never locked the run dir\n%s", first.stderr.String())
