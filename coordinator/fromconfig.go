@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/config"
@@ -68,11 +69,26 @@ func BenchConfig(c *config.Config) (json.RawMessage, error) {
 	m["max_turns"] = c.Env.MaxTurns
 	m["max_completion_tokens"] = c.Env.MaxCompletionTokens
 	m["exec_timeout"] = c.Env.ExecTimeout.String()
+	// Benchmarks resolve their asset paths (images, workbooks, documents)
+	// against the split directory, or the raw data file's directory in
+	// ratio mode.
+	if dir := c.Env.SplitDir; dir != "" {
+		m["split_dir"] = absPath(dir)
+	} else if c.Env.DataPath != "" {
+		m["split_dir"] = absPath(filepath.Dir(c.Env.DataPath))
+	}
 	b, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("config: %s: env: %w", c.File, err)
 	}
 	return b, nil
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // roleSpec maps a config role to the wire ModelSpec (no secrets: only the

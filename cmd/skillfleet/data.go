@@ -6,9 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 )
@@ -21,34 +25,58 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return usageError{errors.New("data: want `data check DIR`")}
 	}
-	fs := newFlagSet("data check", "data check [--id-field F] DIR", stderr)
-	idField := fs.String("id-field", "id", "item field holding the id")
-	if err := fs.Parse(args[1:]); err != nil {
+	flags := newFlagSet("data check", "data check [--bench NAME] [--id-field F] DIR", stderr)
+	idField := flags.String("id-field", "", "item field holding the id (default: the benchmark's, else id)")
+	benchName := flags.String("bench", "", "benchmark whose item format to check (default: the manifest's \"benchmark\")")
+	if err := flags.Parse(args[1:]); err != nil {
 		return usageError{err}
 	}
-	if fs.NArg() != 1 {
+	if flags.NArg() != 1 {
 		return usageError{errors.New("data check: want exactly one DIR")}
 	}
-	dir := fs.Arg(0)
-	s, err := bench.LoadSplitDir(dir, bench.LoadOptions{IDFields: []string{*idField}})
+	dir := flags.Arg(0)
+	var m struct {
+		Benchmark string         `json:"benchmark"`
+		Counts    map[string]int `json:"counts"`
+	}
+	manifest := filepath.Join(dir, "split_manifest.json")
+	data, err := os.ReadFile(manifest)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(data, &m); err != nil {
+			return fmt.Errorf("%s: %w", manifest, err)
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		fmt.Fprintf(stdout, "note: no split_manifest.json in %s: counts not checked\n", dir)
+	default:
+		return err
+	}
+	name := *benchName
+	if name == "" {
+		name = m.Benchmark
+	}
+	opts := bench.LoadOptions{}
+	if name != "" {
+		if !registry.Known(name) {
+			return usageError{fmt.Errorf("data check: unknown benchmark %q (known: %s)", name, strings.Join(registry.Names(), ", "))}
+		}
+		opts = registry.LoadOptions(name, 0)
+	}
+	if *idField != "" {
+		opts.IDFields = []string{*idField}
+	}
+	s, err := bench.LoadSplitDir(dir, opts)
 	if err != nil {
 		return err
 	}
 	counts := map[string]int{"train": len(s.Train), "val": len(s.Val), "test": len(s.Test)}
-	if data, err := os.ReadFile(filepath.Join(dir, "split_manifest.json")); err == nil {
-		var m struct {
-			Counts map[string]int `json:"counts"`
+	for _, k := range []string{"train", "val", "test"} {
+		if want, ok := m.Counts[k]; ok && counts[k] != want {
+			return fmt.Errorf("%s: split %s has %d items (%s), manifest says %d", dir, k, counts[k], s.Files[k], want)
 		}
-		if err := json.Unmarshal(data, &m); err != nil {
-			return fmt.Errorf("%s: %w", filepath.Join(dir, "split_manifest.json"), err)
-		}
-		for k, want := range m.Counts {
-			if got, ok := counts[k]; ok && got != want {
-				return fmt.Errorf("%s: split %s has %d items, manifest says %d", dir, k, got, want)
-			}
-		}
-	} else {
-		fmt.Fprintf(stdout, "note: no split_manifest.json in %s\n", dir)
+	}
+	if name != "" {
+		fmt.Fprintf(stdout, "benchmark %s\n", name)
 	}
 	for _, sp := range []struct {
 		name  string
@@ -73,6 +101,10 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintln(stdout, "ok: ids present and unique across splits")
+	if len(m.Counts) > 0 {
+		fmt.Fprintln(stdout, "ok: ids present and unique across splits; counts match the manifest")
+	} else {
+		fmt.Fprintln(stdout, "ok: ids present and unique across splits")
+	}
 	return nil
 }

@@ -44,10 +44,20 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 			}
 		}
 	}
-	if dir == "" {
-		return nil, usageError{fmt.Errorf("config: %s: env.split_dir: required (a directory with train/, val/ and test/)", cfg.File)}
+	if dir == "" && cfg.Env.DataPath != "" && cfg.Env.SplitMode != "split_dir" {
+		out := cfg.Env.SplitOutputDir
+		if out == "" {
+			out = filepath.Join(runDir, "_generated_splits", bench.RatioDirName(cfg.Env.Name, cfg.Env.SplitRatio, cfg.Env.SplitSeed))
+		}
+		if _, err := bench.WriteRatioSplit(bench.RatioOptions{DataPath: cfg.Env.DataPath, Ratio: cfg.Env.SplitRatio, Seed: cfg.Env.SplitSeed, OutDir: out}); err != nil {
+			return nil, fmt.Errorf("config: %s: env.data_path: %w", cfg.File, err)
+		}
+		dir = out
 	}
-	s, err := bench.LoadSplitDir(dir, bench.LoadOptions{IDFields: registry.IDFields(cfg.Env.Name), Limit: cfg.Env.Limit})
+	if dir == "" {
+		return nil, usageError{fmt.Errorf("config: %s: env.split_dir: required (a directory with train/, val/ and test/), or env.data_path with split_mode: ratio", cfg.File)}
+	}
+	s, err := registry.LoadSplits(cfg.Env.Name, dir, cfg.Env.Limit)
 	if err != nil {
 		return nil, err
 	}

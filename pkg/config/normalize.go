@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
 )
 
 // Update modes (optimizer.skill_update_mode).
@@ -365,21 +367,7 @@ func (c *Config) checkFiles() error {
 }
 
 // SplitRatio parses a train:val:test ratio of positive integers ("2:1:7").
-func SplitRatio(s string) ([3]int, error) {
-	var out [3]int
-	parts := strings.Split(strings.TrimSpace(s), ":")
-	if len(parts) != 3 {
-		return out, fmt.Errorf("split ratio %q: want train:val:test", s)
-	}
-	for i, p := range parts {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n <= 0 {
-			return out, fmt.Errorf("split ratio %q: %q is not a positive integer", s, p)
-		}
-		out[i] = n
-	}
-	return out, nil
-}
+func SplitRatio(s string) ([3]int, error) { return bench.ParseRatio(s) }
 
 // Role is the resolved settings of one model role, for backends.
 type Role struct {

@@ -16,7 +16,12 @@ import (
 type entry struct {
 	// idFields are the item fields holding the id, in order.
 	idFields []string
-	newEnv   func(cfg json.RawMessage) (bench.Env, error)
+	// files are the item-file patterns of a split directory, in order of
+	// preference (default *.json); see bench.LoadOptions.Files.
+	files []string
+	// normalize maps one raw item object to the benchmark's item schema.
+	normalize func(map[string]any) (map[string]any, error)
+	newEnv    func(cfg json.RawMessage) (bench.Env, error)
 }
 
 // known holds every benchmark, filled by register calls in this package's
@@ -69,6 +74,36 @@ func New(name string, cfg json.RawMessage) (bench.Env, error) {
 		return nil, fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return e.newEnv(cfg)
+}
+
+// LoadOptions returns how a benchmark's split directories are read: its
+// id fields, item-file patterns (with *.json last, so a split that ratio
+// mode generated from the benchmark's raw data is read too) and item
+// normalisation.
+func LoadOptions(name string, limit int) bench.LoadOptions {
+	e, ok := entries()[name]
+	if !ok {
+		return bench.LoadOptions{Limit: limit}
+	}
+	files := append([]string(nil), e.files...)
+	if len(files) == 0 || files[len(files)-1] != "*.json" {
+		files = append(files, "*.json")
+	}
+	return bench.LoadOptions{IDFields: e.idFields, Files: files, Normalize: e.normalize, Limit: limit}
+}
+
+// LoadSplits reads a benchmark's split directory.
+func LoadSplits(name, dir string, limit int) (*bench.Splits, error) {
+	if _, ok := entries()[name]; !ok {
+		return nil, fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return bench.LoadSplitDir(dir, LoadOptions(name, limit))
+}
+
+// Known reports whether a benchmark is registered.
+func Known(name string) bool {
+	_, ok := entries()[name]
+	return ok
 }
 
 // IDFields returns the item fields that hold a benchmark's item ids.
