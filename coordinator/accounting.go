@@ -44,6 +44,10 @@ func (a *Accounting) Add(stage, role, model string, res *pb.Result) {
 		}
 	}
 	model, d := usageTotals(model, res)
+	if res.GetCached() {
+		a.addTotals(acctKey{stage, role, model}, Totals{CacheHits: 1, SavedCalls: d.Calls, SavedInput: d.Input, SavedOutput: d.Output})
+		return
+	}
 	d.Tasks = 1
 	if res.GetOutcome() != pb.Outcome_OUTCOME_OK {
 		d.FailedTasks = 1

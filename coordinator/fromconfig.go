@@ -47,6 +47,7 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 	}
 	s.BenchConfig = bc
 	s.Target = roleSpec(c, config.RoleTarget)
+	s.TargetCacheID = targetCacheID(s.Target)
 	s.Optimizer = roleSpec(c, config.RoleOptimizer)
 	s.Rewriter = roleSpec(c, config.RoleOptimizer)
 	if e := c.Model.RewriteReasoningEffort; e != "" {
@@ -195,6 +196,7 @@ func (s Settings) decisionHash() string {
 	c.RunDir, c.ConfigHash = "", ""
 	c.MaxTokens, c.MaxCalls, c.MaxUSD, c.MaxWall = 0, 0, 0, 0
 	c.TaskTimeout, c.RetryFailed = 0, false
+	c.TargetCacheID = ""
 	strip := func(m *pb.ModelSpec) *pb.ModelSpec {
 		if m == nil {
 			return nil

@@ -40,6 +40,8 @@ type HubOptions struct {
 	NoSync     bool
 	OnResult   func(*pb.Result)
 	Propagator propagation.TextMapPropagator
+	// Cache, if set, serves rollouts measured before (see [RolloutCache]).
+	Cache *dispatch.Cache
 }
 
 // Hub is the coordinator's dispatch side: the task stream, the result
@@ -90,6 +92,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	h.D = dispatch.New(dispatch.Options{
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
+		Cache: o.Cache,
 	})
 	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
 	h.grpc = grpc.NewServer(o.GRPCServerOptions...)

@@ -44,6 +44,9 @@ type runDir struct {
 	emitted    []Event
 	configHash string
 	wasResumed bool
+	// fence, if set, confirms before each new event that this process
+	// still leads the run (blocking while that cannot be confirmed).
+	fence func() error
 }
 
 func openRunDir(dir, configHash string) (*runDir, error) {
@@ -101,6 +104,13 @@ func (r *runDir) emit(ev Event) error {
 		}
 		r.n++
 		return nil
+	}
+	if r.fence != nil {
+		// A decision is written only while this process leads the run.
+		if err := r.fence(); err != nil {
+			r.emitted = r.emitted[:len(r.emitted)-1]
+			return fmt.Errorf("not writing event %d: %w", r.n+1, err)
+		}
 	}
 	r.n++
 	if _, err := r.events.Write(append(line, '\n')); err != nil {

@@ -75,9 +75,13 @@ type Settings struct {
 	SkillInit   string
 
 	// models (no secrets: keys are named by environment variable only)
-	Target    *pb.ModelSpec
-	Optimizer *pb.ModelSpec
-	Rewriter  *pb.ModelSpec
+	Target *pb.ModelSpec
+	// TargetCacheID names the target model and sampling as configured
+	// (before a run-local sim endpoint is filled in), for the rollout
+	// cache key.
+	TargetCacheID string
+	Optimizer     *pb.ModelSpec
+	Rewriter      *pb.ModelSpec
 
 	TaskTimeout time.Duration
 	// RetryFailed re-dispatches tasks whose recorded outcome is a failure

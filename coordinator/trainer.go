@@ -98,6 +98,11 @@ type measure struct {
 	Score      float64
 }
 
+// SetFence makes every decision (each new events.jsonl line) wait for
+// fence to confirm this process still leads the run; an error from fence
+// stops the run without writing the decision.
+func (t *Trainer) SetFence(fence func() error) { t.rd.fence = fence }
+
 // NewTrainer prepares a run. splits holds the benchmark items.
 func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
 	if log == nil {

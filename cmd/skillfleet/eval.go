@@ -55,7 +55,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, log, stderr)
+	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, nil, log, stderr)
 	if err != nil {
 		return err
 	}

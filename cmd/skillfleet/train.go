@@ -21,9 +21,12 @@ import (
 	"golang.org/x/term"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/store"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -46,6 +49,10 @@ type trainOpts struct {
 	traceContent   bool
 	prices         string
 	grpcTLS        grpcServerTLS
+	redisURL       string
+	redisPassword  string
+	noRolloutCache bool
+	leaseWait      bool
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -67,6 +74,10 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
 	o.grpcTLS.register(fs)
+	fs.StringVar(&o.redisURL, "redis", "", "shared store redis://HOST:PORT/DB (rediss:// for TLS): the rollout cache shared across runs, the run's leader lease; password only from SKILLFLEET_REDIS_PASSWORD or --redis-password-file")
+	fs.StringVar(&o.redisPassword, "redis-password-file", "", "file holding the Redis password")
+	fs.BoolVar(&o.noRolloutCache, "no-rollout-cache", false, "with --redis: do not read or fill the shared rollout cache")
+	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 }
 
@@ -187,11 +198,33 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 
-	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, log, stderr)
+	var shared *redisstore.Store
+	var fence func() error
+	if o.redisURL != "" {
+		if shared, err = openRedis(ctx, o.redisURL, o.redisPassword, log); err != nil {
+			return usageError{err}
+		}
+		defer shared.Close()
+		f, stopLease, err := leadRun(ctx, shared, runID, o.leaseWait, log)
+		if err != nil {
+			return err
+		}
+		defer stopLease()
+		fence = f
+	}
+	var cache *dispatch.Cache
+	if shared != nil && !o.noRolloutCache {
+		cache = coordinator.RolloutCache(&s, store.Degrading(shared.Cache(), log))
+	}
+	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, cache, log, stderr)
 	if err != nil {
 		return err
 	}
 	defer sess.close()
+	if cache != nil {
+		// Results still being stored reach the cache before the store closes.
+		defer cache.Flush()
+	}
 	hub := sess.hub
 	tty := isTTY(stdout) && o.logFormat != "json"
 	prog := coordinator.NewProgress(stdout, tty)
@@ -204,6 +237,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		prog.Observe(crashAt(at))
 	}
 	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr, prices))
+	if fence != nil {
+		tr.SetFence(fence)
+	}
 	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
 		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
 	sum, err := tr.Run(ctx)
@@ -211,6 +247,11 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return classifyRunError(err, runDir)
 	}
 	printSummary(stdout, sum, runDir)
+	if cache != nil {
+		c, tot := cache.Counts(), tr.Accounting().Total()
+		fmt.Fprintf(stdout, "rollout cache: %d hits, %d misses; %d calls and %s tokens saved\n",
+			c.Hits, c.Misses, tot.SavedCalls, fmtTokens(tot.SavedInput+tot.SavedOutput))
+	}
 	if o.assertImproves {
 		if sum.TestHard == nil || !(sum.TestHard["best"] > sum.TestHard["baseline"]) {
 			return codedError{exitNoImprove, fmt.Errorf("--assert-improves: test score did not rise (baseline %.3f, best %.3f)", sum.TestHard["baseline"], sum.TestHard["best"])}
@@ -325,7 +366,7 @@ func (s *session) close() {
 // startSession starts (or connects to) NATS, the coordinator hub and the
 // in-process workers, and points the roles at an in-process sim-llm when
 // the config asks for one.
-func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *coordinator.Settings, log *slog.Logger, stderr io.Writer) (*session, error) {
+func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *coordinator.Settings, cache *dispatch.Cache, log *slog.Logger, stderr io.Writer) (*session, error) {
 	sess := &session{}
 	ok := false
 	defer func() {
@@ -385,6 +426,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
 		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync, GRPCServerOptions: grpcOpts,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: 30 * time.Second},
+		Cache:    cache,
 	})
 	if err != nil {
 		return nil, err

@@ -43,6 +43,9 @@ type Options struct {
 	OnResult func(*pb.Result)
 	// Propagator injects trace context into task headers (nil = none).
 	Propagator propagation.TextMapPropagator
+	// Cache, if set, serves tasks measured before instead of publishing
+	// them, and keeps every fresh successful result for later.
+	Cache *Cache
 }
 
 // Dispatcher publishes tasks and resolves their futures.
@@ -67,7 +70,9 @@ type Dispatcher struct {
 	// redelivery or a cancel): their calls were made and paid for.
 	stages map[string]string
 	spent  func(res *pb.Result, stage string)
-	closed bool
+	// cacheKeys holds the cache key of each pending cached task.
+	cacheKeys map[string]string
+	closed    bool
 }
 
 // Future is the eventual result of one task.
@@ -213,6 +218,42 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 	}
 	d.mu.Unlock()
 
+	if c := d.o.Cache; c != nil && len(toSend) > 0 {
+		send := make([]*pb.Task, len(toSend))
+		for j, i := range toSend {
+			send[j] = tasks[i]
+		}
+		hits, keys := c.lookup(ctx, send)
+		rest := toSend[:0]
+		d.mu.Lock()
+		if d.cacheKeys == nil {
+			d.cacheKeys = map[string]string{}
+		}
+		for j, i := range toSend {
+			if keys[j] != "" && hits[j] == nil {
+				d.cacheKeys[tasks[i].GetId()] = keys[j]
+			}
+		}
+		d.mu.Unlock()
+		for j, i := range toSend {
+			if hits[j] != nil {
+				// Recorded (journaled) like a worker's result; the
+				// pending future resolves when it is durable.
+				f := futs[i]
+				d.Record(hits[j], func(st pb.ReportAck_Status, err error) {
+					if err != nil {
+						// The journal failed: the run cannot record anything;
+						// the task fails rather than waiting forever.
+						d.fail(f, pb.Outcome_OUTCOME_MODEL_ERROR, "record cached result: "+err.Error())
+					}
+				})
+				continue
+			}
+			rest = append(rest, i)
+		}
+		toSend = rest
+	}
+
 	for _, i := range toSend {
 		t := tasks[i]
 		kind := queue.KindOf(t)
@@ -327,7 +368,12 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		}
 		lateFn := d.late[id]
 		delete(d.late, id)
+		cacheKey := d.cacheKeys[id]
+		delete(d.cacheKeys, id)
 		d.mu.Unlock()
+		if d.o.Cache != nil {
+			d.o.Cache.store(cacheKey, res)
+		}
 		if d.o.OnResult != nil {
 			d.o.OnResult(res)
 		}

@@ -20,6 +20,13 @@ type Totals struct {
 	// Reused counts results used again (a skill measured again on the same
 	// items in this run): no call was made, so nothing else is counted.
 	Reused int64 `json:"reused_results,omitempty"`
+	// CacheHits counts results served by the shared rollout cache (measured
+	// by an earlier run): no call was made. SavedCalls, SavedInput and
+	// SavedOutput are what those results cost when they were measured.
+	CacheHits   int64 `json:"cache_hits,omitempty"`
+	SavedCalls  int64 `json:"saved_calls,omitempty"`
+	SavedInput  int64 `json:"saved_input_tokens,omitempty"`
+	SavedOutput int64 `json:"saved_output_tokens,omitempty"`
 }
 
 // Add adds o to t.
@@ -37,6 +44,10 @@ func (t *Totals) Add(o Totals) {
 	t.Reasoning += o.Reasoning
 	t.InvalidReply += o.InvalidReply
 	t.Reused += o.Reused
+	t.CacheHits += o.CacheHits
+	t.SavedCalls += o.SavedCalls
+	t.SavedInput += o.SavedInput
+	t.SavedOutput += o.SavedOutput
 }
 
 // Sub returns t − o, field by field.
@@ -46,7 +57,8 @@ func (t Totals) Sub(o Totals) Totals {
 		FailedCalls: t.FailedCalls - o.FailedCalls, Retries: t.Retries - o.Retries, RateLimited: t.RateLimited - o.RateLimited,
 		Input: t.Input - o.Input, Output: t.Output - o.Output, CacheRead: t.CacheRead - o.CacheRead,
 		CacheWrite: t.CacheWrite - o.CacheWrite, Reasoning: t.Reasoning - o.Reasoning, InvalidReply: t.InvalidReply - o.InvalidReply,
-		Reused: t.Reused - o.Reused,
+		Reused: t.Reused - o.Reused, CacheHits: t.CacheHits - o.CacheHits, SavedCalls: t.SavedCalls - o.SavedCalls,
+		SavedInput: t.SavedInput - o.SavedInput, SavedOutput: t.SavedOutput - o.SavedOutput,
 	}
 }
 

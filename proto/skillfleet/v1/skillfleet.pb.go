@@ -931,6 +931,10 @@ type Result struct {
 	Usage      *Usage                 `protobuf:"bytes,5,opt,name=usage,proto3" json:"usage,omitempty"`
 	DurationMs int64                  `protobuf:"varint,6,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
 	Attempt    int32                  `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Set when the coordinator served the result from the shared rollout
+	// cache: no call was made for this task, and usage is what the run that
+	// measured it spent (the tokens this hit saved).
+	Cached bool `protobuf:"varint,8,opt,name=cached,proto3" json:"cached,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Result_Rollout
@@ -1017,6 +1021,13 @@ func (x *Result) GetAttempt() int32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *Result) GetCached() bool {
+	if x != nil {
+		return x.Cached
+	}
+	return false
 }
 
 func (x *Result) GetBody() isResult_Body {
@@ -1692,7 +1703,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12extra_skill_hashes\x18\a \x03(\tR\x10extraSkillHashes\"?\n" +
 	"\bNoopTask\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x19\n" +
-	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xef\x02\n" +
+	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\x87\x03\n" +
 	"\x06Result\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x120\n" +
@@ -1701,7 +1712,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05usage\x18\x05 \x01(\v2\x14.skillfleet.v1.UsageR\x05usage\x12\x1f\n" +
 	"\vduration_ms\x18\x06 \x01(\x03R\n" +
 	"durationMs\x12\x18\n" +
-	"\aattempt\x18\a \x01(\x05R\aattempt\x128\n" +
+	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x16\n" +
+	"\x06cached\x18\b \x01(\bR\x06cached\x128\n" +
 	"\arollout\x18\n" +
 	" \x01(\v2\x1c.skillfleet.v1.RolloutResultH\x00R\arollout\x12>\n" +
 	"\toptimizer\x18\v \x01(\v2\x1e.skillfleet.v1.OptimizerResultH\x00R\toptimizerB\x06\n" +
