@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+	"github.com/skillfleet/skillfleet/pkg/store/storetest"
 )
 
 // TestSecondCoordinatorOnARunIsRefused: while a coordinator holds a run
@@ -57,5 +58,56 @@ func TestSecondCoordinatorOnARunIsRefused(t *testing.T) {
 	<-first.done
 	if out, err := trainDemo(t, dir, nil); err != nil {
 		t.Fatalf("resume after the first coordinator died: %v\n%s", err, out)
+	}
+}
+
+// TestSecondCoordinatorElsewhereIsRefusedByTheLease: two coordinators of
+// one run that do not share a run-dir lock (as on two hosts) meet at the
+// run's leader lease in Redis: the second exits 7 naming the holder and
+// writes nothing to its run dir.
+func TestSecondCoordinatorElsewhereIsRefusedByTheLease(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	root := repoRoot(t)
+	rs := storetest.RedisServer(t, storetest.TCP())
+	ns := queuetest.Start(t)
+	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
+	for _, d := range []string{a, b} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "run_id"), []byte("shared-run\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := start(t, "coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", a, "--nats", ns.URL(),
+		"--redis", rs.URL(), "--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"))
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(first.stderr.String(), "coordinator listening on") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first coordinator never came up\n%s", first.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, err := trainDemo(t, b, nil, "--redis", rs.URL())
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitLocked {
+		t.Fatalf("second coordinator: want exit %d, got %v\n%s", exitLocked, err, out)
+	}
+	if !strings.Contains(out, `run "shared-run" is led by coordinator`) {
+		t.Errorf("refusal does not name the run and its leader:\n%s", out)
+	}
+	for _, f := range []string{"config.yaml", "events.jsonl"} {
+		if _, err := os.Stat(filepath.Join(b, f)); err == nil {
+			t.Errorf("the refused coordinator wrote %s", f)
+		}
+	}
+	// Once the first is gone (its lease released on exit), the run can be
+	// taken over.
+	_ = first.cmd.Process.Signal(os.Interrupt)
+	<-first.done
+	if out, err := trainDemo(t, b, nil, "--redis", rs.URL()); err != nil {
+		t.Fatalf("take-over after the first coordinator stopped: %v\n%s", err, out)
 	}
 }

@@ -181,6 +181,21 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer unlock()
+	// The run's leader lease comes before anything is written to the run.
+	var shared *redisstore.Store
+	var fence func() error
+	if o.redisURL != "" {
+		if shared, err = openRedis(ctx, o.redisURL, o.redisPassword, log); err != nil {
+			return usageError{err}
+		}
+		defer shared.Close()
+		f, stopLease, err := leadRun(ctx, shared, runID, o.leaseWait, log)
+		if err != nil {
+			return err
+		}
+		defer stopLease()
+		fence = f
+	}
 	if err := cfg.WriteResolved(filepath.Join(runDir, "config.yaml")); err != nil {
 		return err
 	}
@@ -198,20 +213,6 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 
-	var shared *redisstore.Store
-	var fence func() error
-	if o.redisURL != "" {
-		if shared, err = openRedis(ctx, o.redisURL, o.redisPassword, log); err != nil {
-			return usageError{err}
-		}
-		defer shared.Close()
-		f, stopLease, err := leadRun(ctx, shared, runID, o.leaseWait, log)
-		if err != nil {
-			return err
-		}
-		defer stopLease()
-		fence = f
-	}
 	var cache *dispatch.Cache
 	if shared != nil && !o.noRolloutCache {
 		cache = coordinator.RolloutCache(&s, store.Degrading(shared.Cache(), log))
