@@ -9,6 +9,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	"github.com/skillfleet/skillfleet/pkg/tlsconf"
 )
 
 // openRedis connects to the shared store. The password comes from
@@ -16,8 +17,16 @@ import (
 // SKILLFLEET_REDIS_PASSWORD), never from a flag value. A Redis that is not
 // up yet is not an error: the store reconnects, and what uses it degrades
 // until then; the first ping's failure is logged.
-func openRedis(ctx context.Context, url, passwordFile string, log *slog.Logger) (*redisstore.Store, error) {
-	st, err := redisstore.New(redisstore.Options{URL: url, PasswordFile: passwordFile})
+func openRedis(ctx context.Context, url, passwordFile string, tlsFiles *tlsconf.Files, log *slog.Logger) (*redisstore.Store, error) {
+	o := redisstore.Options{URL: url, PasswordFile: passwordFile}
+	if tlsFiles != nil {
+		c, err := tlsFiles.Client()
+		if err != nil {
+			return nil, fmt.Errorf("--redis-ca/--redis-tls-*: %w", err)
+		}
+		o.TLS = c
+	}
+	st, err := redisstore.New(o)
 	if err != nil {
 		return nil, fmt.Errorf("--redis: %w", err)
 	}

@@ -49,8 +49,8 @@ type trainOpts struct {
 	traceContent   bool
 	prices         string
 	grpcTLS        grpcServerTLS
-	redisURL       string
-	redisPassword  string
+	redis          redisFlags
+	nats           natsFlags
 	noRolloutCache bool
 	leaseWait      bool
 }
@@ -74,8 +74,8 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
 	o.grpcTLS.register(fs)
-	fs.StringVar(&o.redisURL, "redis", "", "shared store redis://HOST:PORT/DB (rediss:// for TLS): the rollout cache shared across runs, the run's leader lease; password only from SKILLFLEET_REDIS_PASSWORD or --redis-password-file")
-	fs.StringVar(&o.redisPassword, "redis-password-file", "", "file holding the Redis password")
+	o.redis.register(fs, "the rollout cache shared across runs and the run's leader lease")
+	o.nats.register(fs)
 	fs.BoolVar(&o.noRolloutCache, "no-rollout-cache", false, "with --redis: do not read or fill the shared rollout cache")
 	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
@@ -184,8 +184,8 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	// The run's leader lease comes before anything is written to the run.
 	var shared *redisstore.Store
 	var fence func() error
-	if o.redisURL != "" {
-		if shared, err = openRedis(ctx, o.redisURL, o.redisPassword, log); err != nil {
+	if o.redis.url != "" {
+		if shared, err = o.redis.open(ctx, log); err != nil {
 			return usageError{err}
 		}
 		defer shared.Close()
@@ -396,7 +396,11 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	var nc *nats.Conn
 	var embedded *queue.Embedded
 	if o.natsURL != "" {
-		nc, err = queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-coordinator", Logger: log})
+		natsOpts, err := o.nats.options()
+		if err != nil {
+			return nil, usageError{err}
+		}
+		nc, err = queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-coordinator", Logger: log, Extra: natsOpts})
 		if err != nil {
 			return nil, err
 		}
@@ -451,7 +455,11 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 				if embedded != nil {
 					return embedded.Connect("skillfleet-worker")
 				}
-				return queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log})
+				natsOpts, err := o.nats.options()
+				if err != nil {
+					return nil, err
+				}
+				return queue.Connect(ctx, o.natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, Extra: natsOpts})
 			},
 			tel: tel, coordinator: hub.Addr(), n: workers, concurrency: conc, optConcurrency: cfg.Runtime.OptimizerConcurrency, maxDeliver: cfg.Runtime.MaxDeliveries,
 		})

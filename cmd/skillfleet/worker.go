@@ -35,8 +35,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
 	var tlsFlags grpcClientTLS
 	tlsFlags.register(fs)
-	redisURL := fs.String("redis", "", "shared store redis://HOST:PORT/DB (rediss:// for TLS): rate limits shared by every worker; no password here (SKILLFLEET_REDIS_PASSWORD or --redis-password-file)")
-	redisPasswordFile := fs.String("redis-password-file", "", "file holding the Redis password")
+	var redisF redisFlags
+	redisF.register(fs, "rate limits shared by every worker")
+	var natsF natsFlags
+	natsF.register(fs)
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -52,7 +54,11 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer stopTel()
-	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: 24 * time.Hour})
+	natsOpts, err := natsF.options()
+	if err != nil {
+		return usageError{err}
+	}
+	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: 24 * time.Hour, Extra: natsOpts})
 	if err != nil {
 		return err
 	}
@@ -72,8 +78,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	client := pb.NewCoordinatorClient(cc)
 	limiter := backends.NewLimiter(nil, nil)
-	if *redisURL != "" {
-		st, err := openRedis(ctx, *redisURL, *redisPasswordFile, log)
+	if redisF.url != "" {
+		st, err := redisF.open(ctx, log)
 		if err != nil {
 			return err
 		}

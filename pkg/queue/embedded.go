@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,6 +26,13 @@ type EmbeddedOptions struct {
 	// MaxStore bounds JetStream file storage (default 8 GiB).
 	MaxStore int64
 	Logger   *slog.Logger
+	// TLS, when set, makes the server require TLS from every client (with
+	// ClientCAs and RequireAndVerifyClientCert in it: mutual TLS).
+	TLS *tls.Config
+	// Nkeys are user public keys (U...) allowed to connect; Username and
+	// Password a user/password pair. With neither, no authentication.
+	Nkeys              []string
+	Username, Password string
 }
 
 // Embedded is a running in-process nats-server with JetStream.
@@ -65,6 +73,17 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		NoSigs:             true,
 		NoLog:              o.Logger == nil,
 		MaxPayload:         8 << 20,
+	}
+	if o.TLS != nil {
+		opts.TLSConfig = o.TLS
+		opts.TLSTimeout = 5
+		opts.TLSVerify = o.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+	}
+	for _, k := range o.Nkeys {
+		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
+	}
+	if o.Username != "" {
+		opts.Users = append(opts.Users, &server.User{Username: o.Username, Password: o.Password})
 	}
 	srv, err := server.NewServer(opts)
 	if err != nil {

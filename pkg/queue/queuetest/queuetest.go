@@ -11,7 +11,15 @@ import (
 // JetStream stored in t.TempDir(); it stops when the test ends.
 func Start(t testing.TB) *queue.Embedded {
 	t.Helper()
-	e, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: t.TempDir(), Listen: true, Port: -1})
+	return StartWith(t, queue.EmbeddedOptions{})
+}
+
+// StartWith is [Start] with TLS or authentication settings; StoreDir,
+// Listen and Port are filled in.
+func StartWith(t testing.TB, o queue.EmbeddedOptions) *queue.Embedded {
+	t.Helper()
+	o.StoreDir, o.Listen, o.Port = t.TempDir(), true, -1
+	e, err := queue.StartEmbedded(o)
 	if err != nil {
 		t.Fatalf("start embedded nats: %v", err)
 	}
