@@ -62,7 +62,13 @@ func (s *syncBuf) String() string {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
+	return startCmd(t, binary, args...)
+}
+
+// startCmd starts any program as a test process (killed when the test ends).
+func startCmd(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(name, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
