@@ -19,6 +19,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -42,6 +43,9 @@ type HubOptions struct {
 	Propagator propagation.TextMapPropagator
 	// Cache, if set, serves rollouts measured before (see [RolloutCache]).
 	Cache *dispatch.Cache
+	// Meters, if set, receive the queue depth and the number of live
+	// workers every few seconds.
+	Meters *telemetry.Meters
 }
 
 // Hub is the coordinator's dispatch side: the task stream, the result
@@ -124,6 +128,23 @@ func (h *Hub) Skill(hash string) (string, error) {
 // Addr is the gRPC listen address.
 func (h *Hub) Addr() string { return h.o.GRPCListener.Addr().String() }
 
+// sample records the queue depth and live workers until ctx ends.
+func (h *Hub) sample(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if info, err := h.Stream.Info(ctx); err == nil {
+			h.o.Meters.SetQueueDepth(ctx, int64(info.State.Msgs))
+		}
+		h.o.Meters.SetWorkers(ctx, int64(len(h.RPC.Workers(30*time.Second))))
+	}
+}
+
 // Run serves gRPC and watches deliveries until ctx ends, then stops the
 // server gracefully and closes the journal.
 func (h *Hub) Run(ctx context.Context) error {
@@ -137,6 +158,9 @@ func (h *Hub) Run(ctx context.Context) error {
 	}()
 	dctx, dstop := context.WithCancel(ctx)
 	go func() { errc <- h.D.Run(dctx) }()
+	if h.o.Meters != nil {
+		go h.sample(dctx, 2*time.Second)
+	}
 	var err error
 	select {
 	case <-ctx.Done():

@@ -5,7 +5,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -21,6 +25,9 @@ import (
 type idleFill struct {
 	t     *Trainer
 	stage string
+	// span is the background stage's span: its tasks are traced under it,
+	// not under the step whose optimizer wave released them.
+	span trace.Span
 
 	mu       sync.Mutex
 	fg       int        // foreground target tasks outstanding
@@ -31,7 +38,7 @@ type idleFill struct {
 
 // startIdleFill prepares the seed skill's test evaluation as background
 // work, when the run evaluates on test and asks for it.
-func (t *Trainer) startIdleFill() {
+func (t *Trainer) startIdleFill(ctx context.Context) {
 	if !t.s.EvalTest || !t.s.IdleFill || len(t.testItems()) == 0 {
 		return
 	}
@@ -42,7 +49,9 @@ func (t *Trainer) startIdleFill() {
 			todo = append(todo, task)
 		}
 	}
-	t.fill = &idleFill{t: t, stage: "test_baseline", queue: todo}
+	_, span := t.stageSpan(telemetry.WithAttrs(ctx, telemetry.Attrs{Step: t.st.TotalSteps}), "test_baseline", len(todo))
+	span.SetAttributes(attribute.Bool("skillfleet.background", true))
+	t.fill = &idleFill{t: t, stage: "test_baseline", queue: todo, span: span}
 }
 
 // foreground counts n foreground target tasks submitted (n > 0) or
@@ -73,7 +82,7 @@ func (f *idleFill) optimizerWave(ctx context.Context) {
 	f.inflight += n
 	f.mu.Unlock()
 
-	futs, err := f.t.submit(ctx, batch)
+	futs, err := f.t.submit(trace.ContextWithSpan(ctx, f.span), batch)
 	if err != nil {
 		f.t.log.WarnContext(ctx, "background test evaluation: submit failed; the final evaluation will run it", "err", err)
 		f.mu.Lock()
@@ -117,6 +126,9 @@ func (f *idleFill) stop() {
 		return
 	}
 	f.mu.Lock()
+	if !f.stopped {
+		f.span.End()
+	}
 	f.stopped = true
 	f.mu.Unlock()
 }

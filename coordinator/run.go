@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // Summary is written to summary.json at the end of a run.
@@ -48,7 +49,9 @@ func StepsPerEpoch(trainSize, batch, acc int) int {
 
 // Run trains from the initial skill (or continues a run dir) to the end
 // and returns the summary.
-func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
+func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
+	ctx, span := telemetry.StartSpan(ctx, t.tracer, telemetry.SpanRun, telemetry.Attrs{Run: t.s.RunID})
+	defer telemetry.End(span, &err)
 	start := time.Now()
 	trainN := len(t.splits.Train)
 	if t.s.TrainSize > 0 && t.s.TrainSize != trainN {
@@ -82,7 +85,7 @@ func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
 	}
 	t.selCache[t.st.CurrentHash] = m
 	t.setCurrent(init, m.Score, true, "initial_skill")
-	t.startIdleFill()
+	t.startIdleFill(ctx)
 	t.st.BestScore = m.Score
 	baseline := m.Score
 	if err := t.rd.emit(Event{Type: "baseline", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(m.Score), BestScore: round6(m.Score), Counts: map[string]int{"selection_items": m.N, "scored": m.Scored}}); err != nil {
@@ -95,24 +98,8 @@ func (t *Trainer) Run(ctx context.Context) (*Summary, error) {
 
 	counts := map[string]int{}
 	for e := 1; e <= t.s.NumEpochs; e++ {
-		t.st.Epoch = e
-		t.buffer = nil
-		batches := epochBatches(trainN, t.s.BatchSize, t.s.Accumulation, t.s.Seed, e, spe)
-		for s := range spe {
-			if err := t.checkStop(); err != nil {
-				return nil, err
-			}
-			g := (e-1)*spe + s + 1
-			t.nextBatches = nil
-			if s+1 < spe {
-				t.nextBatches = batches[(s+1)*t.s.Accumulation : (s+2)*t.s.Accumulation]
-			}
-			if err := t.runStep(ctx, e, s, g, batches[s*t.s.Accumulation:(s+1)*t.s.Accumulation]); err != nil {
-				return nil, fmt.Errorf("step %d: %w", g, err)
-			}
-		}
-		if err := t.epochBoundary(ctx, e, e*spe); err != nil {
-			return nil, fmt.Errorf("epoch %d boundary: %w", e, err)
+		if err := t.runEpoch(ctx, e, spe, trainN); err != nil {
+			return nil, err
 		}
 	}
 	for _, ev := range t.rd.emitted {
@@ -247,4 +234,34 @@ func (t *Trainer) saveState() error {
 	t.st.CurrentPath = skillFile(max(t.st.Step, 0))
 	t.st.BestPath = "best_skill.md"
 	return t.rd.writeJSONErr("state.json", t.st)
+}
+
+// runEpoch runs one epoch's steps and its boundary under an epoch span,
+// each step under its own span.
+func (t *Trainer) runEpoch(ctx context.Context, e, spe, trainN int) (err error) {
+	ctx, span := telemetry.StartSpan(ctx, t.tracer, telemetry.SpanEpoch, telemetry.Attrs{Epoch: e})
+	defer telemetry.End(span, &err)
+	t.st.Epoch = e
+	t.buffer = nil
+	batches := epochBatches(trainN, t.s.BatchSize, t.s.Accumulation, t.s.Seed, e, spe)
+	for s := range spe {
+		if err := t.checkStop(); err != nil {
+			return err
+		}
+		g := (e-1)*spe + s + 1
+		t.nextBatches = nil
+		if s+1 < spe {
+			t.nextBatches = batches[(s+1)*t.s.Accumulation : (s+2)*t.s.Accumulation]
+		}
+		sctx, sspan := telemetry.StartSpan(ctx, t.tracer, telemetry.SpanStep, telemetry.Attrs{Step: g})
+		err := t.runStep(sctx, e, s, g, batches[s*t.s.Accumulation:(s+1)*t.s.Accumulation])
+		telemetry.End(sspan, &err)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", g, err)
+		}
+	}
+	if err := t.epochBoundary(ctx, e, e*spe); err != nil {
+		return fmt.Errorf("epoch %d boundary: %w", e, err)
+	}
+	return nil
 }

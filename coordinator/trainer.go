@@ -14,10 +14,15 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -38,6 +43,8 @@ var ErrStopped = errors.New("stopped on request")
 // decision from recorded results and dispatches only what is missing. The
 // event log is checked line by line against what was written before.
 type Trainer struct {
+	tracer trace.Tracer
+	meters *telemetry.Meters
 	s      Settings
 	hub    *Hub
 	log    *slog.Logger
@@ -98,6 +105,23 @@ type measure struct {
 	Score      float64
 }
 
+// SetTelemetry traces the run: spans run > epoch > step > stage, whose
+// context the dispatcher carries to the workers' task and model-call spans.
+//
+// meters (may be nil) count the rollout cache's hits and tokens saved.
+func (t *Trainer) SetTelemetry(tr trace.Tracer, meters *telemetry.Meters) {
+	if tr != nil {
+		t.tracer = tr
+	}
+	t.meters = meters
+}
+
+// stageSpan starts the span of one stage wave.
+func (t *Trainer) stageSpan(ctx context.Context, stage string, tasks int) (context.Context, trace.Span) {
+	return telemetry.StartSpan(ctx, t.tracer, telemetry.StageSpanName(stage), telemetry.Attrs{Stage: stage},
+		trace.WithAttributes(attribute.Int("skillfleet.tasks", tasks)))
+}
+
 // SetFence makes every decision (each new events.jsonl line) wait for
 // fence to confirm this process still leads the run; an error from fence
 // stops the run without writing the decision.
@@ -116,7 +140,7 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 		prog = NewProgress(nil, false)
 	}
 	t := &Trainer{
-		s: s, hub: hub, log: log, splits: splits, prog: prog, rd: rd,
+		s: s, hub: hub, log: log, splits: splits, prog: prog, rd: rd, tracer: noop.NewTracerProvider().Tracer(""),
 		acct:       NewAccounting(),
 		selCache:   map[string]measure{},
 		epochSkill: map[int]string{},
@@ -199,7 +223,9 @@ type rolloutReq struct {
 // item order. Task ids are content-addressed (skill, item, sample, split,
 // benchmark config, target model), so the same measurement asked twice in
 // a run is made once.
-func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) ([]rollResult, bool, error) {
+func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _ bool, err error) {
+	ctx, span := t.stageSpan(ctx, rq.Stage, len(rq.Items))
+	defer telemetry.End(span, &err)
 	tasks := t.rolloutTasks(rq)
 	futs, err := t.submit(ctx, tasks)
 	if err != nil {
@@ -346,7 +372,9 @@ type optResult struct {
 }
 
 // optimize runs optimizer calls concurrently and returns their outcomes in order.
-func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, error) {
+func (t *Trainer) optimize(ctx context.Context, calls []optCall) (_ []optResult, err error) {
+	ctx, span := t.stageSpan(ctx, calls[0].Stage, len(calls))
+	defer telemetry.End(span, &err)
 	tasks := make([]*pb.Task, len(calls))
 	for i, c := range calls {
 		payload, err := json.Marshal(c.Payload)
@@ -422,6 +450,10 @@ func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
 		model = k.Rollout.GetTarget().GetModel()
 	default:
 		model = t.s.Optimizer.GetModel()
+	}
+	if res.GetCached() && t.meters != nil {
+		u := res.GetUsage()
+		t.meters.RecordCacheHit(context.Background(), queue.KindOf(task), u.GetInputTokens()+u.GetOutputTokens())
 	}
 	t.acct.Add(stage, role, model, res)
 }

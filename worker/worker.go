@@ -22,7 +22,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -106,6 +108,11 @@ type Deps struct {
 	Handler           Handler
 	// Propagator extracts trace context from task headers (nil = none).
 	Propagator propagation.TextMapPropagator
+	// Tracer, when set, traces each task (a consumer span, child of the
+	// coordinator's stage span when the headers carry its context).
+	Tracer trace.Tracer
+	// Meters, when set, count tasks by kind and outcome and in-flight tasks.
+	Meters *telemetry.Meters
 }
 
 // Worker pulls and runs tasks.
@@ -326,7 +333,23 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	if queue.KindOf(t) == queue.KindRollout {
 		role = "target"
 	}
-	ctx = telemetry.WithAttrs(ctx, telemetry.Attrs{Run: t.GetRunId(), Step: int(t.GetStep()), Stage: t.GetStage(), Role: role, TaskID: t.GetId(), Kind: queue.KindOf(t)})
+	kind := queue.KindOf(t)
+	ctx = telemetry.WithAttrs(ctx, telemetry.Attrs{Run: t.GetRunId(), Step: int(t.GetStep()), Stage: t.GetStage(), Role: role, TaskID: t.GetId(), Kind: kind})
+	outcome := "returned"
+	if w.deps.Tracer != nil {
+		var span trace.Span
+		ctx, span = telemetry.StartSpan(ctx, w.deps.Tracer, telemetry.TaskSpanName(kind), telemetry.Attrs{},
+			trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attribute.Int64("skillfleet.delivery", int64(delivered))))
+		defer func() {
+			span.SetAttributes(telemetry.KeyOutcome.String(outcome))
+			span.End()
+		}()
+	}
+	w.deps.Meters.AddInFlight(ctx, kind, 1)
+	defer func() {
+		w.deps.Meters.AddInFlight(ctx, kind, -1)
+		w.deps.Meters.RecordTask(ctx, kind, outcome)
+	}()
 	timeout := w.cfg.TaskTimeout
 	if t.GetTimeoutMs() > 0 {
 		timeout = time.Duration(t.GetTimeoutMs()) * time.Millisecond
@@ -365,6 +388,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	}
 	res.TaskId = t.GetId()
 	res.WorkerId = w.cfg.ID
+	outcome = outcomeName(res.GetOutcome())
 	res.Attempt = int32(delivered)
 	if res.DurationMs == 0 {
 		res.DurationMs = time.Since(start).Milliseconds()
@@ -372,11 +396,13 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	cause := context.Cause(tctx)
 	switch {
 	case errors.Is(cause, errShutdown):
+		outcome = "returned"
 		close(hbDone)
 		log.Info("task cut off by shutdown, returned to queue")
 		_ = msg.NakWithDelay(0)
 		return
 	case errors.Is(cause, errCancelledByCoordinator):
+		outcome = "cancelled"
 		close(hbDone)
 		log.Debug("task cancelled by coordinator")
 		_ = msg.Ack() // nobody wants it any more
@@ -408,6 +434,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("ack task", "err", err)
 	}
 	w.completed.Add(1)
+}
+
+// outcomeName is a task outcome as a metric and span label.
+func outcomeName(o pb.Outcome) string {
+	return strings.ToLower(strings.TrimPrefix(o.String(), "OUTCOME_"))
 }
 
 func retryable(o pb.Outcome) bool {

@@ -6,12 +6,20 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"google.golang.org/grpc"
+
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
+	"github.com/skillfleet/skillfleet/worker"
 )
 
 // keyVars are the environment variables whose values are redacted from
 // traced content.
 var keyVars = []string{"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+
+// telemetryHook lets in-process tests add an in-memory span exporter and
+// metric reader; nil in the binary.
+var telemetryHook func(*telemetry.Options)
 
 // setupTelemetry starts tracing (exported only when OTEL_EXPORTER_OTLP_*
 // is set) and, with metricsAddr, a Prometheus endpoint.
@@ -22,10 +30,14 @@ func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, 
 			secrets = append(secrets, s)
 		}
 	}
-	tel, shutdown, err := telemetry.Setup(ctx, telemetry.Options{
+	o := telemetry.Options{
 		ServiceName: service, ServiceVersion: version, InstanceID: instance, TraceContent: traceContent,
 		Secrets: secrets, MetricsAddr: metricsAddr, SetGlobal: true, Logger: log,
-	})
+	}
+	if telemetryHook != nil {
+		telemetryHook(&o)
+	}
+	tel, shutdown, err := telemetry.Setup(ctx, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -37,4 +49,31 @@ func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, 
 		defer cancel()
 		_ = shutdown(sctx)
 	}, nil
+}
+
+// grpcClientTracing traces a worker's calls to the coordinator (result
+// reports join the trace of the task they answer).
+func grpcClientTracing(tel *telemetry.Telemetry) []grpc.DialOption {
+	if tel == nil {
+		return nil
+	}
+	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
+		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
+}
+
+// grpcServerTracing traces the coordinator's side of those calls.
+func grpcServerTracing(tel *telemetry.Telemetry) []grpc.ServerOption {
+	if tel == nil {
+		return nil
+	}
+	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
+		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
+}
+
+// workerTracing is what a worker needs to trace its tasks.
+func workerTracing(tel *telemetry.Telemetry, d worker.Deps) worker.Deps {
+	if tel != nil {
+		d.Propagator, d.Tracer, d.Meters = tel.Propagator, tel.Tracer, tel.Meters
+	}
+	return d
 }

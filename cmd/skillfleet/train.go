@@ -27,6 +27,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -241,6 +242,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if fence != nil {
 		tr.SetFence(fence)
 	}
+	tr.SetTelemetry(sess.tel.Tracer, sess.tel.Meters)
 	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
 		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
 	sum, err := tr.Run(ctx)
@@ -352,6 +354,7 @@ var _ = slog.LevelInfo
 // session is the running machinery of a run: NATS, the hub, local workers.
 type session struct {
 	hub     *coordinator.Hub
+	tel     *telemetry.Telemetry
 	cleanup []func()
 }
 
@@ -429,7 +432,8 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 		return nil, fmt.Errorf("listen %s: %w", o.grpcAddr, err)
 	}
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
-		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync, GRPCServerOptions: grpcOpts,
+		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
+		GRPCServerOptions: append(grpcOpts, grpcServerTracing(tel)...), Propagator: tel.Propagator, Meters: tel.Meters,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: 30 * time.Second},
 		Cache:    cache,
 	})
@@ -480,6 +484,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 		sess.add(stop)
 	}
 	sess.hub = hub
+	sess.tel = tel
 	ok = true
 	return sess, nil
 }

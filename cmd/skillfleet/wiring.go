@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/skillfleet/skillfleet/backends"
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
@@ -144,7 +146,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		closers = append(closers, nc.Close)
-		cc, err := worker.Dial(ws.coordinator)
+		cc, err := worker.Dial(ws.coordinator, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, grpcClientTracing(ws.tel)...)...)
 		if err != nil {
 			stop()
 			return nil, err
@@ -158,7 +160,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 		client := pb.NewCoordinatorClient(cc)
 		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: prompts.New(nil)})
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
-			worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x})
+			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x}))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

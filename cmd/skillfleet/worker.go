@@ -67,7 +67,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError{err}
 	}
-	cc, err := worker.Dial(*coord, dialOpts...)
+	cc, err := worker.Dial(*coord, append(dialOpts, grpcClientTracing(tel)...)...)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		optConsumer = nil
 	}
 	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
-		worker.Deps{Logger: log, NC: nc, Consumer: consumer, OptimizerConsumer: optConsumer, Client: client, Handler: x})
+		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumer: consumer, OptimizerConsumer: optConsumer, Client: client, Handler: x}))
 	if *health != "" {
 		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {
