@@ -1,0 +1,232 @@
+package spreadsheet
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Limits bound one execution of generated code.
+type Limits struct {
+	Wall     time.Duration // wall-clock time (default 60s)
+	CPU      int           // CPU seconds (default 30)
+	MemoryMB int           // address space (default 1024)
+	FileMB   int           // largest file written (default 64)
+	Output   int           // bytes of stdout+stderr kept (default 64 KiB)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.Wall <= 0 {
+		l.Wall = 60 * time.Second
+	}
+	if l.CPU <= 0 {
+		l.CPU = 30
+	}
+	if l.MemoryMB <= 0 {
+		l.MemoryMB = 1024
+	}
+	if l.FileMB <= 0 {
+		l.FileMB = 64
+	}
+	if l.Output <= 0 {
+		l.Output = 64 << 10
+	}
+	return l
+}
+
+// RunResult is one execution's outcome.
+type RunResult struct {
+	ExitCode int
+	TimedOut bool
+	Output   string // stdout and stderr, capped
+	// Network is how network access was denied: "namespace" (a fresh
+	// network namespace: no interface but loopback) or "audit-hook" (the
+	// interpreter refuses socket operations).
+	Network string
+}
+
+// Failed reports whether the code did not run to a clean exit.
+func (r RunResult) Failed() bool { return r.TimedOut || r.ExitCode != 0 }
+
+// bootstrap runs the user's code under limits and an audit hook that
+// refuses network access, process creation and writes outside the work
+// directory. INPUT_PATH and OUTPUT_PATH are set as globals and in the
+// environment.
+const bootstrap = `import os, sys, resource
+cpu, mem, fsize = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
+resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+WORK = os.path.realpath(os.getcwd())
+_real = os.path.realpath
+_WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+def _inside(p):
+    try:
+        p = os.fsdecode(p)
+    except Exception:
+        return False
+    r = _real(p)
+    return r == WORK or r.startswith(WORK + os.sep) or r == "/dev/null"
+
+def _hook(event, args):
+    if event.startswith("socket.") and event not in ("socket.gethostname", "socket.__new__"):
+        raise PermissionError("sandbox: network access is not allowed (" + event + ")")
+    if event in ("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"):
+        raise PermissionError("sandbox: starting processes is not allowed (" + event + ")")
+    if event == "open":
+        path, mode, flags = args
+        if isinstance(path, int):
+            return
+        writing = (mode is not None and any(c in mode for c in "wax+")) or (mode is None and flags is not None and flags & _WRITE)
+        if writing and not _inside(path):
+            raise PermissionError("sandbox: writing outside the work directory is not allowed: " + os.fsdecode(path))
+    if event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.truncate", "shutil.rmtree"):
+        for a in args[:2]:
+            if isinstance(a, (str, bytes, os.PathLike)) and not _inside(a):
+                raise PermissionError("sandbox: changing files outside the work directory is not allowed")
+
+INPUT_PATH = os.path.join(WORK, "input.xlsx")
+OUTPUT_PATH = os.path.join(WORK, "output.xlsx")
+with open("solution.py") as f:
+    src = f.read()
+code = compile(src, "solution.py", "exec")
+sys.addaudithook(_hook)
+exec(code, {"__name__": "__main__", "INPUT_PATH": INPUT_PATH, "OUTPUT_PATH": OUTPUT_PATH})
+`
+
+var assignPath = regexp.MustCompile(`(?m)^[ \t]*(INPUT_PATH|OUTPUT_PATH)[ \t]*=[^=].*$`)
+
+// StripPathAssignments removes the code's own assignments to INPUT_PATH
+// and OUTPUT_PATH: the sandbox provides them.
+func StripPathAssignments(code string) string {
+	return assignPath.ReplaceAllString(code, "# ($1 is provided by the sandbox)")
+}
+
+// Sandbox runs generated Python code against one input workbook.
+type Sandbox struct {
+	Python string
+	Limits Limits
+	// noNamespace disables the network namespace (tests of the fallback).
+	noNamespace bool
+}
+
+// Run executes code with input copied into a fresh work directory and
+// returns the result and the path of the output workbook (inside dir,
+// which the caller removes).
+func (s *Sandbox) Run(ctx context.Context, dir, code, input string) (RunResult, string, error) {
+	l := s.Limits.withDefaults()
+	data, err := os.ReadFile(input)
+	if err != nil {
+		return RunResult{}, "", fmt.Errorf("input workbook: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "input.xlsx"), data, 0o644); err != nil {
+		return RunResult{}, "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "solution.py"), []byte(StripPathAssignments(code)), 0o644); err != nil {
+		return RunResult{}, "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sandbox_boot.py"), []byte(bootstrap), 0o644); err != nil {
+		return RunResult{}, "", err
+	}
+	out := filepath.Join(dir, "output.xlsx")
+	res, err := s.exec(ctx, dir, l, !s.noNamespace)
+	if err != nil && !s.noNamespace {
+		// The kernel refused a new network namespace: the audit hook alone
+		// keeps the code off the network.
+		res, err = s.exec(ctx, dir, l, false)
+	}
+	return res, out, err
+}
+
+func (s *Sandbox) exec(ctx context.Context, dir string, l Limits, netns bool) (RunResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.Wall)
+	defer cancel()
+	python := s.Python
+	if python == "" {
+		python = "python3"
+	}
+	cmd := exec.CommandContext(ctx, python, "-I", "-B", "sandbox_boot.py",
+		strconv.Itoa(l.CPU), strconv.Itoa(l.MemoryMB<<20), strconv.Itoa(l.FileMB<<20))
+	if filepath.Base(python) == python {
+		if p, err := exec.LookPath(python); err == nil {
+			cmd.Path = p
+		}
+	}
+	// -I: no PYTHON* variables, no user site-packages; -B: no bytecode files.
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=" + dir,
+		"INPUT_PATH=" + filepath.Join(dir, "input.xlsx"), "OUTPUT_PATH=" + filepath.Join(dir, "output.xlsx")}
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	mode := "audit-hook"
+	if netns {
+		attr.Cloneflags = syscall.CLONE_NEWNET
+		if os.Geteuid() != 0 {
+			attr.Cloneflags |= syscall.CLONE_NEWUSER
+			attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}}
+			attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
+		}
+		mode = "namespace"
+	}
+	cmd.SysProcAttr = attr
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	buf := &capped{max: l.Output}
+	cmd.Stdout, cmd.Stderr = buf, buf
+	if err := cmd.Start(); err != nil {
+		return RunResult{}, fmt.Errorf("start python (%s): %w", mode, err)
+	}
+	err := cmd.Wait()
+	res := RunResult{Output: buf.String(), Network: mode}
+	if ctx.Err() != nil {
+		res.TimedOut, res.ExitCode = true, -1
+		return res, nil
+	}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.ExitCode = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Output += fmt.Sprintf("\n[killed by signal %s: a CPU or memory limit was reached]", ws.Signal())
+		}
+	case err != nil:
+		res.ExitCode = -1
+		res.Output += "\n" + err.Error()
+	}
+	return res, nil
+}
+
+// capped keeps the first max bytes written to it.
+type capped struct {
+	max  int
+	b    bytes.Buffer
+	lost bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room > 0 {
+		c.b.Write(p[:min(room, len(p))])
+		if len(p) > room {
+			c.lost = true
+		}
+	} else {
+		c.lost = true
+	}
+	return len(p), nil
+}
+
+func (c *capped) String() string {
+	if c.lost {
+		return c.b.String() + "\n[... output truncated ...]"
+	}
+	return c.b.String()
+}
