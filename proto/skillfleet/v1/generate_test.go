@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -30,17 +31,32 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("gen-proto.sh: %v\n%s", err, b)
 	}
-	for _, name := range []string{"skillfleet.pb.go", "skillfleet_grpc.pb.go"} {
-		want, err := os.ReadFile(filepath.Join(root, "proto", "skillfleet", "v1", name))
-		if err != nil {
-			t.Fatal(err)
+	protoDir := filepath.Join(root, "proto")
+	checked := 0
+	err := filepath.WalkDir(protoDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".pb.go") {
+			return err
 		}
-		got, err := os.ReadFile(filepath.Join(out, "proto", "skillfleet", "v1", name))
+		rel, _ := filepath.Rel(protoDir, path)
+		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Fatal(err)
+			return err
+		}
+		got, err := os.ReadFile(filepath.Join(out, "proto", rel))
+		if err != nil {
+			t.Errorf("proto/%s: not generated from any .proto file (remove it or restore its source)", rel)
+			return nil
 		}
 		if !bytes.Equal(want, got) {
-			t.Errorf("proto/skillfleet/v1/%s is stale: run scripts/gen-proto.sh and commit the result", name)
+			t.Errorf("proto/%s is stale: run scripts/gen-proto.sh and commit the result", rel)
 		}
+		checked++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 4 {
+		t.Errorf("checked %d generated files, want every .pb.go (at least 4)", checked)
 	}
 }
