@@ -42,6 +42,7 @@ func commands() []command {
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
 		{"data", "check a split directory (data check DIR)", runData},
+		{"envserver", "serve an interactive environment (built-in text game, or an ALFWorld bridge)", runEnvServer},
 		{"loadtest", "dispatch no-op tasks through the queue and measure (operators, tests)", runLoadtest},
 		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, "skillfleet", version)

@@ -158,7 +158,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		client := pb.NewCoordinatorClient(cc)
-		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: prompts.New(nil)})
+		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
 			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x}))
 		wg.Add(1)
@@ -170,4 +170,13 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 		}()
 	}
 	return stop, nil
+}
+
+// promptSet is the optimizer prompts with every benchmark's analyst notes.
+func promptSet() *prompts.Set {
+	s := prompts.New(nil)
+	for name, notes := range registry.AnalystNotes() {
+		s.WithAnalystNotes(name, notes)
+	}
+	return s
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/backends"
-	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
@@ -86,7 +85,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		defer st.Close()
 		limiter = sharedLimiter(st.Limiter(), nil, log)
 	}
-	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: prompts.New(nil)})
+	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
 	if *optConc == 0 {
 		optConsumer = nil
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(docvqa.Name, entry{idFields: []string{"id", "questionId"}, files: []string{"*.csv"}, normalize: docvqa.Normalize,
+	register(docvqa.Name, entry{notes: (&docvqa.Env{}).AnalystNotes(), idFields: []string{"id", "questionId"}, files: []string{"*.csv"}, normalize: docvqa.Normalize,
 		newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 			var c docvqa.Config
 			if err := bench.DecodeConfig(cfg, &c); err != nil {

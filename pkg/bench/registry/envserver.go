@@ -12,7 +12,7 @@ const householdNotes = `Household-game failures usually fall into: (1) acting be
 
 func init() {
 	for _, name := range []string{"textgame", "alfworld"} {
-		register(name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
+		register(name, entry{notes: householdNotes, idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 			var c envserver.Config
 			if err := bench.DecodeConfig(cfg, &c); err != nil {
 				return nil, fmt.Errorf("%s benchmark config: %w", name, err)

@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(livemath.Name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
+	register(livemath.Name, entry{notes: (&livemath.Env{}).AnalystNotes(), idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 		var c livemath.Config
 		if err := bench.DecodeConfig(cfg, &c); err != nil {
 			return nil, fmt.Errorf("livemath benchmark config: %w", err)

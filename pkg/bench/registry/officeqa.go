@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(officeqa.Name, entry{idFields: []string{"id", "uid"}, files: []string{"*.csv", "*.json"}, normalize: officeqa.Normalize,
+	register(officeqa.Name, entry{notes: (&officeqa.Env{}).AnalystNotes(), idFields: []string{"id", "uid"}, files: []string{"*.csv", "*.json"}, normalize: officeqa.Normalize,
 		newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 			var c officeqa.Config
 			if err := bench.DecodeConfig(cfg, &c); err != nil {

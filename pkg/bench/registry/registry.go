@@ -22,6 +22,9 @@ type entry struct {
 	// normalize maps one raw item object to the benchmark's item schema.
 	normalize func(map[string]any) (map[string]any, error)
 	newEnv    func(cfg json.RawMessage) (bench.Env, error)
+	// notes are the benchmark's additions to the analyst prompts (its
+	// failure taxonomy).
+	notes string
 }
 
 // known holds every benchmark, filled by register calls in this package's
@@ -98,6 +101,17 @@ func LoadSplits(name, dir string, limit int) (*bench.Splits, error) {
 		return nil, fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return bench.LoadSplitDir(dir, LoadOptions(name, limit))
+}
+
+// AnalystNotes returns every benchmark's analyst-prompt additions by name.
+func AnalystNotes() map[string]string {
+	out := map[string]string{}
+	for name, e := range entries() {
+		if e.notes != "" {
+			out[name] = e.notes
+		}
+	}
+	return out
 }
 
 // Known reports whether a benchmark is registered.

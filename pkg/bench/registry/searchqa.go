@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(searchqa.Name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
+	register(searchqa.Name, entry{notes: (&searchqa.Env{}).AnalystNotes(), idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 		var c searchqa.Config
 		if err := bench.DecodeConfig(cfg, &c); err != nil {
 			return nil, fmt.Errorf("searchqa benchmark config: %w", err)

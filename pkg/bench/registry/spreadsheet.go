@@ -9,7 +9,7 @@ import (
 )
 
 func init() {
-	register(spreadsheet.Name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
+	register(spreadsheet.Name, entry{notes: (&spreadsheet.Env{}).AnalystNotes(), idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
 		var c spreadsheet.Config
 		if err := bench.DecodeConfig(cfg, &c); err != nil {
 			return nil, fmt.Errorf("spreadsheet benchmark config: %w", err)

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
+	envpb "github.com/skillfleet/skillfleet/proto/skillfleet/envserver/v1"
+)
+
+// runEnvServer serves the environment-server protocol: the built-in
+// household text game, or (with --bridge) a child process such as
+// scripts/alfworld_bridge.py.
+func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("envserver", "envserver [--listen ADDR] [--bridge] [-- CMD ARGS...]", stderr)
+	listen := fs.String("listen", "127.0.0.1:7070", "address to serve the environment-server protocol on (loopback unless you say otherwise)")
+	bridge := fs.Bool("bridge", false, "serve a bridge child process (the command after --, e.g. python3 scripts/alfworld_bridge.py) instead of the built-in text game")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	var srv envpb.EnvServerServer = textgame.NewServer()
+	what := "the built-in household text game"
+	if *bridge {
+		if fs.NArg() == 0 {
+			return usageError{errors.New("envserver --bridge: give the bridge command after --, e.g. -- python3 scripts/alfworld_bridge.py")}
+		}
+		br, err := envserver.StartBridge(ctx, fs.Args(), os.Environ())
+		if err != nil {
+			return err
+		}
+		defer br.Stop()
+		srv, what = br, "bridge "+fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("envserver: unexpected arguments %q (did you mean --bridge?)", fs.Args())}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", *listen, err)
+	}
+	fmt.Fprintf(stdout, "envserver: serving %s on %s\n", what, ln.Addr())
+	return textgame.Serve(ctx, ln, srv)
+}

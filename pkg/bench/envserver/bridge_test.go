@@ -1,0 +1,87 @@
+package envserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
+	"github.com/skillfleet/skillfleet/pkg/bench/registry"
+)
+
+// TestALFWorldBridge runs scripts/alfworld_bridge.py against a stand-in
+// of the textworld/alfworld API, serves it over the gRPC protocol, and
+// plays an ALFWorld item through the alfworld benchmark.
+func TestALFWorldBridge(t *testing.T) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("python3 not found")
+		}
+		t.Skip("python3 not found")
+	}
+	fake, _ := filepath.Abs("testdata/fakealfworld")
+	data, _ := filepath.Abs("testdata/alfdata")
+	script, _ := filepath.Abs("../../../scripts/alfworld_bridge.py")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	br, err := envserver.StartBridge(ctx, []string{python, script}, []string{"PYTHONPATH=" + fake, "ALFWORLD_DATA=" + data, "PATH=/usr/bin:/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer br.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- textgame.Serve(sctx, ln, br) }()
+	defer func() { stop(); <-done }()
+
+	cfg, _ := json.Marshal(map[string]any{"env_server": ln.Addr().String(), "max_steps": 10})
+	env, err := registry.New("alfworld", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]string{"id": "valid_seen:0000", "gamefile": "valid_seen/pick_and_place_simple-Mug-None-Cabinet-1/trial_1/game.tw-pddl"})
+	it := bench.Item{ID: "valid_seen:0000", Raw: raw}
+	m := acts("go to countertop 1", "dance", "take mug 1 from countertop 1", "go to cabinet 1", "put mug 1 in/on cabinet 1")
+	ep, err := env.Episode(ctx, m, bench.EpisodeRequest{Item: it, Skill: "s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Hard != 1 || ep.NTurns != 5 || ep.TaskType != "pick_and_place" {
+		t.Errorf("hard %v turns %d type %q reason %q", ep.Hard, ep.NTurns, ep.TaskType, ep.FailReason)
+	}
+	// The task text the bridge split off the intro, and the admissible
+	// actions from the batched infos, reach the prompt.
+	u := m.Requests[0].Messages[1].Content
+	if !strings.Contains(u, "Task: put some mug on cabinet.") || !strings.Contains(u, "go to countertop 1 | look") {
+		t.Errorf("first prompt:\n%s", u)
+	}
+	if !strings.Contains(m.Requests[2].Messages[1].Content, "> dance\nNothing happens.") {
+		t.Errorf("history does not show the failed action:\n%s", m.Requests[2].Messages[1].Content)
+	}
+	// An unknown game file is NOT_FOUND, naming it.
+	raw, _ = json.Marshal(map[string]string{"id": "x", "gamefile": "valid_seen/none/game.tw-pddl"})
+	if _, err := env.Episode(ctx, acts("look"), bench.EpisodeRequest{Item: bench.Item{ID: "x", Raw: raw}}); err == nil ||
+		!strings.Contains(err.Error(), "NotFound") || !strings.Contains(err.Error(), "valid_seen/none") {
+		t.Errorf("unknown game: %v", err)
+	}
+	// A dawdler runs out of steps (the fake ends the episode at 10).
+	ep, err = env.Episode(ctx, acts("look"), bench.EpisodeRequest{Item: it})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep.Hard != 0 || ep.FailReason == "" {
+		t.Errorf("dawdler: %+v", ep.FailReason)
+	}
+}

@@ -1,0 +1,2 @@
+class AlfredDemangler:
+    name = "demangler"

@@ -1,0 +1,3 @@
+class EnvInfos:
+    def __init__(self, **kw):
+        self.requested = kw
