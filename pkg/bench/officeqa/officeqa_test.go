@@ -49,7 +49,9 @@ func newEnv(t *testing.T, docs string) bench.Env {
 	return e
 }
 
-func call(id, name, args string) llm.ToolCall { return llm.ToolCall{ID: id, Name: name, Arguments: args} }
+func call(id, name, args string) llm.ToolCall {
+	return llm.ToolCall{ID: id, Name: name, Arguments: args}
+}
 
 // TestEpisodeWithThreeToolCalls: the agent globs, greps and reads, then
 // answers; each tool result fed back is what the tools return, and a
