@@ -22,6 +22,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -209,6 +210,15 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	s.RetryFailed = o.retryFailed
+	// The benchmark's own settings are checked here, before any call: in
+	// all-in-one mode a bad one is an error; with external workers (which
+	// may hold data this host does not) a warning.
+	if _, err := registry.New(cfg.Env.Name, s.BenchConfig); err != nil {
+		if o.workers != 0 {
+			return usageError{fmt.Errorf("config: %s: %w", cfg.File, err)}
+		}
+		log.Warn("benchmark settings do not work on this host; the workers must have what they need", "benchmark", cfg.Env.Name, "err", err)
+	}
 	prices, err := budgetPrices(o.prices, s)
 	if err != nil {
 		return usageError{err}
