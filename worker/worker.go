@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -147,6 +148,18 @@ func New(cfg Config, deps Deps) *Worker {
 
 // ID is the worker's id.
 func (w *Worker) ID() string { return w.cfg.ID }
+
+// Snapshot reports the worker's concurrency, its tasks in flight and their
+// ids (for a shared worker registry).
+func (w *Worker) Snapshot() (concurrency, inFlight int, running []string) {
+	w.mu.Lock()
+	for id := range w.running {
+		running = append(running, id)
+	}
+	w.mu.Unlock()
+	sort.Strings(running)
+	return w.cfg.Concurrency + w.cfg.OptimizerConcurrency, int(w.inFlight.Load()), running
+}
 
 // Completed is the number of tasks finished (acked) so far.
 func (w *Worker) Completed() int64 { return w.completed.Load() }

@@ -2,7 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -11,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/store/storetest"
 )
 
@@ -189,5 +194,92 @@ func TestRedisRestartMidRunKeepsDecisions(t *testing.T) {
 	// The outage was noticed (and survived), not missed.
 	if !strings.Contains(p.stderr.String(), "unreachable") {
 		t.Errorf("no warning about the unreachable store:\n%s", p.stderr.String())
+	}
+}
+
+// TestWorkerRegistryAndRunCounters: worker processes announce themselves
+// in the shared store (listed by the coordinator's /status), and the
+// coordinator publishes the run's totals as shared counters equal to
+// tokens.json.
+func TestWorkerRegistryAndRunCounters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	rs := storetest.RedisServer(t, storetest.TCP())
+	sim := simServer(t, "--latency", "20ms")
+	ns := queuetest.Start(t)
+	root := repoRoot(t)
+	dir := t.TempDir()
+	grpcAddr, health := freeAddr(t), freeAddr(t)
+	coord := start(t, "coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", dir,
+		"--nats", ns.URL(), "--grpc-addr", grpcAddr, "--health-addr", health, "--redis", rs.URL(), "--no-fsync",
+		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
+		"--set", "runtime.sim_llm=false", "--set", "model.target_base_url="+sim, "--set", "model.optimizer_base_url="+sim)
+	var workers []*proc
+	for range 2 {
+		workers = append(workers, start(t, "worker", "--nats", ns.URL(), "--coordinator", grpcAddr, "--redis", rs.URL(), "--concurrency", "16", "--log-level", "warn"))
+	}
+	// Both workers appear in the registry the coordinator's /status lists.
+	seen := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && seen < 2; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + health + "/status")
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Registry []struct {
+				ID          string `json:"id"`
+				Concurrency int    `json:"concurrency"`
+			} `json:"registry"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		seen = 0
+		for _, w := range st.Registry {
+			if w.Concurrency == 32 { // 16 rollout + 16 optimizer slots
+				seen++
+			}
+		}
+	}
+	if seen < 2 {
+		t.Fatalf("the registry never listed both workers\n%s", coord.stderr.String())
+	}
+	select {
+	case err := <-coord.done:
+		if err != nil {
+			t.Fatalf("coordinator: %v\n%s", err, coord.stderr.String())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatal("run did not finish")
+	}
+	var tok struct {
+		Total struct {
+			Calls int64 `json:"calls"`
+			Input int64 `json:"input_tokens"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "tokens.json")), &tok); err != nil {
+		t.Fatal(err)
+	}
+	run := strings.TrimSpace(string(readFile(t, filepath.Join(dir, "run_id"))))
+	st, err := redisstore.New(redisstore.Options{URL: rs.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	calls, _ := st.Counters().Get(ctx, "run:"+run+":calls")
+	in, _ := st.Counters().Get(ctx, "run:"+run+":input_tokens")
+	if calls != tok.Total.Calls || in != tok.Total.Input || calls == 0 {
+		t.Errorf("shared counters calls %d input %d; tokens.json %d / %d", calls, in, tok.Total.Calls, tok.Total.Input)
+	}
+	// A worker that stops leaves the registry at once.
+	for _, w := range workers {
+		_ = w.cmd.Process.Signal(os.Interrupt)
+		<-w.done
+	}
+	if list, err := st.Registry().List(ctx); err != nil || len(list) != 0 {
+		t.Errorf("registry after the workers stopped: %+v, %v", list, err)
 	}
 }

@@ -10,11 +10,15 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/store"
 )
 
 // serveHealth serves /healthz (liveness: the hub answers) and /status
 // (workers, pending and recorded tasks) on addr until ctx ends.
-func serveHealth(ctx context.Context, addr string, hub *coordinator.Hub, log *slog.Logger) (stop func(), err error) {
+//
+// With a shared store, /status also lists its worker registry: every
+// worker process announcing itself there, whichever coordinator it serves.
+func serveHealth(ctx context.Context, addr string, hub *coordinator.Hub, reg store.Registry, log *slog.Logger) (stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -23,13 +27,24 @@ func serveHealth(ctx context.Context, addr string, hub *coordinator.Hub, log *sl
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
+		st := map[string]any{
 			"workers":  hub.RPC.Workers(30 * time.Second),
 			"pending":  hub.D.Pending(),
 			"recorded": hub.D.Recorded(),
-		})
+		}
+		if reg != nil {
+			rctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+			list, err := reg.List(rctx)
+			cancel()
+			if err != nil {
+				st["registry_error"] = err.Error()
+			} else {
+				st["registry"] = list
+			}
+		}
+		_ = json.NewEncoder(w).Encode(st)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	usagepkg "github.com/skillfleet/skillfleet/pkg/usage"
+	"github.com/skillfleet/skillfleet/worker"
 )
 
 // leadRun takes the run's leader lease in the shared store: a coordinator
@@ -66,4 +68,80 @@ func leadRun(ctx context.Context, st *redisstore.Store, runID string, wait bool,
 		}
 	}
 	return fence, func() { cancel(); <-done }, nil
+}
+
+// announceWorker keeps a worker's entry in the shared registry fresh
+// (who is alive, what it runs, its concurrency) until ctx ends, then
+// removes it.
+func announceWorker(ctx context.Context, reg store.Registry, w *worker.Worker, log *slog.Logger) {
+	host, _ := os.Hostname()
+	const every, ttl = 5 * time.Second, 15 * time.Second
+	beat := func() {
+		conc, inFlight, running := w.Snapshot()
+		if len(running) > 64 {
+			running = running[:64]
+		}
+		hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := reg.Heartbeat(hctx, store.WorkerInfo{ID: w.ID(), Host: host, Concurrency: conc, InFlight: inFlight, Running: running}, ttl); err != nil && ctx.Err() == nil {
+			log.Debug("worker registry heartbeat failed", "err", err)
+		}
+	}
+	beat()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = reg.Remove(rctx, w.ID())
+			cancel()
+			return
+		case <-t.C:
+			beat()
+		}
+	}
+}
+
+// Counter names of a run in the shared store.
+func runCounter(run, name string) string { return "run:" + run + ":" + name }
+
+// publishCounters adds the run's task, call and token totals to the shared
+// counters every few seconds and once more when ctx ends, so every
+// process (and an operator with redis-cli) sees the run's spend.
+func publishCounters(ctx context.Context, c store.Counters, run string, total func() usagepkg.Totals, log *slog.Logger) (stop func()) {
+	var sent usagepkg.Totals
+	flush := func(fctx context.Context) {
+		now := total()
+		d := now.Sub(sent)
+		for name, v := range map[string]int64{"tasks": d.Tasks, "calls": d.Calls, "input_tokens": d.Input, "output_tokens": d.Output, "cache_hits": d.CacheHits} {
+			if v == 0 {
+				continue
+			}
+			if _, err := c.Incr(fctx, runCounter(run, name), v); err != nil {
+				log.Debug("shared counters not updated", "err", err)
+				return // retried, with the whole delta, next time
+			}
+		}
+		sent = now
+	}
+	done := make(chan struct{})
+	lctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				fctx, c2 := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
+				flush(fctx)
+				c2()
+				return
+			case <-t.C:
+				flush(lctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
+	usagepkg "github.com/skillfleet/skillfleet/pkg/usage"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -55,6 +56,8 @@ type trainOpts struct {
 	nats           natsFlags
 	noRolloutCache bool
 	leaseWait      bool
+	// registry, set when a shared store is in use, is listed by /status.
+	registry store.Registry
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -228,6 +231,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if shared != nil && !o.noRolloutCache {
 		cache = coordinator.RolloutCache(&s, store.Degrading(shared.Cache(), log))
 	}
+	if shared != nil {
+		o.registry = shared.Registry()
+	}
 	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, cache, log, stderr)
 	if err != nil {
 		return err
@@ -255,6 +261,10 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	tr.SetTelemetry(sess.tel.Tracer, sess.tel.Meters)
 	fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
 		cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), runDir)
+	if shared != nil {
+		stopCounters := publishCounters(ctx, shared.Counters(), runID, func() usagepkg.Totals { return tr.Accounting().Total() }, log)
+		defer stopCounters()
+	}
 	sum, err := tr.Run(ctx)
 	if err != nil {
 		return classifyRunError(err, runDir)
@@ -487,7 +497,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	}
 
 	if o.healthAddr != "" {
-		stop, err := serveHealth(ctx, o.healthAddr, hub, log)
+		stop, err := serveHealth(ctx, o.healthAddr, hub, o.registry, log)
 		if err != nil {
 			return nil, fmt.Errorf("--health-addr: %w", err)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
 )
@@ -77,6 +78,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	client := pb.NewCoordinatorClient(cc)
 	limiter := backends.NewLimiter(nil, nil)
+	var shared *redisstore.Store
 	if redisF.url != "" {
 		st, err := redisF.open(ctx, log)
 		if err != nil {
@@ -84,6 +86,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer st.Close()
 		limiter = sharedLimiter(st.Limiter(), nil, log)
+		shared = st
 	}
 	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
 	if *optConc == 0 {
@@ -101,6 +104,12 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		})}
 		go func() { _ = srv.ListenAndServe() }()
 		defer srv.Close()
+	}
+	if shared != nil {
+		actx, stopAnnounce := context.WithCancel(ctx)
+		announced := make(chan struct{})
+		go func() { announceWorker(actx, shared.Registry(), w, log); close(announced) }()
+		defer func() { stopAnnounce(); <-announced }()
 	}
 	fmt.Fprintf(stdout, "worker %s: pulling tasks from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, *coord, *conc)
 	return w.Run(ctx)
