@@ -60,3 +60,43 @@ func TestDataCheck(t *testing.T) {
 		t.Errorf("error does not list known benchmarks: %s", stderr.String())
 	}
 }
+
+// TestEstimateMakesNoCallAndWritesNothing: --estimate prints the stage
+// table for the demo config and creates no run directory.
+func TestEstimateMakesNoCallAndWritesNothing(t *testing.T) {
+	root := repoRoot(t)
+	out := filepath.Join(t.TempDir(), "never")
+	var stdout, stderr bytes.Buffer
+	t.Chdir(root)
+	if code := run([]string{"train", "--config", "configs/demo.yaml", "--out", out, "--estimate"}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("--estimate created the run dir")
+	}
+	// Demo: 60 train items, batch 20 → 3 steps an epoch, 3 epochs: 9 steps
+	// × 20 rollouts = 180; baseline = the 40 selection items; slow update
+	// after epochs 2 and 3: 2 × (2×20 + 1) = 82.
+	for _, want := range []string{"baseline", "rollout", "gate", "slow_update", "assumptions:"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+	fields := func(stage string) []string {
+		for _, l := range strings.Split(stdout.String(), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[0] == stage {
+				return f
+			}
+		}
+		return nil
+	}
+	if f := fields("rollout"); f == nil || f[3] != "180" {
+		t.Errorf("rollout row %q, want expected 180", f)
+	}
+	if f := fields("baseline"); f == nil || f[3] != "40" {
+		t.Errorf("baseline row %q, want 40", f)
+	}
+	if f := fields("slow_update"); f == nil || f[3] != "82" {
+		t.Errorf("slow_update row %q, want 82", f)
+	}
+}

@@ -56,6 +56,7 @@ type trainOpts struct {
 	nats           natsFlags
 	noRolloutCache bool
 	leaseWait      bool
+	estimate       bool
 	// registry, set when a shared store is in use, is listed by /status.
 	registry store.Registry
 }
@@ -82,6 +83,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	o.redis.register(fs, "the rollout cache shared across runs and the run's leader lease")
 	o.nats.register(fs)
 	fs.BoolVar(&o.noRolloutCache, "no-rollout-cache", false, "with --redis: do not read or fill the shared rollout cache")
+	fs.BoolVar(&o.estimate, "estimate", false, "print the expected calls, tokens and dollars per stage for the config, then exit without calling any model")
 	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 }
@@ -176,6 +178,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	}
 	for _, w := range cfg.Warnings {
 		log.Warn("config", "warning", w.String())
+	}
+	if o.estimate {
+		return estimate(o, cfg, stdout)
 	}
 	runDir, runID, err := runIdentity(cfg, o.out)
 	if err != nil {
