@@ -104,3 +104,25 @@ func EvalMessage(hard, soft float64, predicted, gold string) llm.Message {
 	}
 	return llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %s (hard %.3g, soft %.3g); predicted %q; gold answer %s", verdict, hard, soft, predicted, gold)}
 }
+
+// TargetRequest is a target call of an episode: its messages with the
+// request's model, sampling settings, timeout and the sample index as seed
+// (repeated samples of one item differ; a repeated call is reproducible).
+func TargetRequest(req EpisodeRequest, msgs []llm.Message) *llm.Request {
+	seed := int64(req.Sample)
+	return &llm.Request{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
+		MaxTokens: req.MaxTokens, Seed: &seed, Timeout: req.Timeout, Stage: "rollout"}
+}
+
+// FirstString returns the first of keys whose value in m is a non-empty
+// string once trimmed ("" when none is).
+func FirstString(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		if v, ok := m[k]; ok && v != nil {
+			if s := strings.TrimSpace(fmt.Sprint(v)); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}

@@ -57,16 +57,7 @@ func (e *Env) Name() string { return Name }
 // string) → answers, topic|category → task_type, and a "document_path:"
 // suffix of the question → image_path when that is empty.
 func Normalize(m map[string]any) (map[string]any, error) {
-	str := func(keys ...string) string {
-		for _, k := range keys {
-			if v, ok := m[k]; ok && v != nil {
-				if s := strings.TrimSpace(fmt.Sprint(v)); s != "" {
-					return s
-				}
-			}
-		}
-		return ""
-	}
+	str := func(keys ...string) string { return bench.FirstString(m, keys...) }
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
@@ -212,9 +203,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		}},
 	}
 	var rec bench.Recorder
-	seed := int64(req.Sample)
-	resp, err := rec.Chat(ctx, m, &llm.Request{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
-		MaxTokens: req.MaxTokens, Seed: &seed, Timeout: req.Timeout, Stage: "rollout"})
+	resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
 	if err != nil {
 		return rec.Failed(Name, req.Item.ID, err)
 	}

@@ -151,12 +151,10 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	var hist []stepLog
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: obs}}
 	won, done, steps, looks := false, false, 0, 0
-	seed := int64(req.Sample)
 	for steps < e.cfg.MaxSteps && !done {
 		steps++
 		user := e.prompt(req.Skill, task, obs, hist, acts)
-		resp, err := rec.Chat(ctx, m, &llm.Request{Model: req.Model, Temperature: req.Temperature, MaxTokens: req.MaxTokens, Seed: &seed,
-			Timeout: req.Timeout, Stage: "rollout", Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}})
+		resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}))
 		if err != nil {
 			return rec.Failed(e.name, req.Item.ID, err)
 		}

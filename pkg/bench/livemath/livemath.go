@@ -148,9 +148,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		{Role: llm.RoleUser, Content: e.Prompt(it, choices)},
 	}
 	var rec bench.Recorder
-	seed := int64(req.Sample)
-	resp, err := rec.Chat(ctx, m, &llm.Request{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
-		MaxTokens: req.MaxTokens, Seed: &seed, Timeout: req.Timeout, Stage: "rollout"})
+	resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
 	if err != nil {
 		return rec.Failed(Name, req.Item.ID, err)
 	}

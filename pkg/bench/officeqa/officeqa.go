@@ -62,16 +62,7 @@ type Item struct {
 
 // Normalize maps a CSV row or JSON item to the item schema.
 func Normalize(m map[string]any) (map[string]any, error) {
-	get := func(keys ...string) string {
-		for _, k := range keys {
-			if v, ok := m[k]; ok && v != nil {
-				if s := strings.TrimSpace(fmt.Sprint(v)); s != "" {
-					return s
-				}
-			}
-		}
-		return ""
-	}
+	get := func(keys ...string) string { return bench.FirstString(m, keys...) }
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
@@ -479,12 +470,12 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system + "\n\n" + bench.SkillSection(req.Skill)}, {Role: llm.RoleUser, Content: user}}
 	var rec bench.Recorder
-	seed := int64(req.Sample)
 	final, reason, turns, badCalls := "", "", 0, 0
 	for turns < e.cfg.MaxToolTurns {
 		turns++
-		resp, err := rec.Chat(ctx, m, &llm.Request{Model: req.Model, Messages: msgs, Tools: ToolSpecs, Temperature: req.Temperature,
-			MaxTokens: req.MaxTokens, Seed: &seed, Timeout: req.Timeout, Stage: "rollout"})
+		call := bench.TargetRequest(req, msgs)
+		call.Tools = ToolSpecs
+		resp, err := rec.Chat(ctx, m, call)
 		if err != nil {
 			return rec.Failed(Name, req.Item.ID, err)
 		}

@@ -262,12 +262,10 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		turns = e.cfg.MaxTurns
 	}
 	var rec bench.Recorder
-	seed := int64(req.Sample)
 	var code, reason, network string
 	passed, n := 0, 0
 	for turn := 1; turn <= turns; turn++ {
-		resp, err := rec.Chat(ctx, m, &llm.Request{Model: req.Model, Messages: msgs, Temperature: req.Temperature,
-			MaxTokens: req.MaxTokens, Seed: &seed, Timeout: req.Timeout, Stage: "rollout"})
+		resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
 		if err != nil {
 			return rec.Failed(Name, req.Item.ID, err)
 		}
