@@ -35,6 +35,9 @@ func leadRun(ctx context.Context, st *redisstore.Store, runID string, wait bool,
 		cancel()
 		<-done
 		var held *store.LeaseHeldError
+		if ctx.Err() != nil {
+			return nil, nil, codedError{exitStopped, errors.New("stopped while waiting for the run's leader lease (nothing was written)")}
+		}
 		if errors.As(err, &held) {
 			return nil, nil, codedError{exitLocked, fmt.Errorf("%w (shared store %s); or start this one with --lease-wait", err, st)}
 		}
