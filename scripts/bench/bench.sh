@@ -63,12 +63,23 @@ if [[ -n "$redis" ]]; then
   worker_extra=(--redis "redis://127.0.0.1:$redis_port/0")
 fi
 grpc_port=$(port)
+health_port=$(port)
 url="http://127.0.0.1:$sim_port/v1"
 SKILLFLEET_CPUPROFILE="$profile" /usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
-  --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --no-fsync --log-format json \
+  --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --health-addr "127.0.0.1:$health_port" --no-fsync --log-format json \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \
   --set model.optimizer_base_url="$url" --set model.target_base_url="$url" "${sets[@]}" >"$tmp/coord.out" 2>"$tmp/coord.err" &
 coord=$!
+if [[ "$tpm" != 0 ]]; then
+  # Once a second: the model server's token counts and the coordinator's
+  # outstanding tasks, to measure the limit's use while work is queued.
+  (while kill -0 "$coord" 2>/dev/null; do
+     s=$(curl -s "$url/stats" 2>/dev/null) && p=$(curl -s "http://127.0.0.1:$health_port/status" 2>/dev/null) &&
+       echo "$(date +%s.%N) $s $p" >>"$tmp/samples"
+     sleep 1
+   done) &
+  pids+=($!)
+fi
 per_conc=$((conc / workers)); per_oconc=$((oconc / workers))
 for i in $(seq "$workers"); do
   /usr/bin/time -f "%M" -o "$tmp/worker$i.time" "$bin" worker --nats "nats://127.0.0.1:$nats_port" \
@@ -95,6 +106,34 @@ if cpu:
     print("coordinator CPU per step: median %.0f ms, max %.0f ms over %d steps" % (1000 * cpu[len(cpu) // 2], 1000 * cpu[-1], len(cpu)))
 PY
 if [[ "$tpm" != 0 ]]; then
+  python3 - "$tmp/samples" "$tpm" <<'PY'
+import json, sys
+rows = []
+for line in open(sys.argv[1]):
+    t, rest = line.split(" ", 1)
+    dec = json.JSONDecoder()
+    s, i = dec.raw_decode(rest.strip())
+    p, _ = dec.raw_decode(rest.strip()[i:].strip())
+    rows.append((float(t), s["input_tokens"] + s["output_tokens"], s["input_tokens"], p.get("pending", 0)))
+tpm = float(sys.argv[2])
+uses, uses_in = [], []
+for a in range(len(rows)):
+    if rows[a][0] - rows[0][0] < 60:
+        continue  # the first minute spends the bucket's burst
+    for b in range(a + 1, len(rows)):
+        if rows[b][0] - rows[a][0] >= 60:
+            if all(r[3] > 0 for r in rows[a:b + 1]):
+                dt = rows[b][0] - rows[a][0]
+                uses.append((rows[b][1] - rows[a][1]) / dt * 60 / tpm)
+                uses_in.append((rows[b][2] - rows[a][2]) / dt * 60 / tpm)
+            break
+if uses:
+    uses.sort(); uses_in.sort()
+    print("tpm use while work was queued (60 s windows after the first minute, %d windows): input+output median %.1f%%, min %.1f%%; input only median %.1f%%"
+          % (len(uses), 100 * uses[len(uses) // 2], 100 * uses[0], 100 * uses_in[len(uses_in) // 2]))
+else:
+    print("tpm use while queued: no full 60 s window with work queued after the first minute")
+PY
   curl -s "$url/stats" | python3 -c "import json,sys; s=json.load(sys.stdin); t=$tpm; w=$wall; i=s['input_tokens']; print('tpm use: %d input tokens in %.1fs = %.0f/min against %d; beyond the first minute\'s burst: %.1f%% of the limit' % (i, w, i/w*60, t, 100*(i-t)/(t*w/60)))"
 fi
 for i in $(seq "$workers"); do
