@@ -30,9 +30,10 @@ func NewAccounting() *Accounting {
 	return &Accounting{by: map[acctKey]*Totals{}, seen: map[string]struct{}{}}
 }
 
-// Add counts one task result. A result whose task id was counted before
-// only counts as reused.
-func (a *Accounting) Add(stage, role, model string, res *pb.Result) {
+// Add counts one task result and reports whether it was counted for the
+// first time: a result whose task id was counted before only counts as
+// reused.
+func (a *Accounting) Add(stage, role, model string, res *pb.Result) (first bool) {
 	if id := res.GetTaskId(); id != "" {
 		a.mu.Lock()
 		_, dup := a.seen[id]
@@ -40,13 +41,13 @@ func (a *Accounting) Add(stage, role, model string, res *pb.Result) {
 		a.mu.Unlock()
 		if dup {
 			a.addTotals(acctKey{stage, role, model}, Totals{Reused: 1})
-			return
+			return false
 		}
 	}
 	model, d := usageTotals(model, res)
 	if res.GetCached() {
 		a.addTotals(acctKey{stage, role, model}, Totals{CacheHits: 1, SavedCalls: d.Calls, SavedInput: d.Input, SavedOutput: d.Output})
-		return
+		return true
 	}
 	d.Tasks = 1
 	if res.GetOutcome() != pb.Outcome_OUTCOME_OK {
@@ -56,6 +57,7 @@ func (a *Accounting) Add(stage, role, model string, res *pb.Result) {
 		d.InvalidReply = 1
 	}
 	a.addTotals(acctKey{stage, role, model}, d)
+	return true
 }
 
 func (a *Accounting) addTotals(k acctKey, d Totals) {

@@ -451,11 +451,10 @@ func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
 	default:
 		model = t.s.Optimizer.GetModel()
 	}
-	if res.GetCached() && t.meters != nil {
+	if first := t.acct.Add(stage, role, model, res); first && res.GetCached() && t.meters != nil {
 		u := res.GetUsage()
 		t.meters.RecordCacheHit(context.Background(), queue.KindOf(task), u.GetInputTokens()+u.GetOutputTokens())
 	}
-	t.acct.Add(stage, role, model, res)
 }
 
 // measureSel scores a skill on the selection split, with early stop against
