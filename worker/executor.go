@@ -293,6 +293,9 @@ func failure(err error) *pb.Result {
 		o = pb.Outcome_OUTCOME_CANCELLED
 	case llm.KindInvalidReply:
 		o = pb.Outcome_OUTCOME_INVALID_REPLY
+	case llm.KindInvalidRequest:
+		// Sending the same request again gets the same answer.
+		o = pb.Outcome_OUTCOME_BAD_TASK
 	}
 	r := &pb.Result{Outcome: o, Error: err.Error()}
 	// A retried call that finally failed still made (and may have paid

@@ -26,3 +26,25 @@ func TestFailureKeepsTheUsageOfFailedAttempts(t *testing.T) {
 		t.Errorf("plain server error = %v, want MODEL_ERROR without usage", r)
 	}
 }
+
+// TestFailureOutcomes: the outcome decides whether a task is delivered
+// again; a request the provider rejected as invalid never is.
+func TestFailureOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		kind  llm.ErrorKind
+		want  pb.Outcome
+		again bool
+	}{
+		{llm.KindRateLimited, pb.Outcome_OUTCOME_RATE_LIMITED, true},
+		{llm.KindTimeout, pb.Outcome_OUTCOME_TIMEOUT, true},
+		{llm.KindServer, pb.Outcome_OUTCOME_MODEL_ERROR, true},
+		{llm.KindAuth, pb.Outcome_OUTCOME_MODEL_ERROR, true}, // another worker may hold a working key
+		{llm.KindInvalidReply, pb.Outcome_OUTCOME_INVALID_REPLY, true},
+		{llm.KindInvalidRequest, pb.Outcome_OUTCOME_BAD_TASK, false},
+	} {
+		r := failure(fmt.Errorf("item 3: %w", &llm.Error{Kind: tc.kind, Status: 400}))
+		if r.GetOutcome() != tc.want || retryable(r.GetOutcome()) != tc.again {
+			t.Errorf("%v: outcome %v (delivered again: %v), want %v (%v)", tc.kind, r.GetOutcome(), retryable(r.GetOutcome()), tc.want, tc.again)
+		}
+	}
+}

@@ -41,7 +41,9 @@ const (
 	// The model answered but the reply could not be used (unparsable JSON, wrong schema).
 	Outcome_OUTCOME_INVALID_REPLY Outcome = 5
 	Outcome_OUTCOME_CANCELLED     Outcome = 6
-	// The task message itself was malformed; it is terminated, never retried.
+	// The task cannot succeed as given: its message was malformed, or the
+	// provider rejected the request itself as invalid (HTTP 400, 404, 413,
+	// 422). It is terminated, never retried.
 	Outcome_OUTCOME_BAD_TASK Outcome = 7
 )
 
