@@ -144,12 +144,11 @@ func (r *reporter) recv(s pb.Coordinator_ReportClient) {
 // broken forgets a failed stream and wakes everyone waiting on it.
 func (r *reporter) broken(s pb.Coordinator_ReportClient) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.stream != s {
+		r.mu.Unlock()
 		return
 	}
 	r.stream = nil
-	_ = s.CloseSend()
 	for id, ws := range r.waiters {
 		for _, ch := range ws {
 			select {
@@ -159,6 +158,11 @@ func (r *reporter) broken(s pb.Coordinator_ReportClient) {
 		}
 		delete(r.waiters, id)
 	}
+	r.mu.Unlock()
+	// CloseSend must not run while another goroutine sends on the stream.
+	r.sendMu.Lock()
+	_ = s.CloseSend()
+	r.sendMu.Unlock()
 }
 
 func (r *reporter) close() {
