@@ -242,3 +242,43 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheSavingsLine: a run that reused rollouts from the shared cache
+// says how many and what they saved; a run that did not says nothing.
+func TestCacheSavingsLine(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "demo"))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "tokens.json")
+	var tok map[string]any
+	data, _ := os.ReadFile(path)
+	if err := json.Unmarshal(data, &tok); err != nil {
+		t.Fatal(err)
+	}
+	gate := tok["by_stage"].(map[string]any)["gate"].(map[string]any)
+	gate["cache_hits"], gate["saved_calls"], gate["saved_input_tokens"], gate["saved_output_tokens"] = 120, 120, 30000, 3120
+	data, _ = json.Marshal(tok)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Load(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := r.WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	// 30,000 + 3,120 = 33,120 tokens.
+	if want := "rollout cache: 120 results reused from earlier runs, saving 120 calls and 33,120 tokens"; !strings.Contains(buf.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, buf.String())
+	}
+	buf.Reset()
+	if err := setup(t, "demo").WriteText(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "rollout cache") {
+		t.Error("a run without cache hits mentions the cache")
+	}
+}

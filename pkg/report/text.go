@@ -79,6 +79,10 @@ func (r *Report) WriteText(w io.Writer) error {
 			p("%-16s %7s %6s %7s %5s %12s %11s %11s %10s\n", s.Stage, count(s.Calls), count(s.FailedCalls), count(s.Retries), count(s.RateLimited),
 				count(s.Input), count(s.CacheRead), count(s.Output), r.usd(s))
 		}
+		if total.CacheHits > 0 {
+			p("\nrollout cache: %s results reused from earlier runs, saving %s calls and %s tokens\n",
+				count(total.CacheHits), count(total.SavedCalls), count(total.SavedInput+total.SavedOutput))
+		}
 		if r.Tokens != nil && len(r.Tokens.Rows) > 0 {
 			p("\nby model\n")
 			type m struct {
