@@ -1,9 +1,6 @@
 package registry
 
 import (
-	"encoding/json"
-	"fmt"
-
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver"
 )
@@ -12,12 +9,7 @@ const householdNotes = `Household-game failures usually fall into: (1) acting be
 
 func init() {
 	for _, name := range []string{"textgame", "alfworld"} {
-		register(name, entry{notes: householdNotes, idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
-			var c envserver.Config
-			if err := bench.DecodeConfig(cfg, &c); err != nil {
-				return nil, fmt.Errorf("%s benchmark config: %w", name, err)
-			}
-			return envserver.New(name, c, householdNotes)
-		}})
+		register(name, entry{notes: householdNotes, idFields: []string{"id"},
+			newEnv: configured(name, func(c envserver.Config) (bench.Env, error) { return envserver.New(name, c, householdNotes) })})
 	}
 }

@@ -127,3 +127,15 @@ func IDFields(name string) []string {
 	}
 	return []string{"id"}
 }
+
+// configured returns a constructor that decodes a benchmark's config JSON
+// into its config type C and builds the benchmark from it.
+func configured[C any](name string, build func(C) (bench.Env, error)) func(json.RawMessage) (bench.Env, error) {
+	return func(cfg json.RawMessage) (bench.Env, error) {
+		var c C
+		if err := bench.DecodeConfig(cfg, &c); err != nil {
+			return nil, fmt.Errorf("%s benchmark config: %w", name, err)
+		}
+		return build(c)
+	}
+}
