@@ -40,25 +40,11 @@ func register(name string, e entry) {
 }
 
 func init() {
-	register(sim.Name, entry{idFields: []string{"id"}, newEnv: func(cfg json.RawMessage) (bench.Env, error) {
-		var c sim.Config
-		if err := decode(cfg, &c); err != nil {
-			return nil, fmt.Errorf("sim benchmark config: %w", err)
-		}
-		return sim.New(c), nil
-	}})
+	register(sim.Name, entry{idFields: []string{"id"},
+		newEnv: configured(sim.Name, func(c sim.Config) (bench.Env, error) { return sim.New(c), nil })})
 }
 
 func entries() map[string]entry { return known }
-
-// decode reads the benchmark's own keys from the env JSON, ignoring the
-// generic env keys every benchmark receives.
-func decode(cfg json.RawMessage, dst any) error {
-	if len(cfg) == 0 {
-		return nil
-	}
-	return json.Unmarshal(cfg, dst)
-}
 
 // Names lists the known benchmarks.
 func Names() []string {
