@@ -71,7 +71,8 @@ type Config struct {
 	ChoicesField string `json:"choices_field"`
 	// ScorerCommand is the command scorer's argv: the answer on stdin,
 	// SKILLFLEET_GOLD and SKILLFLEET_ITEM (JSON) in its environment; it
-	// prints a score in [0, 1], or "hard soft".
+	// prints a score in [0, 1], or "hard soft". A failing command or any
+	// other output is an error naming the item.
 	ScorerCommand []string `json:"scorer_command"`
 	// ScorerTimeout bounds one command (default 30s).
 	ScorerTimeout string `json:"scorer_timeout"`
@@ -224,6 +225,10 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if err != nil {
 		return nil, err
 	}
+	g, err := e.check(item, golds)
+	if err != nil {
+		return nil, fmt.Errorf("jsonl item %s: %w", req.Item.ID, err)
+	}
 	sys := cmp.Or(e.cfg.SystemPrompt, defaultSystem) + "\n\n" + bench.SkillSection(req.Skill)
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}
 	var rec bench.Recorder
@@ -233,7 +238,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	}
 	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
 	answer := e.extract(resp.Content)
-	hard, soft, reason, err := e.score(ctx, m, &rec, req, item, user, answer, golds)
+	hard, soft, reason, err := e.score(ctx, m, &rec, req, item, user, answer, g)
 	if err != nil {
 		return rec.Failed(Name, req.Item.ID, err)
 	}
@@ -260,14 +265,74 @@ func passFail(ok bool) (float64, float64) {
 	return 0, 0
 }
 
+// gold is an item's golds, read for the configured scorer.
+type gold struct {
+	texts   []string
+	nums    []float64        // numeric
+	res     []*regexp.Regexp // regex (the golds as patterns, or scorer_pattern)
+	choices []score.Choice   // choice
+	labels  []string         // choice: the golds' labels
+}
+
+// check reads the item's golds for the scorer before the model is called:
+// a numeric gold without a number, a gold that is not a valid pattern, or
+// choices the golds name none of are errors in the item, not 0 scores.
+func (e *Env) check(item map[string]any, golds []string) (*gold, error) {
+	g := &gold{texts: golds}
+	field := "field " + strconv.Quote(e.cfg.AnswerField)
+	switch e.cfg.Scorer {
+	case ScorerNumeric:
+		for _, t := range golds {
+			if v, ok := ParseNumber(t); ok {
+				g.nums = append(g.nums, v)
+			}
+		}
+		if len(g.nums) == 0 {
+			return nil, fmt.Errorf("%s: no number in %q (scorer numeric)", field, golds)
+		}
+	case ScorerRegex:
+		if e.pattern != nil {
+			g.res = []*regexp.Regexp{e.pattern}
+			break
+		}
+		for _, t := range golds {
+			re, err := regexp.Compile(t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q is not a valid pattern (scorer regex): %v", field, t, err)
+			}
+			g.res = append(g.res, re)
+		}
+	case ScorerChoice:
+		choices, err := choicesOf(item[e.cfg.ChoicesField])
+		if err != nil {
+			return nil, fmt.Errorf("field %q (env.choices_field): %w", e.cfg.ChoicesField, err)
+		}
+		g.choices = choices
+		for _, t := range golds {
+			if l, ok := score.ChoiceLabel(t, choices); ok {
+				g.labels = append(g.labels, l)
+			}
+		}
+		if len(g.labels) == 0 {
+			return nil, fmt.Errorf("%s: %q names none of the choices (scorer choice)", field, golds)
+		}
+	}
+	return g, nil
+}
+
 // score applies the configured scorer. An error is an infrastructure
-// failure (the judge's model call failed); a scorer that cannot read its
-// input scores 0 with a reason.
-func (e *Env) score(ctx context.Context, m llm.Model, rec *bench.Recorder, req bench.EpisodeRequest, item map[string]any, question, answer string, golds []string) (hard, soft float64, reason string, err error) {
+// failure (the judge's model call failed, the scorer command is broken); an
+// answer the scorer cannot read scores 0 with a reason.
+func (e *Env) score(ctx context.Context, m llm.Model, rec *bench.Recorder, req bench.EpisodeRequest, item map[string]any, question, answer string, g *gold) (hard, soft float64, reason string, err error) {
+	golds := g.texts
 	wrong := func() string { return fmt.Sprintf("%s: predicted '%s' but expected %q", e.cfg.Scorer, answer, golds) }
 	switch e.cfg.Scorer {
 	case ScorerExact:
-		hard, soft = passFail(slices.Contains(golds, strings.TrimSpace(answer)))
+		for _, t := range golds {
+			if strings.TrimSpace(t) == strings.TrimSpace(answer) {
+				hard, soft = 1, 1
+			}
+		}
 	case ScorerNormalized:
 		hard, soft = passFail(score.ExactMatch(answer, golds) == 1)
 	case ScorerF1:
@@ -280,42 +345,27 @@ func (e *Env) score(ctx context.Context, m llm.Model, rec *bench.Recorder, req b
 		if !ok {
 			return 0, 0, fmt.Sprintf("numeric: no number in the answer '%s'", answer), nil
 		}
-		for _, g := range golds {
-			if gv, ok := ParseNumber(g); ok && math.Abs(a-gv) <= e.cfg.ToleranceAbs+e.cfg.ToleranceRel*math.Abs(gv) {
+		for _, gv := range g.nums {
+			if math.Abs(a-gv) <= e.cfg.ToleranceAbs+e.cfg.ToleranceRel*math.Abs(gv) {
 				hard, soft = 1, 1
 			}
 		}
 	case ScorerRegex:
-		for _, g := range golds {
-			re := e.pattern
-			if re == nil {
-				var cerr error
-				if re, cerr = regexp.Compile(g); cerr != nil {
-					return 0, 0, fmt.Sprintf("regex: gold %q is not a valid pattern: %v", g, cerr), nil
-				}
-			}
+		for _, re := range g.res {
 			if re.MatchString(strings.TrimSpace(answer)) {
 				hard, soft = 1, 1
 			}
 		}
 	case ScorerChoice:
-		choices, cerr := choicesOf(item[e.cfg.ChoicesField])
-		if cerr != nil {
-			return 0, 0, "", fmt.Errorf("env.choices_field %q: %w", e.cfg.ChoicesField, cerr)
-		}
-		label, ok := score.ChoiceLabel(answer, choices)
+		label, ok := score.ChoiceLabel(answer, g.choices)
 		if !ok {
 			return 0, 0, fmt.Sprintf("choice: '%s' names no choice", answer), nil
 		}
-		for _, g := range golds {
-			if gl, ok := score.ChoiceLabel(g, choices); ok && gl == label {
-				hard, soft = 1, 1
-			}
-		}
+		hard, soft = passFail(slices.Contains(g.labels, label))
 	case ScorerCommand:
-		h, s, r := e.runCommand(ctx, item, answer, golds)
-		if r != "" {
-			return 0, 0, r, nil
+		h, s, cerr := e.runCommand(ctx, item, answer, golds)
+		if cerr != nil {
+			return 0, 0, "", cerr
 		}
 		hard, soft = h, s
 	case ScorerJudge:
@@ -369,9 +419,11 @@ func choicesOf(v any) ([]score.Choice, error) {
 	return out, nil
 }
 
-// runCommand runs the scoring command; reason is set when its output
-// cannot be used (the item then scores 0).
-func (e *Env) runCommand(ctx context.Context, item map[string]any, answer string, golds []string) (hard, soft float64, reason string) {
+// runCommand runs the scoring command. A command that fails (non-zero
+// exit, timeout) or prints anything but one or two scores in [0, 1] is an
+// error: the scorer is broken, not the answer (a wrong or unreadable
+// answer is the command's to score 0).
+func (e *Env) runCommand(ctx context.Context, item map[string]any, answer string, golds []string) (hard, soft float64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, e.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, e.cfg.ScorerCommand[0], e.cfg.ScorerCommand[1:]...)
@@ -386,28 +438,32 @@ func (e *Env) runCommand(ctx context.Context, item map[string]any, answer string
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if err != nil {
-		return 0, 0, fmt.Sprintf("scorer command failed: %v: %s", err, strings.TrimSpace(stderr.String()))
+	if ctx.Err() == context.DeadlineExceeded {
+		return 0, 0, fmt.Errorf("env.scorer_command timed out after %s", e.timeout)
 	}
-	f := strings.Fields(string(out))
+	if err != nil {
+		return 0, 0, fmt.Errorf("env.scorer_command failed: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	printed := strings.TrimSpace(string(out))
+	f := strings.Fields(printed)
 	if len(f) != 1 && len(f) != 2 {
-		return 0, 0, fmt.Sprintf("scorer command printed %q, want a score or \"hard soft\"", strings.TrimSpace(string(out)))
+		return 0, 0, fmt.Errorf("env.scorer_command printed %q, want a score in [0, 1] or \"hard soft\"", printed)
 	}
 	vals := make([]float64, len(f))
 	for i, s := range f {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || v < 0 || v > 1 || math.IsNaN(v) {
-			return 0, 0, fmt.Sprintf("scorer command printed %q, want numbers in [0, 1]", strings.TrimSpace(string(out)))
+			return 0, 0, fmt.Errorf("env.scorer_command printed %q, want numbers in [0, 1]", printed)
 		}
 		vals[i] = v
 	}
 	if len(vals) == 2 {
-		return vals[0], vals[1], ""
+		return vals[0], vals[1], nil
 	}
 	if vals[0] >= e.threshold() {
-		return 1, vals[0], ""
+		return 1, vals[0], nil
 	}
-	return 0, vals[0], ""
+	return 0, vals[0], nil
 }
 
 const judgeSystem = `You grade an answer against a reference. Follow the rubric. Reply with JSON only: {"score": <a number from 0 to 1>, "reason": "<one sentence>"}.`
@@ -434,8 +490,9 @@ func (e *Env) judge(ctx context.Context, m llm.Model, rec *bench.Recorder, req b
 		}
 	}
 	if m := judgeNumber.FindStringSubmatch(text); m != nil {
-		s, _ := strconv.ParseFloat(m[1], 64)
-		return s, "", nil
+		if s, err := strconv.ParseFloat(m[1], 64); err == nil && s >= 0 && s <= 1 {
+			return s, "", nil
+		}
 	}
 	return 0, "judge reply unparseable", nil
 }

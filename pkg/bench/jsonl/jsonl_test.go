@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/benchtest"
 	"github.com/skillfleet/skillfleet/pkg/bench/jsonl"
+	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
@@ -111,21 +113,44 @@ if [ "$ans" = "$gold" ]; then echo 1; else echo "0 0.25"; fi
 	if ep := run(t, e, its["q1"], "<answer>41</answer>"); ep.Hard != 0 || ep.Soft != 0.25 {
 		t.Errorf("wrong answer: hard %v soft %v", ep.Hard, ep.Soft)
 	}
-	// A failing command scores 0 and says why (here: the item check fails for q2).
-	if ep := run(t, e, its["q2"], "<answer>x</answer>"); ep.Hard != 0 || !strings.Contains(ep.FailReason, "no item") {
-		t.Errorf("failing command: %+v", ep)
+	// A broken scorer is an error naming the item, not a 0 score: here
+	// the script's item check fails for q2 (exit 3, "no item" on stderr).
+	fails := func(e bench.Env, id, want string) {
+		t.Helper()
+		m := benchtest.Text("<answer>x</answer>")
+		ep, err := e.Episode(context.Background(), m, bench.EpisodeRequest{Item: its[id]})
+		if err == nil || !strings.Contains(err.Error(), "jsonl item "+id) || !strings.Contains(err.Error(), want) {
+			t.Errorf("broken scorer on %s: err %v, want it to name the item and %q", id, err, want)
+		}
+		// The target call (10 in, 5 out) is still accounted for.
+		if ep == nil || ep.Usage.InputTokens != 10 || ep.Calls != 1 {
+			t.Errorf("broken scorer on %s: partial episode %+v", id, ep)
+		}
 	}
+	fails(e, "q2", "no item")
 	bad := filepath.Join(dir, "bad.sh")
 	_ = os.WriteFile(bad, []byte("#!/bin/sh\necho lots\n"), 0o755)
-	e = env(t, `{"scorer":"command","scorer_command":["`+bad+`"]}`)
-	if ep := run(t, e, its["q1"], "x"); !strings.Contains(ep.FailReason, "want numbers") {
-		t.Errorf("garbage output: %q", ep.FailReason)
-	}
+	fails(env(t, `{"scorer":"command","scorer_command":["`+bad+`"]}`), "q1", "want numbers")
+	many := filepath.Join(dir, "many.sh")
+	_ = os.WriteFile(many, []byte("#!/bin/sh\necho 1 1 1\n"), 0o755)
+	fails(env(t, `{"scorer":"command","scorer_command":["`+many+`"]}`), "q1", `"hard soft"`)
 	slow := filepath.Join(dir, "slow.sh")
 	_ = os.WriteFile(slow, []byte("#!/bin/sh\nsleep 5\necho 1\n"), 0o755)
-	e = env(t, `{"scorer":"command","scorer_command":["`+slow+`"],"scorer_timeout":"200ms"}`)
-	if ep := run(t, e, its["q1"], "x"); ep.Hard != 0 || !strings.Contains(ep.FailReason, "failed") {
-		t.Errorf("timed-out command: %+v", ep)
+	start := time.Now()
+	fails(env(t, `{"scorer":"command","scorer_command":["`+slow+`"],"scorer_timeout":"200ms"}`), "q1", "timed out after 200ms")
+	// The sleeping child is killed with its process group, not waited for.
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("timed-out scorer took %v", d)
+	}
+	// A single score below the threshold is soft only; with
+	// hard_threshold 0.5, 0.6 passes.
+	half := filepath.Join(dir, "half.sh")
+	_ = os.WriteFile(half, []byte("#!/bin/sh\necho 0.6\n"), 0o755)
+	if ep := run(t, env(t, `{"scorer":"command","scorer_command":["`+half+`"]}`), its["q1"], "x"); ep.Hard != 0 || ep.Soft != 0.6 {
+		t.Errorf("0.6 at threshold 1: hard %v soft %v", ep.Hard, ep.Soft)
+	}
+	if ep := run(t, env(t, `{"scorer":"command","scorer_command":["`+half+`"],"hard_threshold":0.5}`), its["q1"], "x"); ep.Hard != 1 || ep.Soft != 0.6 {
+		t.Errorf("0.6 at threshold 0.5: hard %v soft %v", ep.Hard, ep.Soft)
 	}
 }
 
@@ -141,6 +166,9 @@ func TestJudge(t *testing.T) {
 		{"0.5", 0, 0.5, "judge"},
 		{"I like it", 0, 0, "judge reply unparseable"},
 		{`{"score": 7}`, 0, 0, "judge reply unparseable"},
+		// A bare number must lie in [0, 1] too.
+		{"1.5", 0, 0, "judge reply unparseable"},
+		{"```json\n{\"score\": 1}\n```", 1, 1, ""},
 	} {
 		m := &benchtest.Scripted{Replies: []*llm.Response{{Content: "<answer>rain on the roof</answer>"}, {Content: tc.judge}}}
 		ep, err := e.Episode(context.Background(), m, bench.EpisodeRequest{Item: its["q5"], Skill: "s", Model: "target-1"})
@@ -201,4 +229,79 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestSplitDirThroughRegistry: the split dir fixture loads the way a run
+// reads it (train/val as JSONL, test as {"data": [...]}), and an episode
+// built from the registry renders the template, carries the skill and the
+// system prompt, and scores with the configured scorer.
+func TestSplitDirThroughRegistry(t *testing.T) {
+	s, err := registry.LoadSplits(jsonl.Name, "testdata/split", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Train) != 3 || len(s.Val) != 2 || len(s.Test) != 2 || s.Test[1].ID != "s2" || s.Test[1].TaskType != "percent" {
+		t.Fatalf("splits: %d/%d/%d, test[1] %+v", len(s.Train), len(s.Val), len(s.Test), s.Test[1])
+	}
+	e, err := registry.New(jsonl.Name, json.RawMessage(`{"name":"jsonl","split_dir":"testdata/split","scorer":"numeric",
+		"system_prompt":"You are a careful calculator.","prompt_template":"Problem ({{.task_type}}): {{.question}}","unknown_shared_key":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := benchtest.Text("60/50 = 1.2, so the rise is\n<answer>20%</answer>")
+	ep, err := e.Episode(context.Background(), m, bench.EpisodeRequest{Item: s.Test[1], Skill: "Show the ratio first.", Model: "m"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last <answer> is "20%"; its last number 20 equals the first gold "20".
+	if ep.Hard != 1 || ep.Soft != 1 || ep.Answer != "20%" || ep.TaskType != "percent" || ep.NTurns != 1 {
+		t.Errorf("episode: %+v", ep)
+	}
+	req := m.Last()
+	if sys := req.Messages[0].Content; !strings.HasPrefix(sys, "You are a careful calculator.") || !strings.Contains(sys, "## Skill") || !strings.Contains(sys, "Show the ratio first.") {
+		t.Errorf("system prompt %q", sys)
+	}
+	if got := req.Messages[1].Content; got != "Problem (percent): A price rises from $50 to $60. By what percent did it rise?" {
+		t.Errorf("user prompt %q", got)
+	}
+	if last := ep.Messages[len(ep.Messages)-1]; last.Role != llm.RoleSystem || !strings.Contains(last.Content, `["20","20%"]`) {
+		t.Errorf("evaluation message %+v", last)
+	}
+}
+
+// TestItemErrorsBeforeTheCall: golds the scorer cannot use are errors
+// naming the item and the field, found before the target is called.
+func TestItemErrorsBeforeTheCall(t *testing.T) {
+	for _, tc := range []struct{ cfg, item, want string }{
+		{`{"scorer":"numeric"}`, `{"id":"n1","question":"q","answer":"many"}`, `item n1: field "answer": no number`},
+		{`{"scorer":"regex"}`, `{"id":"r1","question":"q","answer":"(unclosed"}`, `item r1: field "answer": "(unclosed" is not a valid pattern`},
+		{`{"scorer":"choice"}`, `{"id":"c1","question":"q","choices":["x","y"],"answer":"Q"}`, `item c1: field "answer": ["Q"] names none of the choices`},
+		{`{"scorer":"choice","choices_field":"options"}`, `{"id":"c2","question":"q","answer":"A"}`, `item c2: field "options" (env.choices_field)`},
+		{`{}`, `{"id":"e1","question":"q","answer":[]}`, `item e1: "answer" is an empty list`},
+		{`{}`, `{"id":"e2","question":"q"}`, `item e2: no "answer" field`},
+		{`{}`, `{"id":"e3","text":"q","answer":"1"}`, `item e3: no question, prompt or input field`},
+		{`{}`, `["not an object"]`, `item x:`},
+	} {
+		m := benchtest.Text("<answer>1</answer>")
+		_, err := env(t, tc.cfg).Episode(context.Background(), m, bench.EpisodeRequest{Item: bench.Item{ID: idOf(tc.item), Raw: json.RawMessage(tc.item)}})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s %s: err %v, want %q", tc.cfg, tc.item, err, tc.want)
+		}
+		if m.Calls() != 0 {
+			t.Errorf("%s: the target was called for a bad item", tc.item)
+		}
+	}
+	// Exact compares trimmed strings on both sides: gold " 42 " matches "42".
+	it := bench.Item{ID: "w", Raw: json.RawMessage(`{"id":"w","question":"q","answer":" 42 "}`)}
+	if ep := run(t, env(t, `{"scorer":"exact"}`), it, "<answer>42</answer>"); ep.Hard != 1 {
+		t.Errorf("exact with a padded gold: %+v", ep)
+	}
+}
+
+func idOf(raw string) string {
+	var f struct{ ID string }
+	if json.Unmarshal([]byte(raw), &f) != nil || f.ID == "" {
+		return "x"
+	}
+	return f.ID
 }

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
@@ -60,34 +61,42 @@ type Item struct {
 	SourceDocs  []string `json:"source_docs,omitempty"`
 }
 
-// Normalize maps a CSV row or JSON item to the item schema.
+// Normalize maps a CSV row or JSON item to the item schema; an error names
+// the item's id (when it has one) and the field.
 func Normalize(m map[string]any) (map[string]any, error) {
 	get := func(keys ...string) string { return bench.FirstString(m, keys...) }
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
 	}
-	out["id"] = get("uid", "id")
+	id := get("uid", "id")
+	out["id"] = id
+	bad := func(format string, a ...any) error {
+		if id == "" {
+			return fmt.Errorf(format, a...)
+		}
+		return fmt.Errorf("item %s: "+format, append([]any{id}, a...)...)
+	}
 	if out["question"] = get("question"); out["question"] == "" {
-		return nil, errors.New("question: empty")
+		return nil, bad("question: empty")
 	}
 	if out["ground_truth"] = get("ground_truth", "answer"); out["ground_truth"] == "" {
-		return nil, errors.New("ground_truth: empty (want ground_truth or answer)")
+		return nil, bad("ground_truth: empty (want ground_truth or answer)")
 	}
 	if tt := get("task_type", "category", "difficulty"); tt != "" {
 		out["task_type"] = tt
 	}
 	files, err := listField(m["source_files"], true)
 	if err != nil {
-		return nil, fmt.Errorf("source_files: %w", err)
+		return nil, bad("source_files: %v", err)
 	}
 	if len(files) == 0 {
-		return nil, errors.New("source_files: empty (the agent's tools need the item's documents)")
+		return nil, bad("source_files: empty (the agent's tools need the item's documents)")
 	}
 	out["source_files"] = files
 	docs, err := listField(m["source_docs"], false)
 	if err != nil {
-		return nil, fmt.Errorf("source_docs: %w", err)
+		return nil, bad("source_docs: %v", err)
 	}
 	out["source_docs"] = docs
 	return out, nil
@@ -395,7 +404,8 @@ func Score(pred, gold string) (hard, soft float64) {
 	return hard, score.TokenF1(strings.Fields(p), strings.Fields(g))
 }
 
-// page is one parsed page in jsons/<stem>.json: {"pages": [{"page": N, "text": "..."}]}.
+// parsed is one document's parsed pages, docs_dir/jsons/<stem>.json:
+// {"pages": [{"page": N, "text": "..."}, ...]} with 1-based page numbers.
 type parsed struct {
 	Pages []struct {
 		Page int    `json:"page"`
@@ -403,15 +413,29 @@ type parsed struct {
 	} `json:"pages"`
 }
 
-// OraclePages renders the parsed pages the item's source URLs point at.
-func (e *Env) OraclePages(it Item) string {
+// truncate cuts s to at most n bytes at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// OraclePages renders the parsed pages the item's source URLs point at
+// (page N of a URL's ?page=N, stem = the URL path's base name without its
+// extension). A URL without a page, or a stem without a parsed file, is
+// skipped; a parsed file that is not valid JSON is an error naming it.
+func (e *Env) OraclePages(it Item) (string, error) {
 	on := e.cfg.OraclePages
 	jsons := filepath.Join(e.root, "jsons")
 	if on != nil && !*on {
-		return ""
+		return "", nil
 	}
 	if _, err := os.Stat(jsons); err != nil {
-		return ""
+		return "", nil
 	}
 	var b strings.Builder
 	for _, d := range it.SourceDocs {
@@ -424,13 +448,17 @@ func (e *Env) OraclePages(it Item) string {
 			continue
 		}
 		stem := strings.TrimSuffix(path.Base(u.Path), path.Ext(u.Path))
-		data, err := os.ReadFile(filepath.Join(jsons, stem+".json"))
-		if err != nil {
+		file := filepath.Join(jsons, stem+".json")
+		data, err := os.ReadFile(file)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}
+		if err != nil {
+			return "", fmt.Errorf("oracle pages: %w", err)
+		}
 		var p parsed
-		if json.Unmarshal(data, &p) != nil {
-			continue
+		if err := json.Unmarshal(data, &p); err != nil {
+			return "", fmt.Errorf("oracle pages %s: want {\"pages\": [{\"page\": N, \"text\": ...}]}: %w", file, err)
 		}
 		for _, pg := range p.Pages {
 			if pg.Page != n {
@@ -438,16 +466,16 @@ func (e *Env) OraclePages(it Item) string {
 			}
 			text := pg.Text
 			if len(text) > PageMaxChars {
-				text = text[:PageMaxChars] + "\n[... page truncated ...]"
+				text = truncate(text, PageMaxChars) + "\n[... page truncated ...]"
 			}
 			block := fmt.Sprintf("--- %s, page %d ---\n%s\n", stem, n, text)
 			if b.Len()+len(block) > OracleMaxChars {
-				return b.String()
+				return b.String(), nil
 			}
 			b.WriteString(block)
 		}
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 const system = `You answer questions about U.S. Treasury bulletins using the tools glob, read and grep, which work only on the documents of this question.
@@ -465,7 +493,11 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	}
 	tools := NewTools(e.textRoot(), it.SourceFiles)
 	user := "Question: " + it.Question + "\n\nDocuments: " + strings.Join(tools.files, ", ")
-	if pages := e.OraclePages(it); pages != "" {
+	pages, err := e.OraclePages(it)
+	if err != nil {
+		return nil, fmt.Errorf("officeqa item %s: %w", req.Item.ID, err)
+	}
+	if pages != "" {
 		user += "\n\nParsed pages the question draws on:\n" + pages
 	}
 	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system + "\n\n" + bench.SkillSection(req.Skill)}, {Role: llm.RoleUser, Content: user}}
@@ -503,10 +535,18 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if hard < 1 && reason == "" {
 		reason = fmt.Sprintf("EM=0: predicted '%s' but expected '%s'", answer, it.GroundTruth)
 	}
+	eval := bench.EvalMessage(hard, soft, answer, strconv.Quote(it.GroundTruth))
 	if badCalls > 0 {
-		reason = strings.TrimSpace(reason + fmt.Sprintf(" (%d malformed tool calls)", badCalls))
+		// Counted in the trajectory; in the failure reason only when
+		// the episode failed (a bad call the agent recovered from is no
+		// loop failure).
+		note := fmt.Sprintf("%d malformed tool call(s)", badCalls)
+		eval.Content += "; " + note
+		if reason != "" {
+			reason += " (" + note + ")"
+		}
 	}
-	msgs = append(msgs, bench.EvalMessage(hard, soft, answer, strconv.Quote(it.GroundTruth)))
+	msgs = append(msgs, eval)
 	ep := &bench.Episode{Hard: hard, Soft: soft, Answer: answer, FailReason: reason,
 		TaskType: cmp.Or(it.TaskType, req.Item.TaskType), TaskDescription: it.Question, Messages: msgs, NTurns: turns}
 	rec.Fill(ep)

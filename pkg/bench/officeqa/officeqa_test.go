@@ -3,10 +3,12 @@ package officeqa_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/benchtest"
@@ -193,7 +195,116 @@ func TestLoadAndNormalize(t *testing.T) {
 	if got := out["source_files"].([]string); len(got) != 1 {
 		t.Errorf("comma name split: %q", got)
 	}
-	if _, err := officeqa.Normalize(map[string]any{"uid": "x", "question": "q", "answer": "1"}); err == nil || !strings.Contains(err.Error(), "source_files") {
+	if _, err := officeqa.Normalize(map[string]any{"uid": "x", "question": "q", "answer": "1"}); err == nil || !strings.Contains(err.Error(), "item x: source_files") {
 		t.Errorf("missing source_files: %v", err)
+	}
+}
+
+// TestMalformedToolCallAndModelError: bad JSON arguments are answered with
+// an error tool result and the episode goes on (counted in the trajectory,
+// not a failure reason when the answer is right); a model error mid-loop is
+// returned with the usage of the calls made so far.
+func TestMalformedToolCallAndModelError(t *testing.T) {
+	docs, _ := filepath.Abs("testdata/docs")
+	s, _ := registry.LoadSplits(officeqa.Name, "testdata/split", 0)
+	env := newEnv(t, docs)
+	m := &benchtest.Scripted{Replies: []*llm.Response{
+		{ToolCalls: []llm.ToolCall{call("b1", "read", `{"path": bulletin}`)}},
+		{Content: "<answer>$21,516,058 million</answer>"},
+	}}
+	ep, err := env.Episode(context.Background(), m, bench.EpisodeRequest{Item: s.Val[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fed string
+	for _, msg := range m.Requests[1].Messages {
+		if msg.Role == llm.RoleTool && msg.ToolCallID == "b1" {
+			fed = msg.Content
+		}
+	}
+	if !strings.HasPrefix(fed, "error: arguments are not a JSON object") {
+		t.Errorf("bad-arguments result fed back: %q", fed)
+	}
+	last := ep.Messages[len(ep.Messages)-1]
+	// Gold "$21,516,058 million" normalises to "21516058", as does the answer.
+	if ep.Hard != 1 || ep.NTurns != 2 || ep.FailReason != "" || !strings.Contains(last.Content, "1 malformed tool call(s)") {
+		t.Errorf("hard %v turns %d reason %q eval %q", ep.Hard, ep.NTurns, ep.FailReason, last.Content)
+	}
+
+	// The second call fails: the error names the item, the first call's
+	// usage (10 in, 5 out per scripted reply) is kept.
+	failing := &failAfter{n: 1, next: &benchtest.Scripted{Replies: []*llm.Response{{ToolCalls: []llm.ToolCall{call("g", "glob", `{"pattern":"*"}`)}}}}}
+	ep, err = env.Episode(context.Background(), failing, bench.EpisodeRequest{Item: s.Val[0]})
+	if err == nil || !strings.Contains(err.Error(), "oq-3") {
+		t.Fatalf("model error: %v", err)
+	}
+	if ep == nil || ep.Usage.InputTokens != 10 || ep.Calls != 2 || ep.FailedCalls != 1 {
+		t.Errorf("partial episode: %+v", ep)
+	}
+}
+
+// failAfter answers n calls from next, then fails.
+type failAfter struct {
+	n    int
+	next llm.Model
+	seen int
+}
+
+func (f *failAfter) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	f.seen++
+	if f.seen > f.n {
+		return nil, errors.New("provider down")
+	}
+	return f.next.Chat(ctx, req)
+}
+
+func TestOraclePages(t *testing.T) {
+	root := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(root, "jsons"), 0o755)
+	// Page 2 is "a" then 30,000 "é" (2 bytes each): byte 24,000 falls
+	// inside an "é", so the cut backs off to 23,999 bytes = "a" + 11,999 "é".
+	big := "a" + strings.Repeat("é", 30000)
+	doc, _ := json.Marshal(map[string]any{"pages": []map[string]any{{"page": 1, "text": "cover"}, {"page": 2, "text": big}}})
+	_ = os.WriteFile(filepath.Join(root, "jsons", "b1.json"), doc, 0o644)
+	_ = os.WriteFile(filepath.Join(root, "jsons", "broken.json"), []byte("{pages"), 0o644)
+	cfg := func(extra map[string]any) *officeqa.Env {
+		c := officeqa.Config{DocsDir: root}
+		if v, ok := extra["oracle_pages"].(bool); ok {
+			c.OraclePages = &v
+		}
+		e, err := officeqa.New(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	it := officeqa.Item{ID: "x", SourceDocs: []string{"https://h/b1.pdf?page=2", "https://h/missing.pdf?page=1", "https://h/b1.pdf"}}
+	got, err := cfg(nil).OraclePages(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.TrimPrefix(got, "--- b1, page 2 ---\n")
+	body = strings.TrimSuffix(body, "\n[... page truncated ...]\n")
+	if !utf8.ValidString(got) || body != "a"+strings.Repeat("é", 11999) {
+		t.Errorf("page 2 rendered as %d bytes (valid %v): %.60q", len(got), utf8.ValidString(got), got)
+	}
+	if got, _ := cfg(map[string]any{"oracle_pages": false}).OraclePages(it); got != "" {
+		t.Errorf("oracle_pages false still rendered %d bytes", len(got))
+	}
+	it.SourceDocs = []string{"https://h/broken.pdf?page=1"}
+	if _, err := cfg(nil).OraclePages(it); err == nil || !strings.Contains(err.Error(), "broken.json") {
+		t.Errorf("malformed parsed file: %v", err)
+	}
+	// Four pages of 24,000 bytes exceed the 80,000 total: three are kept.
+	var pages []map[string]any
+	for i := 1; i <= 4; i++ {
+		pages = append(pages, map[string]any{"page": i, "text": strings.Repeat("x", 24000)})
+	}
+	doc, _ = json.Marshal(map[string]any{"pages": pages})
+	_ = os.WriteFile(filepath.Join(root, "jsons", "b2.json"), doc, 0o644)
+	it.SourceDocs = []string{"b2.pdf?page=1", "b2.pdf?page=2", "b2.pdf?page=3", "b2.pdf?page=4"}
+	got, _ = cfg(nil).OraclePages(it)
+	if n := strings.Count(got, "--- b2, page"); n != 3 || len(got) > officeqa.OracleMaxChars {
+		t.Errorf("total cap: %d pages, %d bytes", n, len(got))
 	}
 }
