@@ -27,7 +27,7 @@ type Bridge struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    *bufio.Reader
-	stderr *strings.Builder
+	stderr *lockedWriter
 }
 
 // StartBridge starts the child process argv.
@@ -45,26 +45,38 @@ func StartBridge(ctx context.Context, argv []string, env []string) (*Bridge, err
 	if err != nil {
 		return nil, err
 	}
-	b := &Bridge{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: &strings.Builder{}}
-	cmd.Stderr = &lockedWriter{b: b.stderr}
+	b := &Bridge{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20), stderr: &lockedWriter{}}
+	cmd.Stderr = b.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("bridge %s: %w", strings.Join(argv, " "), err)
 	}
 	return b, nil
 }
 
+// lockedWriter keeps the tail of the child's stderr (the exec package
+// writes it from its own goroutine) for error messages.
 type lockedWriter struct {
-	mu sync.Mutex
-	b  *strings.Builder
+	mu  sync.Mutex
+	buf []byte
 }
+
+// stderrTail is how much of the child's stderr an error message quotes.
+const stderrTail = 4 << 10
 
 func (w *lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.b.Len() < 64<<10 {
-		w.b.Write(p)
+	w.buf = append(w.buf, p...)
+	if len(w.buf) > stderrTail {
+		w.buf = append(w.buf[:0], w.buf[len(w.buf)-stderrTail:]...)
 	}
 	return len(p), nil
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.TrimSpace(string(w.buf))
 }
 
 // Stop ends the child process (closing its stdin) and waits for it.

@@ -22,6 +22,10 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/envserver/v1"
 )
 
+// Notes is the household games' failure taxonomy for the analyst prompts
+// (textgame and alfworld).
+const Notes = `Household-game failures usually fall into: (1) acting before looking: taking or putting at a receptacle not visited or still closed; (2) repeating an action that changes nothing ("Nothing happens."); (3) forgetting the object's required state (clean, hot, cool) before placing it; (4) searching the same places again instead of unvisited ones; (5) replies that are not one of the listed actions. Only winning within the step limit scores.`
+
 // Config is the env keys of a benchmark played over the protocol.
 type Config struct {
 	bench.Common
@@ -166,7 +170,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		st, err := cl.Step(sctx, &pb.StepRequest{Session: reset.GetSession(), Action: action})
 		cancel()
 		if err != nil {
-			return rec.Failed(e.name, req.Item.ID, fmt.Errorf("step %d (%q): %w", steps, action, err))
+			return rec.Failed(e.name, req.Item.ID, fmt.Errorf("step %d (%q) on %s: %w", steps, action, e.cfg.EnvServer, err))
 		}
 		obs, acts, done, won = st.GetObservation(), st.GetAdmissibleActions(), st.GetDone(), st.GetWon()
 		hist = append(hist, stepLog{action, obs})
@@ -182,17 +186,30 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	default:
 		reason = "Episode ended without completing the task"
 	}
-	if looks > 0 {
-		reason = strings.TrimSpace(reason + fmt.Sprintf(" (%d unreadable replies became look)", looks))
-	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: won=%t after %d steps", won, steps)})
-	ep := &bench.Episode{Hard: hard, Soft: hard, FailReason: reason, TaskType: cmp.Or(it.TaskType, TaskTypeOf(game), req.Item.TaskType),
+	msgs = append(msgs, evalMessage(won, reason, task, steps, e.cfg.MaxSteps, looks))
+	ep := &bench.Episode{Hard: hard, Soft: hard, FailReason: reason, TaskType: cmp.Or(it.TaskType, req.Item.TaskType, TaskTypeOf(game)),
 		TaskDescription: task, Messages: msgs, NTurns: steps}
 	if len(hist) > 0 {
 		ep.Answer = hist[len(hist)-1].action
 	}
 	rec.Fill(ep)
 	return ep, nil
+}
+
+// evalMessage is the trajectory's closing system message for the analysts:
+// the outcome and what winning meant (a game has no gold answer).
+func evalMessage(won bool, reason, task string, steps, maxSteps, looks int) llm.Message {
+	var b strings.Builder
+	if won {
+		fmt.Fprintf(&b, "evaluation result: correct (hard 1, soft 1): the game was won after %d steps", steps)
+	} else {
+		fmt.Fprintf(&b, "evaluation result: incorrect (hard 0, soft 0): %s", reason)
+	}
+	fmt.Fprintf(&b, "; gold: complete the task %q within %d steps", task, maxSteps)
+	if looks > 0 {
+		fmt.Fprintf(&b, "; %d of %d replies had no readable action and became \"look\"", looks, steps)
+	}
+	return llm.Message{Role: llm.RoleSystem, Content: b.String()}
 }
 
 // ALFWorld task types, matched as substrings of the game file path; the

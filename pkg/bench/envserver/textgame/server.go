@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -86,4 +87,20 @@ func Serve(ctx context.Context, lis net.Listener, srv pb.EnvServerServer) error 
 		g.GracefulStop()
 	}()
 	return g.Serve(lis)
+}
+
+// NormalizeItem checks one raw textgame item ({id, game, task_type?}) and
+// fills task_type from the built-in game when it is absent. A game the
+// built-in server does not know is kept (another server may serve it).
+func NormalizeItem(item map[string]any) (map[string]any, error) {
+	game, ok := item["game"].(string)
+	if !ok || strings.TrimSpace(game) == "" {
+		return nil, fmt.Errorf("textgame item %q: field game: want a non-empty string (a game id the server lists), got %v", item["id"], item["game"])
+	}
+	if tt, _ := item["task_type"].(string); strings.TrimSpace(tt) == "" {
+		if spec, ok := Games[game]; ok {
+			item["task_type"] = spec.TaskType
+		}
+	}
+	return item, nil
 }
