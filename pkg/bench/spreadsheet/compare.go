@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/xuri/excelize/v2"
 )
@@ -14,9 +15,10 @@ import (
 type kind int
 
 const (
-	kindNone kind = iota
-	kindNum
-	kindStr
+	kindNone kind = iota // None (an empty cell, "", a formula without a cached value)
+	kindNum              // round(float(v), 2), or a date's serial day
+	kindStr              // text, or a time's str() less its last three characters
+	kindDur              // a timedelta (a cell with a duration format such as [h]:mm:ss)
 )
 
 // cellValue is a cell as the comparison sees it.
@@ -24,6 +26,7 @@ type cellValue struct {
 	k   kind
 	num float64
 	str string
+	us  int64 // kindDur: microseconds
 }
 
 func (v cellValue) String() string {
@@ -32,6 +35,8 @@ func (v cellValue) String() string {
 		return strconv.FormatFloat(v.num, 'f', -1, 64)
 	case kindStr:
 		return strconv.Quote(v.str)
+	case kindDur:
+		return "duration " + time.Duration(v.us*1000).String()
 	}
 	return "empty"
 }
@@ -72,59 +77,85 @@ func pyFloat(s string) (float64, bool) {
 	return v, err == nil
 }
 
-// Built-in number formats openpyxl reads as dates or times.
-var builtinDate = map[int]bool{14: true, 15: true, 16: true, 17: true, 22: true, 27: true, 30: true, 36: true, 50: true, 57: true}
-var builtinTime = map[int]bool{18: true, 19: true, 20: true, 21: true, 45: true, 46: true, 47: true}
+// builtinDateFormats are the built-in number formats (by id) that
+// openpyxl reads as dates, times or durations; every other built-in id is
+// a plain number to it (ids 27-36 and 50-58, locale date formats in Excel,
+// are unknown to openpyxl and so read as numbers).
+var builtinDateFormats = map[int]string{14: "mm-dd-yy", 15: "d-mmm-yy", 16: "d-mmm", 17: "mmm-yy",
+	18: "h:mm AM/PM", 19: "h:mm:ss AM/PM", 20: "h:mm", 21: "h:mm:ss", 22: "m/d/yy h:mm",
+	45: "mm:ss", 46: "[h]:mm:ss", 47: "mmss.0"}
 
-var fmtNoise = regexp.MustCompile(`"[^"]*"|\\.|\[[^\]]*\]|_.|\*.`)
+var (
+	fmtStrip      = regexp.MustCompile(`".*?"|\[[^\]]*\]`)
+	fmtDateLetter = regexp.MustCompile(`[^\\][dmhysDMHYS]`)
+	fmtDuration   = regexp.MustCompile(`(?i)\[hh?\](:mm(:ss(\.0*)?)?)?|\[mm?\](:ss(\.0*)?)?|\[ss?\](\.0*)?`)
+)
 
-// formatKind classifies a number format: 'd' for a date (or date-time),
-// 't' for a time of day, 0 for a plain number.
-func formatKind(code string) byte {
-	c := strings.ToLower(fmtNoise.ReplaceAllString(code, ""))
-	if c == "general" || c == "" {
-		return 0
-	}
-	hasDate := strings.ContainsAny(c, "dy")
-	hasTime := strings.ContainsAny(c, "hs")
-	hasM := strings.Contains(c, "m")
-	switch {
-	case hasDate || (hasM && !hasTime):
-		return 'd'
-	case hasTime:
-		return 't'
-	}
-	return 0
+// isDateFormat is openpyxl's test: in the first section of the format,
+// with quoted literals and bracketed parts other than [h], [m], [s] (and
+// doubled) removed, a date or time letter follows some character other
+// than a backslash (so a format of the single letter "d" is a number).
+func isDateFormat(code string) bool {
+	first, _, _ := strings.Cut(code, ";")
+	first = fmtStrip.ReplaceAllStringFunc(first, func(m string) string {
+		switch m {
+		case "[h]", "[hh]", "[m]", "[mm]", "[s]", "[ss]":
+			return m
+		}
+		return ""
+	})
+	return fmtDateLetter.MatchString(first)
 }
 
-// dateKind reports how a cell's style makes openpyxl read its number.
-func dateKind(f *excelize.File, sheet, cell string) byte {
+// isDurationFormat is openpyxl's timedelta test on the first section.
+func isDurationFormat(code string) bool {
+	first, _, _ := strings.Cut(code, ";")
+	return fmtDuration.MatchString(first)
+}
+
+// numFormat returns the number format code of a cell's style.
+func numFormat(f *excelize.File, sheet, cell string) string {
 	idx, err := f.GetCellStyle(sheet, cell)
-	if err != nil || idx == 0 {
-		return 0
+	if err != nil {
+		return ""
 	}
 	st, err := f.GetStyle(idx)
 	if err != nil || st == nil {
-		return 0
+		return ""
 	}
 	if st.CustomNumFmt != nil {
-		return formatKind(*st.CustomNumFmt)
+		return *st.CustomNumFmt
 	}
-	switch {
-	case builtinTime[st.NumFmt]:
-		return 't'
-	case builtinDate[st.NumFmt]:
-		return 'd'
+	return builtinDateFormats[st.NumFmt]
+}
+
+// workbook is an opened workbook and its date system.
+type workbook struct {
+	f        *excelize.File
+	date1904 bool
+}
+
+func openWorkbook(path string) (*workbook, error) {
+	f, err := excelize.OpenFile(path)
+	if err != nil {
+		return nil, err
 	}
-	return 0
+	wb := &workbook{f: f}
+	if p, err := f.GetWorkbookProps(); err == nil && p.Date1904 != nil {
+		wb.date1904 = *p.Date1904
+	}
+	return wb, nil
 }
 
 // readCell reads a cell as openpyxl with data_only=True would, then
 // applies SkillOpt's comparison transform: bools, numbers and numeric
-// strings become round(float(v), 2); times their "HH:MM" text (str()
-// less the seconds); dates their Excel serial rounded to whole days; ""
-// and formulas without a cached value are empty.
-func readCell(f *excelize.File, sheet, cell string) (cellValue, error) {
+// strings become round(float(v), 2); times str(time) less its last three
+// characters ("HH:MM", or "HH:MM:SS.mmm" with fractional seconds); dates
+// and date-times their Excel serial (1900 system) rounded to whole days;
+// durations stay durations; "" and formulas without a cached value are
+// empty.
+func readCell(wb *workbook, sheet, cell string) (cellValue, error) {
+	f := wb.f
 	raw, err := f.GetCellValue(sheet, cell, excelize.Options{RawCellValue: true})
 	if err != nil {
 		return cellValue{}, err
@@ -143,34 +174,132 @@ func readCell(f *excelize.File, sheet, cell string) (cellValue, error) {
 		}
 		return cellValue{k: kindNum, num: 0}, nil
 	case excelize.CellTypeSharedString, excelize.CellTypeInlineString, excelize.CellTypeFormula, excelize.CellTypeError:
-		if v, ok := pyFloat(raw); ok {
-			return cellValue{k: kindNum, num: pyRound(v, 2)}, nil
-		}
-		return cellValue{k: kindStr, str: raw}, nil
+		return textValue(raw), nil
 	case excelize.CellTypeDate:
-		return cellValue{k: kindStr, str: raw}, nil
+		if v, ok := isoValue(raw); ok {
+			return v, nil
+		}
+		return textValue(raw), nil
 	}
 	v, ok := pyFloat(raw)
 	if !ok {
 		return cellValue{k: kindStr, str: raw}, nil
 	}
-	switch dateKind(f, sheet, cell) {
-	case 'd':
-		return cellValue{k: kindNum, num: pyRound(v, 0)}, nil
-	case 't':
-		if v >= 0 && v < 1 {
-			return timeOf(v), nil
+	if code := numFormat(f, sheet, cell); isDateFormat(code) {
+		if isDurationFormat(code) {
+			return durationOf(v), nil
 		}
-		return cellValue{k: kindNum, num: pyRound(v, 0)}, nil
+		return serialValue(v, wb.date1904), nil
 	}
 	return cellValue{k: kindNum, num: pyRound(v, 2)}, nil
 }
 
-// timeOf renders a day fraction as openpyxl's time, str() less its last
-// three characters: "HH:MM".
-func timeOf(frac float64) cellValue {
-	secs := int(math.Round(frac * 86400))
-	return cellValue{k: kindStr, str: fmt.Sprintf("%02d:%02d", secs/3600%24, secs/60%60)}
+// textValue is a string cell: a number when float() accepts it.
+func textValue(s string) cellValue {
+	if v, ok := pyFloat(s); ok {
+		return cellValue{k: kindNum, num: pyRound(v, 2)}
+	}
+	return cellValue{k: kindStr, str: s}
+}
+
+// pyRoundInt is Python's round(x) of a float to an integer (ties to even).
+func pyRoundInt(x float64) int64 { return int64(math.RoundToEven(x)) }
+
+const msPerDay = 86400 * 1000
+
+// serialValue converts a date-formatted number as openpyxl's from_excel
+// does (the fraction rounded to milliseconds; a value in [0, 1) is a time
+// of day; 1900 system serials below 60 shifted a day for Excel's phantom
+// 1900-02-29) and then back as to_excel does, rounded to whole days.
+func serialValue(v float64, date1904 bool) cellValue {
+	day := math.Floor(v)
+	ms := pyRoundInt((v - day) * msPerDay)
+	if v >= 0 && v < 1 && ms < msPerDay {
+		return timeValue(ms * 1000)
+	}
+	if !date1904 && v > 0 && v < 60 {
+		day++
+	}
+	// Days since 1899-12-30 (a 1904 system serial counts from 1904-01-01,
+	// 1462 days later).
+	offset := day + float64(ms)/msPerDay
+	if date1904 {
+		offset += 1462
+	}
+	return cellValue{k: kindNum, num: pyRound(toExcel(offset), 0)}
+}
+
+// toExcel is openpyxl's to_excel of a date-time lying offset days after
+// 1899-12-30: whole days below 61 lose the phantom 1900-02-29.
+func toExcel(offset float64) float64 {
+	days := math.Floor(offset)
+	if days > 0 && days <= 60 {
+		return offset - 1
+	}
+	return offset
+}
+
+// timeValue renders a time of day (microseconds since midnight) as
+// str(datetime.time) less its last three characters.
+func timeValue(us int64) cellValue {
+	s, micro := us/1e6, us%1e6
+	t := fmt.Sprintf("%02d:%02d:%02d", s/3600, s/60%60, s%60)
+	if micro != 0 {
+		t += fmt.Sprintf(".%06d", micro)
+	}
+	return cellValue{k: kindStr, str: t[:len(t)-3]}
+}
+
+// durationOf is openpyxl's timedelta of a duration-formatted number:
+// microseconds, rounded to milliseconds when there is a fraction of a
+// second.
+func durationOf(v float64) cellValue {
+	us := pyRoundInt(v * 86400e6)
+	if us%1e6 != 0 {
+		sec := us / 1e6
+		if us < 0 {
+			sec = (us - 1e6 + 1) / 1e6 // floor
+		}
+		micro := us - sec*1e6
+		us = sec*1e6 + int64(math.RoundToEven(float64(micro)/1000))*1000
+	}
+	return cellValue{k: kindDur, us: us}
+}
+
+// isoDate is openpyxl's ISO 8601 pattern for t="d" cells.
+var isoDate = regexp.MustCompile(`^(?:(\d{4})-(\d{2})-(\d{2}))?T?(?:(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,3})?)?)?Z?`)
+
+// isoValue reads a t="d" cell's ISO 8601 text: a date or date-time
+// becomes its serial day, a time its text.
+func isoValue(s string) (cellValue, bool) {
+	m := isoDate.FindStringSubmatch(s)
+	if m == nil || m[0] == "" || m[0] == "T" || m[0] == "Z" || m[0] == "TZ" {
+		return cellValue{}, false
+	}
+	num := func(i int) int {
+		n, _ := strconv.Atoi(m[i])
+		return n
+	}
+	var us int64
+	if m[4] != "" {
+		us = int64(num(4)*3600+num(5)*60+num(6)) * 1e6
+		if m[7] != "" {
+			frac, _ := strconv.ParseFloat(m[7], 64)
+			us += int64(frac * 1e6)
+		}
+	}
+	if m[1] == "" {
+		if m[4] == "" || us >= 86400e6 {
+			return cellValue{}, false
+		}
+		return timeValue(us), true
+	}
+	d := time.Date(num(1), time.Month(num(2)), num(3), 0, 0, 0, 0, time.UTC)
+	if d.Year() != num(1) || int(d.Month()) != num(2) || d.Day() != num(3) {
+		return cellValue{}, false
+	}
+	days := math.Round(d.Sub(time.Date(1899, 12, 30, 0, 0, 0, 0, time.UTC)).Hours() / 24)
+	return cellValue{k: kindNum, num: pyRound(toExcel(days+float64(us)/86400e6), 0)}, true
 }
 
 // cellRange is one range of answer_position.
@@ -243,19 +372,19 @@ func Compare(predPath, goldPath, positions string) (diff string, err error) {
 	if err != nil {
 		return "", err
 	}
-	gold, err := excelize.OpenFile(goldPath)
+	gold, err := openWorkbook(goldPath)
 	if err != nil {
 		return "", fmt.Errorf("gold workbook %s: %w", goldPath, err)
 	}
-	defer gold.Close()
-	pred, err := excelize.OpenFile(predPath)
+	defer gold.f.Close()
+	pred, err := openWorkbook(predPath)
 	if err != nil {
 		return fmt.Sprintf("the output workbook cannot be opened: %v", err), nil
 	}
-	defer pred.Close()
-	goldSheets := gold.GetSheetList()
+	defer pred.f.Close()
+	goldSheets := gold.f.GetSheetList()
 	predSheets := map[string]bool{}
-	for _, s := range pred.GetSheetList() {
+	for _, s := range pred.f.GetSheetList() {
 		predSheets[s] = true
 	}
 	var diffs []string

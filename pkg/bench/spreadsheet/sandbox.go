@@ -20,6 +20,7 @@ type Limits struct {
 	CPU      int           // CPU seconds (default 30)
 	MemoryMB int           // address space (default 1024)
 	FileMB   int           // largest file written (default 64)
+	Procs    int           // processes and threads beyond those the user already runs (default 32)
 	Output   int           // bytes of stdout+stderr kept (default 64 KiB)
 }
 
@@ -35,6 +36,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.FileMB <= 0 {
 		l.FileMB = 64
+	}
+	if l.Procs <= 0 {
+		l.Procs = 32
 	}
 	if l.Output <= 0 {
 		l.Output = 64 << 10
@@ -61,11 +65,30 @@ func (r RunResult) Failed() bool { return r.TimedOut || r.ExitCode != 0 }
 // directory. INPUT_PATH and OUTPUT_PATH are set as globals and in the
 // environment.
 const bootstrap = `import os, sys, resource
-cpu, mem, fsize = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+cpu, mem, fsize, procs = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
 resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
 resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+def _tasks():
+    # Threads the real user runs now: RLIMIT_NPROC counts them all.
+    uid, n = os.getuid(), 0
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if os.stat("/proc/" + pid).st_uid == uid:
+                    n += len(os.listdir("/proc/" + pid + "/task"))
+            except OSError:
+                pass
+    return n
+
+_soft, _hard = resource.getrlimit(resource.RLIMIT_NPROC)
+_cap = _tasks() + procs
+if _hard != resource.RLIM_INFINITY:
+    _cap = min(_cap, _hard)
+resource.setrlimit(resource.RLIMIT_NPROC, (_cap, _cap))
+del _soft, _hard, _cap
 WORK = os.path.realpath(os.getcwd())
 _real = os.path.realpath
 _WRITE = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -112,6 +135,9 @@ func StripPathAssignments(code string) string {
 	return assignPath.ReplaceAllString(code, "# ($1 is provided by the sandbox)")
 }
 
+// nobody is the user id a root worker runs generated code as.
+const nobody = 65534
+
 // Sandbox runs generated Python code against one input workbook.
 type Sandbox struct {
 	Python string
@@ -120,32 +146,55 @@ type Sandbox struct {
 	noNamespace bool
 }
 
-// Run executes code with input copied into a fresh work directory and
-// returns the result and the path of the output workbook (inside dir,
-// which the caller removes).
-func (s *Sandbox) Run(ctx context.Context, dir, code, input string) (RunResult, string, error) {
+// Run executes code with input copied into a fresh work directory under
+// the system temporary directory and returns the result and that
+// directory, which holds the output workbook (OutputName) and which the
+// caller removes.
+func (s *Sandbox) Run(ctx context.Context, code, input string) (RunResult, string, error) {
 	l := s.Limits.withDefaults()
 	data, err := os.ReadFile(input)
 	if err != nil {
 		return RunResult{}, "", fmt.Errorf("input workbook: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "input.xlsx"), data, 0o644); err != nil {
+	dir, err := os.MkdirTemp("", "skillfleet-sheet-")
+	if err != nil {
 		return RunResult{}, "", err
+	}
+	res, err := s.run(ctx, dir, code, data, l)
+	if err != nil {
+		os.RemoveAll(dir)
+		return RunResult{}, "", err
+	}
+	return res, dir, nil
+}
+
+// OutputName is the output workbook's name in the work directory.
+const OutputName = "output.xlsx"
+
+func (s *Sandbox) run(ctx context.Context, dir, code string, data []byte, l Limits) (RunResult, error) {
+	if err := os.WriteFile(filepath.Join(dir, "input.xlsx"), data, 0o644); err != nil {
+		return RunResult{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "solution.py"), []byte(StripPathAssignments(code)), 0o644); err != nil {
-		return RunResult{}, "", err
+		return RunResult{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sandbox_boot.py"), []byte(bootstrap), 0o644); err != nil {
-		return RunResult{}, "", err
+		return RunResult{}, err
 	}
-	out := filepath.Join(dir, "output.xlsx")
+	if os.Geteuid() == 0 {
+		for _, p := range []string{dir, filepath.Join(dir, "input.xlsx"), filepath.Join(dir, "solution.py"), filepath.Join(dir, "sandbox_boot.py")} {
+			if err := os.Chown(p, nobody, nobody); err != nil {
+				return RunResult{}, fmt.Errorf("sandbox: hand %s to nobody: %w", p, err)
+			}
+		}
+	}
 	res, err := s.exec(ctx, dir, l, !s.noNamespace)
 	if err != nil && !s.noNamespace {
 		// The kernel refused a new network namespace: the audit hook alone
 		// keeps the code off the network.
 		res, err = s.exec(ctx, dir, l, false)
 	}
-	return res, out, err
+	return res, err
 }
 
 func (s *Sandbox) exec(ctx context.Context, dir string, l Limits, netns bool) (RunResult, error) {
@@ -156,7 +205,7 @@ func (s *Sandbox) exec(ctx context.Context, dir string, l Limits, netns bool) (R
 		python = "python3"
 	}
 	cmd := exec.CommandContext(ctx, python, "-I", "-B", "sandbox_boot.py",
-		strconv.Itoa(l.CPU), strconv.Itoa(l.MemoryMB<<20), strconv.Itoa(l.FileMB<<20))
+		strconv.Itoa(l.CPU), strconv.Itoa(l.MemoryMB<<20), strconv.Itoa(l.FileMB<<20), strconv.Itoa(l.Procs))
 	if filepath.Base(python) == python {
 		if p, err := exec.LookPath(python); err == nil {
 			cmd.Path = p
@@ -165,8 +214,13 @@ func (s *Sandbox) exec(ctx context.Context, dir string, l Limits, netns bool) (R
 	// -I: no PYTHON* variables, no user site-packages; -B: no bytecode files.
 	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + dir, "TMPDIR=" + dir,
-		"INPUT_PATH=" + filepath.Join(dir, "input.xlsx"), "OUTPUT_PATH=" + filepath.Join(dir, "output.xlsx")}
+		"INPUT_PATH=" + filepath.Join(dir, "input.xlsx"), "OUTPUT_PATH=" + filepath.Join(dir, OutputName)}
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		// A root worker runs the code as nobody: it can then write only
+		// where anyone may, and the process limit holds (root ignores it).
+		attr.Credential = &syscall.Credential{Uid: nobody, Gid: nobody}
+	}
 	mode := "audit-hook"
 	if netns {
 		attr.Cloneflags = syscall.CLONE_NEWNET

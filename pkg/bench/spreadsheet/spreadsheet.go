@@ -55,12 +55,30 @@ type Config struct {
 
 // Item is a SpreadsheetBench item.
 type Item struct {
-	ID              string `json:"id"`
+	ID              ItemID `json:"id"`
 	Instruction     string `json:"instruction"`
 	InstructionType string `json:"instruction_type"`
 	AnswerPosition  string `json:"answer_position"`
 	AnswerSheet     string `json:"answer_sheet,omitempty"`
 	SpreadsheetPath string `json:"spreadsheet_path"`
+}
+
+// ItemID is an item id: SpreadsheetBench writes some as JSON numbers.
+type ItemID string
+
+// UnmarshalJSON accepts a string or a number.
+func (id *ItemID) UnmarshalJSON(b []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(b, &n); err == nil {
+		*id = ItemID(n)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("id: want a string or a number, got %s", b)
+	}
+	*id = ItemID(s)
+	return nil
 }
 
 // TaskType maps instruction_type to cell_level, sheet_level or other.
@@ -233,8 +251,10 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if err := json.Unmarshal(req.Item.Raw, &it); err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: %w", req.Item.ID, err)
 	}
-	if it.Instruction == "" || it.AnswerPosition == "" || it.SpreadsheetPath == "" {
-		return nil, fmt.Errorf("spreadsheet item %s: needs instruction, answer_position and spreadsheet_path", req.Item.ID)
+	for _, f := range []struct{ name, val string }{{"instruction", it.Instruction}, {"answer_position", it.AnswerPosition}, {"spreadsheet_path", it.SpreadsheetPath}} {
+		if strings.TrimSpace(f.val) == "" {
+			return nil, fmt.Errorf("spreadsheet item %s: field %s is missing or empty", req.Item.ID, f.name)
+		}
 	}
 	if _, err := ParsePositions(it.AnswerPosition); err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: %w", req.Item.ID, err)
@@ -244,13 +264,16 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: test cases: %w", req.Item.ID, err)
 	}
-	preview := "(no test case found)"
-	if len(cases) > 0 {
-		if p, err := Preview(cases[0].Input); err == nil {
-			preview = p
-		} else {
-			return nil, fmt.Errorf("spreadsheet item %s: %s: %w", req.Item.ID, cases[0].Input, err)
-		}
+	ep := &bench.Episode{TaskType: TaskType(it.InstructionType), TaskDescription: it.Instruction}
+	if len(cases) == 0 {
+		// Nothing to run the code on scores 0 (as SkillOpt); no call is spent.
+		ep.FailReason = "no test cases found in " + caseDir
+		ep.Messages = []llm.Message{{Role: llm.RoleSystem, Content: "evaluation result: 0 of 0 test cases: " + ep.FailReason}}
+		return ep, nil
+	}
+	preview, err := Preview(cases[0].Input)
+	if err != nil {
+		return nil, fmt.Errorf("spreadsheet item %s: %s: %w", req.Item.ID, cases[0].Input, err)
 	}
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Content: system + "\n\n" + bench.SkillSection(req.Skill)},
@@ -263,7 +286,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	}
 	var rec bench.Recorder
 	var code, reason, network string
-	passed, n := 0, 0
+	passed, ran := 0, false
 	for turn := 1; turn <= turns; turn++ {
 		resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
 		if err != nil {
@@ -272,41 +295,47 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
 		c, ok := ExtractCode(resp.Content)
 		if !ok {
-			reason = "no code block in the reply"
+			if ran {
+				// The last program that ran keeps its score.
+				reason = "no code block in the last reply; the previous program's result: " + reason
+			} else {
+				reason = "no code block in the reply"
+			}
 			if turn < turns {
 				msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: "Your reply has no ```python code block. Reply with the complete program in one block."})
 				continue
 			}
 			break
 		}
-		code = c
-		var feedback string
-		passed, n, feedback, network, err = e.runCases(ctx, it, cases, code, gold)
+		code, ran = c, true
+		run, err := e.runCases(ctx, it, cases, code, gold)
 		if err != nil {
 			return rec.Failed(Name, req.Item.ID, err)
 		}
-		reason = feedback
-		if passed == n && n > 0 {
+		passed, reason, network = run.passed, run.detail, run.network
+		if passed == len(cases) {
 			reason = ""
 			break
 		}
-		if turn < turns && feedback != "" {
-			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: feedback + "\n\nFix the program and reply with the complete corrected version."})
+		if run.feedback == "" {
+			// Every case ran cleanly and the model may not learn which
+			// outputs are wrong: there is nothing to fix.
+			break
+		}
+		if turn < turns {
+			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: run.feedback + "\n\nFix the program and reply with the complete corrected version."})
 		}
 	}
-	var hard, soft float64
-	if n > 0 {
-		soft = float64(passed) / float64(n)
-		if passed == n {
-			hard = 1
-		}
+	ep.Soft = float64(passed) / float64(len(cases))
+	if passed == len(cases) {
+		ep.Hard = 1
 	}
-	if len(cases) == 0 {
-		reason = "no test cases found in " + caseDir
+	sandbox := ""
+	if network != "" {
+		sandbox = fmt.Sprintf(" (sandbox: network denied by %s)", network)
 	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed (network denied by %s)%s", passed, n, cmp.Or(network, "-"), suffix(reason))})
-	ep := &bench.Episode{Hard: hard, Soft: soft, Answer: code, FailReason: reason, TaskType: TaskType(it.InstructionType),
-		TaskDescription: it.Instruction, Messages: msgs, NTurns: assistantTurns(msgs)}
+	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed%s%s", passed, len(cases), sandbox, suffix(reason))})
+	ep.Answer, ep.FailReason, ep.Messages, ep.NTurns = code, reason, msgs, assistantTurns(msgs)
 	rec.Fill(ep)
 	return ep, nil
 }
@@ -328,48 +357,60 @@ func suffix(reason string) string {
 	return ": " + reason
 }
 
-// runCases executes the code on every case. feedback is what the model is
-// told in multi mode: execution errors always, cell differences only when
-// gold feedback is on.
-func (e *Env) runCases(ctx context.Context, it Item, cases []Case, code string, gold bool) (passed, n int, feedback, network string, err error) {
-	var notes []string
+// caseRun is one program's outcome over every test case.
+type caseRun struct {
+	passed int
+	// feedback is what the model is told in multi mode: execution errors
+	// always, wrong cells (expected and got) only with gold feedback.
+	feedback string
+	// detail is every problem, wrong cells included: the failure reason.
+	detail  string
+	network string
+}
+
+// runCases executes the code on every case in a fresh directory each.
+func (e *Env) runCases(ctx context.Context, it Item, cases []Case, code string, gold bool) (caseRun, error) {
+	var run caseRun
+	var feedback, detail []string
+	note := func(toModel bool, format string, args ...any) {
+		s := fmt.Sprintf(format, args...)
+		detail = append(detail, s)
+		if toModel {
+			feedback = append(feedback, s)
+		}
+	}
 	for i, c := range cases {
-		dir, err := os.MkdirTemp("", "skillfleet-sheet-")
+		res, dir, err := e.box.Run(ctx, code, c.Input)
 		if err != nil {
-			return 0, 0, "", "", err
+			return run, fmt.Errorf("case %d: %w", i+1, err)
 		}
-		res, out, err := e.box.Run(ctx, dir, code, c.Input)
-		if err != nil {
-			os.RemoveAll(dir)
-			return 0, 0, "", "", err
-		}
-		network = res.Network
+		out := filepath.Join(dir, OutputName)
+		run.network = res.Network
 		switch {
 		case res.TimedOut:
-			notes = append(notes, fmt.Sprintf("case %d: the program was stopped after %s (time limit)", i+1, e.box.Limits.withDefaults().Wall))
+			note(true, "case %d: the program was stopped after %s (time limit)", i+1, e.box.Limits.withDefaults().Wall)
 		case res.ExitCode != 0:
-			notes = append(notes, fmt.Sprintf("case %d: the program failed (exit %d):\n%s", i+1, res.ExitCode, tail(res.Output, 2000)))
+			note(true, "case %d: the program failed (exit %d):\n%s", i+1, res.ExitCode, tail(res.Output, 2000))
 		default:
 			if _, serr := os.Stat(out); serr != nil {
-				notes = append(notes, fmt.Sprintf("case %d: the program did not save OUTPUT_PATH", i+1))
+				note(true, "case %d: the program did not save OUTPUT_PATH", i+1)
 				break
 			}
 			diff, cerr := Compare(out, c.Gold, it.AnswerPosition)
 			if cerr != nil {
 				os.RemoveAll(dir)
-				return 0, 0, "", "", fmt.Errorf("case %d: %w", i+1, cerr)
+				return run, fmt.Errorf("case %d (%s): %w", i+1, c.Gold, cerr)
 			}
 			if diff == "" {
-				passed++
-			} else if gold {
-				notes = append(notes, fmt.Sprintf("case %d: wrong cells: %s", i+1, diff))
+				run.passed++
 			} else {
-				notes = append(notes, fmt.Sprintf("case %d: the output does not match the expected result", i+1))
+				note(gold, "case %d: wrong cells: %s", i+1, diff)
 			}
 		}
 		os.RemoveAll(dir)
 	}
-	return passed, len(cases), strings.Join(notes, "\n"), network, nil
+	run.feedback, run.detail = strings.Join(feedback, "\n"), strings.Join(detail, "\n")
+	return run, nil
 }
 
 func tail(s string, n int) string {
