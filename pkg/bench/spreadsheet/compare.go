@@ -323,8 +323,8 @@ func ParsePositions(s string) ([]cellRange, error) {
 			r.sheet = strings.Trim(strings.TrimSpace(part[:i]), "'")
 			part = part[i+1:]
 		}
-		a, b, _ := strings.Cut(strings.ReplaceAll(part, "$", ""), ":")
-		if b == "" {
+		a, b, isRange := strings.Cut(strings.ReplaceAll(part, "$", ""), ":")
+		if !isRange {
 			b = a
 		}
 		var err error

@@ -1,5 +1,36 @@
 package spreadsheet
 
+// What the sandbox contains, and how:
+//
+//   - Files: the program runs in a fresh directory under the system
+//     temporary directory (its working directory, HOME and TMPDIR) holding
+//     a copy of the input workbook. An audit hook in the interpreter
+//     refuses opening a file for writing, and removing, renaming,
+//     creating directories, linking, chmod/chown/utime and truncating,
+//     outside that directory (/dev/null excepted). Reading is allowed. A
+//     root worker also runs the program as nobody (65534), so the kernel
+//     refuses writes to anything not writable by everyone.
+//   - Network: a new network namespace (with a new user namespace when the
+//     worker is not root) where the kernel allows one: only a loopback
+//     interface, which is down. The audit hook refuses every socket
+//     operation but creating one in any case, and alone when the kernel
+//     refuses the namespace. RunResult.Network says which applied.
+//   - Processes: the audit hook refuses subprocess, os.system, exec, spawn
+//     and fork; RLIMIT_NPROC allows Limits.Procs more processes or threads
+//     than the user already runs. The program is in its own process
+//     group, killed as a whole at the wall limit or cancellation.
+//   - Resources: RLIMIT_CPU, RLIMIT_AS (memory), RLIMIT_FSIZE (largest
+//     file), no core files; stdout and stderr kept to Limits.Output bytes.
+//   - Environment: only PATH=/usr/bin:/bin, LANG=C.UTF-8, HOME, TMPDIR,
+//     INPUT_PATH, OUTPUT_PATH; Python in isolated mode (-I: no PYTHON*
+//     variables, no user site-packages). The program's own bindings of
+//     INPUT_PATH and OUTPUT_PATH are removed from its syntax tree.
+//
+// The audit hook and the limits guard against generated code's mistakes;
+// they are not a boundary against deliberately hostile code (ctypes, or
+// code that edits the hook's state, can get past the hook). The network
+// namespace and the nobody user are enforced by the kernel.
+
 import (
 	"bytes"
 	"context"
@@ -8,7 +39,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -113,27 +143,49 @@ def _hook(event, args):
         writing = (mode is not None and any(c in mode for c in "wax+")) or (mode is None and flags is not None and flags & _WRITE)
         if writing and not _inside(path):
             raise PermissionError("sandbox: writing outside the work directory is not allowed: " + os.fsdecode(path))
-    if event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.truncate", "shutil.rmtree"):
+    if event in ("os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.symlink", "os.link", "os.chmod", "os.chown", "os.utime", "os.truncate", "os.setxattr", "os.removexattr", "shutil.rmtree"):
         for a in args[:2]:
             if isinstance(a, (str, bytes, os.PathLike)) and not _inside(a):
                 raise PermissionError("sandbox: changing files outside the work directory is not allowed")
 
 INPUT_PATH = os.path.join(WORK, "input.xlsx")
 OUTPUT_PATH = os.path.join(WORK, "output.xlsx")
+
+import ast
+
+class _KeepPaths(ast.NodeTransformer):
+    # The code's own bindings of INPUT_PATH / OUTPUT_PATH are dropped: a
+    # plain or annotated assignment of one becomes pass, an augmented one
+    # pass, and any other binding (tuple targets, for, with, :=) binds a
+    # throwaway name instead.
+    def _fixed(self, t):
+        return isinstance(t, ast.Name) and t.id in ("INPUT_PATH", "OUTPUT_PATH")
+    def visit_Assign(self, node):
+        node.targets = [t for t in node.targets if not self._fixed(t)]
+        if not node.targets:
+            return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+    def visit_AnnAssign(self, node):
+        if self._fixed(node.target):
+            return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+    def visit_AugAssign(self, node):
+        if self._fixed(node.target):
+            return ast.copy_location(ast.Pass(), node)
+        return self.generic_visit(node)
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store) and node.id in ("INPUT_PATH", "OUTPUT_PATH"):
+            node.id = "_sandbox_discarded"
+        return node
+
 with open("solution.py") as f:
     src = f.read()
-code = compile(src, "solution.py", "exec")
+tree = ast.fix_missing_locations(_KeepPaths().visit(ast.parse(src, "solution.py")))
+code = compile(tree, "solution.py", "exec")
+del ast, src, tree, f
 sys.addaudithook(_hook)
 exec(code, {"__name__": "__main__", "INPUT_PATH": INPUT_PATH, "OUTPUT_PATH": OUTPUT_PATH})
 `
-
-var assignPath = regexp.MustCompile(`(?m)^[ \t]*(INPUT_PATH|OUTPUT_PATH)[ \t]*=[^=].*$`)
-
-// StripPathAssignments removes the code's own assignments to INPUT_PATH
-// and OUTPUT_PATH: the sandbox provides them.
-func StripPathAssignments(code string) string {
-	return assignPath.ReplaceAllString(code, "# ($1 is provided by the sandbox)")
-}
 
 // nobody is the user id a root worker runs generated code as.
 const nobody = 65534
@@ -175,7 +227,7 @@ func (s *Sandbox) run(ctx context.Context, dir, code string, data []byte, l Limi
 	if err := os.WriteFile(filepath.Join(dir, "input.xlsx"), data, 0o644); err != nil {
 		return RunResult{}, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "solution.py"), []byte(StripPathAssignments(code)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "solution.py"), []byte(code), 0o644); err != nil {
 		return RunResult{}, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "sandbox_boot.py"), []byte(bootstrap), 0o644); err != nil {

@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,14 +38,17 @@ type Config struct {
 	// Mode is single (one code-generation call) or multi (rounds with
 	// execution feedback). Default single.
 	Mode string `json:"mode"`
-	// DataRoot holds spreadsheet/<id>/ test cases (default: the split
-	// dir's parent).
+	// DataRoot holds the items' spreadsheet_path directories (default: the
+	// split dir's parent, else the split dir itself, as in ratio mode where
+	// split_dir is the data file's directory). A relative data_root is
+	// looked up under the split dir, then the working directory.
 	DataRoot string `json:"data_root"`
 	// Python is the interpreter (default python3); it needs openpyxl.
 	Python string `json:"python"`
 	// GoldFeedback gives multi-mode training rollouts (evaluation feedback
 	// on) cell-level correctness against the gold workbook, as SkillOpt
-	// does. Default true.
+	// does. Default true. Without it the model hears only of execution
+	// errors, and a program that runs cleanly ends the episode.
 	GoldFeedback *bool `json:"gold_feedback"`
 	// CPUSeconds and MemoryMB limit each execution (defaults 30, 1024).
 	CPUSeconds int `json:"cpu_seconds"`
@@ -162,7 +164,7 @@ func New(cfg Config) (*Env, error) {
 	if cfg.Mode != ModeSingle && cfg.Mode != ModeMulti {
 		return nil, fmt.Errorf("env.mode: %q is not single or multi", cfg.Mode)
 	}
-	if cfg.Mode == ModeMulti && cfg.MaxTurns == 0 {
+	if cfg.Mode == ModeMulti && cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 5
 	}
 	box := &Sandbox{Python: cmp.Or(cfg.Python, "python3"), Limits: Limits{
@@ -173,14 +175,27 @@ func New(cfg Config) (*Env, error) {
 // Name returns "spreadsheet".
 func (e *Env) Name() string { return Name }
 
-func (e *Env) dataRoot() string {
-	if e.cfg.DataRoot != "" {
-		return e.cfg.Resolve(e.cfg.DataRoot)
+// caseDir finds an item's test-case directory under the data root
+// candidates (see Config.DataRoot).
+func (e *Env) caseDir(spreadsheetPath string) (string, error) {
+	var roots []string
+	switch root, split := e.cfg.DataRoot, e.cfg.SplitDir; {
+	case root != "" && (filepath.IsAbs(root) || split == ""):
+		roots = []string{root}
+	case root != "":
+		roots = []string{filepath.Join(split, root), root}
+	case split != "":
+		roots = []string{filepath.Dir(split), split}
+	default:
+		roots = []string{"."}
 	}
-	if e.cfg.SplitDir != "" {
-		return filepath.Dir(e.cfg.SplitDir)
+	for _, r := range roots {
+		d := filepath.Join(r, filepath.FromSlash(spreadsheetPath))
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d, nil
+		}
 	}
-	return "."
+	return "", fmt.Errorf("test cases: no directory %s under %s", spreadsheetPath, strings.Join(roots, " or "))
 }
 
 // Preview describes a workbook for the prompt: sheets, their used range
@@ -193,12 +208,11 @@ func Preview(path string) (string, error) {
 	defer f.Close()
 	var b strings.Builder
 	for _, sh := range f.GetSheetList() {
-		dim, _ := f.GetSheetDimension(sh)
-		fmt.Fprintf(&b, "Sheet %q (used range %s):\n", sh, dim)
 		rows, err := f.GetRows(sh)
 		if err != nil {
-			continue
+			return "", fmt.Errorf("sheet %q: %w", sh, err)
 		}
+		fmt.Fprintf(&b, "Sheet %q (used range %s):\n", sh, usedRange(rows))
 		for i, row := range rows {
 			if i == 6 {
 				fmt.Fprintf(&b, "  … %d more rows\n", len(rows)-6)
@@ -209,13 +223,40 @@ func Preview(path string) (string, error) {
 			}
 			fmt.Fprintf(&b, "  row %d: %s\n", i+1, strings.Join(quoteAll(row), ", "))
 		}
+		if b.Len() > previewMax {
+			return strings.ToValidUTF8(b.String()[:previewMax], "") + "\n… (preview cut)\n", nil
+		}
 	}
 	return b.String(), nil
 }
 
+// usedRange is the range from A1 to the last row and column holding a
+// value ("empty" when none does).
+func usedRange(rows [][]string) string {
+	lastRow, lastCol := 0, 0
+	for i, row := range rows {
+		for j, v := range row {
+			if v != "" {
+				lastRow, lastCol = i+1, max(lastCol, j+1)
+			}
+		}
+	}
+	if lastRow == 0 {
+		return "empty"
+	}
+	end, _ := excelize.CoordinatesToCellName(lastCol, lastRow)
+	return "A1:" + end
+}
+
+// previewMax bounds the preview's length; previewCell a cell's.
+const previewMax, previewCell = 6000, 80
+
 func quoteAll(xs []string) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
+		if r := []rune(x); len(r) > previewCell {
+			x = string(r[:previewCell]) + "…"
+		}
 		out[i] = strconv.Quote(x)
 	}
 	return out
@@ -259,7 +300,10 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if _, err := ParsePositions(it.AnswerPosition); err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: %w", req.Item.ID, err)
 	}
-	caseDir := filepath.Join(e.dataRoot(), filepath.FromSlash(it.SpreadsheetPath))
+	caseDir, err := e.caseDir(it.SpreadsheetPath)
+	if err != nil {
+		return nil, fmt.Errorf("spreadsheet item %s: %w", req.Item.ID, err)
+	}
 	cases, err := Cases(caseDir)
 	if err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: test cases: %w", req.Item.ID, err)
