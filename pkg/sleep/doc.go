@@ -1,0 +1,29 @@
+// Package sleep is the deployment-time half of SkillOpt ("SkillOpt-Sleep")
+// for skillfleet: it harvests a user's own agent transcripts (Claude Code,
+// Codex, Cursor), mines the recurring tasks in them, judges replies to those
+// tasks, edits the learned block of a skill document, stages a night's
+// proposal and adopts it into the live files.
+//
+// # What it owns
+//
+// Harvest ([Harvest]) reads transcripts read-only into [Digest]s, dropping
+// meta prompts, headless engine sessions and sub-agent sessions and
+// redacting secret-shaped strings ([Redact]) before any text leaves it.
+// Mining ([MineHeuristic], [MineLLM]) turns digests into [Task]s with a
+// judge; [Judge] scores a reply (rule checks, exact reference, or an LLM
+// rubric). [ApplyEdits] edits only the learned block between its markers.
+// [State] keeps the per-project cursors, the task archive and the night
+// history in a state file written atomically under an exclusive lock.
+// [Stage] writes a night's proposal with a manifest pinning the live files'
+// hashes; [Adopt] checks those pins and installs the proposal, and [Undo]
+// reverts it. [Schedule] installs a crontab line or a systemd user timer.
+//
+// # What it must never do
+//
+// It never writes to a transcript, never lets a secret-shaped string reach
+// a prompt, a staged file, the state file or a log, never touches the skill
+// document outside the learned block, and never adopts over a live file that
+// changed since staging, through a symlink, or outside the allowed roots.
+// It imports nothing from coordinator or worker: the night's replay and
+// consolidation driver lives in coordinator/sleep.
+package sleep

@@ -1,0 +1,169 @@
+package sleep
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// copyTree copies testdata/home into a temp dir (so a huge line can be
+// appended and mtimes set) and returns the copy.
+func copyTree(t *testing.T) string {
+	t.Helper()
+	dst := t.TempDir()
+	src := filepath.Join("testdata", "home")
+	err := filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if info.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 2 MiB line in the middle of the Claude session.
+	s1 := filepath.Join(dst, ".claude/projects/-home-dev-webapp/s1.jsonl")
+	b, _ := os.ReadFile(s1)
+	lines := strings.SplitAfter(string(b), "\n")
+	huge := `{"type":"user","message":{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}}` + "\n"
+	out := strings.Join(lines[:3], "") + huge + strings.Join(lines[3:], "")
+	if err := os.WriteFile(s1, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cur := filepath.Join(dst, ".cursor/projects/home-dev-webapp/agent-transcripts/c1/c1.jsonl")
+	ts := time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)
+	if err := os.Chtimes(cur, ts, ts); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+func fixtureOptions(home string) HarvestOptions {
+	return HarvestOptions{
+		ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"), CursorHome: filepath.Join(home, ".cursor"),
+		Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), Lookback: 72 * time.Hour, MaxLineBytes: 1 << 20,
+		Projects: []string{"/home/dev/webapp"},
+	}
+}
+
+func TestHarvestFixtures(t *testing.T) {
+	home := copyTree(t)
+	ds, sk, err := Harvest(fixtureOptions(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := func(s string) time.Time { v, _ := time.Parse(time.RFC3339, s); return v }
+	cursorTime := time.Date(2026, 11, 24, 11, 0, 0, 0, time.UTC)
+	want := []Digest{
+		{
+			SessionID: "c1", Source: SourceCursor, Project: "/home/dev/webapp", StartedAt: cursorTime, EndedAt: cursorTime,
+			UserPrompts:     []string{"Add a dark mode toggle to the settings page", "looks good"},
+			AssistantFinals: []string{"Added a toggle in settings.tsx."},
+			FeedbackSignals: []string{"pos:looks good"}, NUserTurns: 2, NAssistantTurns: 1,
+		},
+		{
+			SessionID: "s1", Source: SourceClaude, Project: "/home/dev/webapp", GitBranch: "main",
+			StartedAt: ts("2026-11-24T09:00:00Z"), EndedAt: ts("2026-11-24T09:05:00Z"),
+			UserPrompts: []string{
+				"Fix the login test; the API key is [REDACTED:api_key] and the db password=[REDACTED:secret]",
+				"no, that's wrong: run go test ./... before you say it passes",
+				"thanks, perfect",
+			},
+			AssistantFinals: []string{"I'll look at the test.", "Ran go test ./...: all tests pass now."},
+			ToolsUsed:       []string{"Edit", "Skill"}, SkillsUsed: []string{"webapp-testing"},
+			FilesTouched:    []string{"/home/dev/webapp/auth.go", "/home/dev/webapp/login_test.go"},
+			FeedbackSignals: []string{"neg:that's wrong", "neg:no", "pos:thanks", "pos:perfect"},
+			NUserTurns:      3, NAssistantTurns: 2,
+		},
+		{
+			SessionID: "x1", Source: SourceCodex, Project: "/home/dev/webapp", GitBranch: "feat",
+			StartedAt: ts("2026-11-24T08:00:00Z"), EndedAt: ts("2026-11-24T08:03:04Z"),
+			UserPrompts: []string{
+				"Write a changelog entry for the login fix; export GITHUB_TOKEN=[REDACTED:github_token] first",
+				"you forgot the issue number, try again",
+			},
+			AssistantFinals: []string{"Added CHANGELOG entry under Unreleased.", "Added (#123) to the entry."},
+			ToolsUsed:       []string{"shell"},
+			FeedbackSignals: []string{"neg:you forgot", "neg:try again"},
+			NUserTurns:      2, NAssistantTurns: 2,
+		},
+	}
+	if diff := cmp.Diff(want, ds, cmpopts.IgnoreFields(Digest{}, "RawPath"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Harvest digests (-want +got):\n%s", diff)
+	}
+	wantSk := Skipped{MalformedLines: 3, HugeLines: 1, SubAgent: 1, Headless: 2, Old: 1}
+	if diff := cmp.Diff(wantSk, sk); diff != "" {
+		t.Errorf("Harvest skipped (-want +got):\n%s", diff)
+	}
+	b, _ := json.Marshal(ds)
+	for _, secret := range []string{"sk-proj-AbCdEfGhIjKlMnOpQrStUvWx123456", "hunter2secret", "ghp_abcdefghijklmnopqrstuvwxyz0123456789AB", "SIDECHAIN"} {
+		if strings.Contains(string(b), secret) {
+			t.Errorf("digests hold %q", secret)
+		}
+	}
+}
+
+func TestHarvestCursorsAndSources(t *testing.T) {
+	home := copyTree(t)
+	o := fixtureOptions(home)
+	o.Source = SourceCodex
+	ds, _, err := Harvest(o)
+	if err != nil || len(ds) != 1 || ds[0].SessionID != "x1" {
+		t.Fatalf("Harvest(codex) = %d digests, %v; want x1", len(ds), err)
+	}
+	// A project cursor after the sessions leaves nothing new.
+	o.Source = "all"
+	o.Cursors = map[string]time.Time{"/home/dev/webapp": time.Date(2026, 11, 24, 11, 30, 0, 0, time.UTC)}
+	ds, sk, err := Harvest(o)
+	if err != nil || len(ds) != 0 || sk.Old != 4 {
+		t.Fatalf("Harvest(after cursor) = %d digests, old %d, %v; want 0 and 4 old", len(ds), sk.Old, err)
+	}
+	// Another project's filter keeps nothing.
+	o.Cursors, o.Projects = nil, []string{"/elsewhere"}
+	if ds, _, _ := Harvest(o); len(ds) != 0 {
+		t.Fatalf("Harvest(other project) = %d digests, want 0", len(ds))
+	}
+	o.Source = "vscode"
+	if _, _, err := Harvest(o); err == nil || !strings.Contains(err.Error(), "vscode") {
+		t.Fatalf("Harvest(source vscode) error = %v, want one naming it", err)
+	}
+	// Harvest never writes: the fixture files are unchanged.
+	before, _ := os.ReadFile(filepath.Join(home, ".codex/archived_sessions/rollout-2026-11-24-x1.jsonl"))
+	orig, _ := os.ReadFile("testdata/home/.codex/archived_sessions/rollout-2026-11-24-x1.jsonl")
+	if string(before) != string(orig) {
+		t.Fatal("a transcript changed")
+	}
+}
+
+func TestRedact(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"key sk-ant-api03-abcdefghijklmnopqrstuv", "key [REDACTED:api_key]"},
+		{"AWS AKIAIOSFODNN7EXAMPLE here", "AWS [REDACTED:aws_key] here"},
+		{"Authorization: Bearer abcdefghijklmnop.qrs", "Authorization: Bearer [REDACTED:bearer]"},
+		{"postgres://admin:s3cr3tpw@db:5432/x", "postgres://admin:[REDACTED:url_credentials]@db:5432/x"},
+		{"my password is CorrectHorse9", "my password is [REDACTED:secret]"},
+		{`"api_key": "abcd1234efgh"`, `"api_key": "[REDACTED:secret]"`},
+		{"the token budget is 40k", "the token budget is 40k"},
+		{"reset the password for bob", "reset the password for bob"},
+		{"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "[REDACTED:private_key]"},
+	}
+	for _, c := range cases {
+		if got := Redact(c.in); got != c.want {
+			t.Errorf("Redact(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
