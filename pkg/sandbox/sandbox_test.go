@@ -1,0 +1,208 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// newBox is a sandbox; it fails the test on CI when bwrap is missing and
+// skips elsewhere.
+func newBox(t testing.TB, ro ...string) *Sandbox {
+	t.Helper()
+	s, err := New(Options{ReadOnly: ro})
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return s
+}
+
+func sh(script string) []string { return []string{"/usr/bin/sh", "-c", script} }
+
+func run(t *testing.T, s *Sandbox, spec Spec) *Result {
+	t.Helper()
+	if spec.Limits.Wall == 0 {
+		spec.Limits.Wall = 20 * time.Second
+	}
+	r, err := s.Run(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRunBasics(t *testing.T) {
+	s := newBox(t)
+	r := run(t, s, Spec{
+		Argv:    sh(`id -u; pwd; echo "$GREETING"; env | sort | tr '\n' ' '; echo; cat in.txt; echo out > out.txt; mkdir sub; echo deep > sub/f; exit 7`),
+		Env:     []string{"GREETING=hello"},
+		Files:   []File{{Name: "in.txt", Data: []byte("input data\n")}},
+		Collect: []string{"out.txt", "in.txt", "missing.txt"},
+	})
+	lines := strings.Split(r.Output, "\n")
+	if r.ExitCode != 7 || len(lines) < 5 || lines[0] != "65534" || lines[1] != WorkDir || lines[2] != "hello" || lines[4] != "input data" {
+		t.Fatalf("result %+v", r)
+	}
+	if env := strings.TrimSpace(lines[3]); env != "GREETING=hello HOME=/work LANG=C.UTF-8 PATH=/usr/bin:/bin PWD=/work TMPDIR=/work" {
+		t.Errorf("environment: %q", env)
+	}
+	if e := r.Files["out.txt"]; e == nil || e.Type != "file" || string(e.Data) != "out\n" {
+		t.Errorf("collected out.txt: %+v", e)
+	}
+	if r.Files["in.txt"] == nil || r.Files["missing.txt"] != nil || r.Files["sub/f"] != nil {
+		t.Errorf("collected: %v", r.Files)
+	}
+	if r.Isolation != "bubblewrap" {
+		t.Errorf("isolation %q", r.Isolation)
+	}
+	// "." collects the whole work directory.
+	r = run(t, s, Spec{Argv: sh("mkdir -p a/b && echo x > a/b/c && ln -s /etc/passwd link && mkfifo pipe"), Collect: []string{"."}})
+	if e := r.Files["a/b/c"]; e == nil || string(e.Data) != "x\n" || r.Files["link"].Type != "symlink" || r.Files["pipe"].Type != "fifo" || r.Files["a"].Type != "dir" {
+		t.Errorf("whole dir: %v (%s)", r.Files, r.Output)
+	}
+}
+
+func TestLimits(t *testing.T) {
+	s := newBox(t)
+	// Wall time: killed, reported, quick.
+	start := time.Now()
+	r := run(t, s, Spec{Argv: sh("sleep 30"), Limits: Limits{Wall: 300 * time.Millisecond}})
+	if !r.TimedOut || r.LimitHit() != "wall time" || time.Since(start) > 5*time.Second {
+		t.Errorf("wall: %+v after %s", r, time.Since(start))
+	}
+	// CPU seconds: SIGXCPU.
+	r = run(t, s, Spec{Argv: sh("while :; do :; done"), Limits: Limits{CPU: 1}})
+	if r.Signal != syscall.SIGXCPU || r.LimitHit() != "CPU time" {
+		t.Errorf("cpu: %+v", r)
+	}
+	// Output: capped and marked.
+	r = run(t, s, Spec{Argv: sh("head -c 100000 /dev/zero | tr '\\0' x"), Limits: Limits{Output: 1000}})
+	if !r.OutputTruncated || len(r.Output) > 1100 {
+		t.Errorf("output: %d bytes, truncated %v", len(r.Output), r.OutputTruncated)
+	}
+	// The work directory is a tmpfs of WorkMB: filling it fails (ENOSPC),
+	// also across many files, and /tmp too; / is read-only.
+	r = run(t, s, Spec{Argv: sh("i=0; while [ $i -lt 100 ]; do head -c 100000 /dev/zero > f$i || exit 3; i=$((i+1)); done"), Limits: Limits{WorkMB: 2}})
+	if r.ExitCode != 3 || !strings.Contains(r.Output, "No space left") {
+		t.Errorf("work size: %+v", r)
+	}
+	r = run(t, s, Spec{Argv: sh("head -c 3000000 /dev/zero > /tmp/f || echo tmpfull; touch /x || echo rootro"), Limits: Limits{WorkMB: 2}})
+	if !strings.Contains(r.Output, "tmpfull") || !strings.Contains(r.Output, "rootro") {
+		t.Errorf("/tmp and /: %q", r.Output)
+	}
+	// Collected files past CollectMB are refused as too large.
+	r = run(t, s, Spec{Argv: sh("head -c 2000000 /dev/zero > big"), Collect: []string{"big"}, Limits: Limits{CollectMB: 1}})
+	if e := r.Files["big"]; e == nil || !e.TooLarge || e.Data != nil || !r.CollectTruncated {
+		t.Errorf("collect cap: %+v", r.Files["big"])
+	}
+	// Processes: a fork bomb stops at the limit.
+	r = run(t, s, Spec{Argv: sh("n=0; while [ $n -lt 50 ]; do sleep 5 & n=$((n+1)); done; wait"), Limits: Limits{Procs: 10, Wall: 10 * time.Second}})
+	if r.ExitCode == 0 && !strings.Contains(r.Output, "fork") {
+		t.Errorf("procs: %+v", r)
+	}
+}
+
+// TestNoSurvivors: a process that detaches (new session, background)
+// does not outlive the run, neither on return nor on the wall limit.
+func TestNoSurvivors(t *testing.T) {
+	s := newBox(t)
+	mark := fmt.Sprintf("survivor-%d", time.Now().UnixNano())
+	for _, wall := range []time.Duration{20 * time.Second, 500 * time.Millisecond} {
+		r := run(t, s, Spec{Argv: sh("setsid sh -c 'exec sleep 60 " + mark + "' >/dev/null 2>&1 & sleep 0.2; [ " + fmt.Sprint(wall < time.Second) + " = true ] && sleep 30; exit 0"), Limits: Limits{Wall: wall}})
+		_ = r
+		time.Sleep(200 * time.Millisecond)
+		if pids := procsWith(mark); len(pids) > 0 {
+			t.Errorf("wall %s: survivors %v", wall, pids)
+		}
+	}
+}
+
+// procsWith lists host processes whose command line contains s.
+func procsWith(s string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(b), s) && !strings.Contains(string(b), "-test.") {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestNetwork: NetNone reaches no host listener (TCP on loopback,
+// abstract or filesystem AF_UNIX); NetHost reaches the TCP one.
+func TestNetwork(t *testing.T) {
+	s := newBox(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	hits := make(chan string, 8)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits <- "tcp"
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	probe := fmt.Sprintf("exec 5<>/dev/tcp/127.0.0.1/%d && echo CONNECTED", port)
+	// dash has no /dev/tcp; use python when present, else bash.
+	argv := []string{"/usr/bin/bash", "-c", probe}
+	if _, err := os.Stat("/usr/bin/bash"); err != nil {
+		t.Skip("no /usr/bin/bash for the probe")
+	}
+	r := run(t, s, Spec{Argv: argv})
+	if strings.Contains(r.Output, "CONNECTED") {
+		t.Errorf("none: connected to the host listener: %q", r.Output)
+	}
+	r = run(t, s, Spec{Argv: argv, Network: NetHost})
+	if !strings.Contains(r.Output, "CONNECTED") {
+		t.Errorf("host: no connection: %q", r.Output)
+	}
+	select {
+	case <-hits:
+	case <-time.After(2 * time.Second):
+		t.Error("host mode: listener saw nothing")
+	}
+	select {
+	case h := <-hits:
+		t.Errorf("extra connection %s", h)
+	default:
+	}
+}
+
+// TestRefusals: no bwrap on PATH, a bad read-only path.
+func TestRefusals(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, err := New(Options{})
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "apt-get install bubblewrap") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("no bwrap: %v", err)
+	}
+	if _, err := New(Options{ReadOnly: []string{"relative/dir"}}); err == nil {
+		t.Error("relative read-only path accepted")
+	}
+	if _, err := New(Options{Bwrap: "/usr/bin/bwrap", ReadOnly: []string{"/nonexistent/runtime"}}); err == nil || !strings.Contains(err.Error(), "/nonexistent/runtime") {
+		t.Errorf("missing read-only path: %v", err)
+	}
+	var logged string
+	s, err := New(Options{Unsafe: true, Logf: func(f string, a ...any) { logged = fmt.Sprintf(f, a...) }})
+	if err != nil || !s.Unsafe() || !strings.Contains(logged, "WITHOUT isolation") {
+		t.Errorf("unsafe opt-in: %v, %q", err, logged)
+	}
+}
