@@ -82,6 +82,15 @@ type Stats struct {
 	// RateLimited counts 429 answers; BadRequests 400 and 401 answers.
 	RateLimited int64 `json:"rate_limited"`
 	BadRequests int64 `json:"bad_requests"`
+	// Billed counts every reply the server generated and bills, as a
+	// provider does: served ones, malformed ones, and replies finished
+	// after the client went away (Abandoned of them). BilledInputTokens
+	// and BilledOutputTokens are the usage those replies carry (or would
+	// have carried). A stalled request produces no reply and is not billed.
+	Billed             int64 `json:"billed"`
+	BilledInputTokens  int64 `json:"billed_input_tokens"`
+	BilledOutputTokens int64 `json:"billed_output_tokens"`
+	Abandoned          int64 `json:"abandoned"`
 	// Faults counts injected faults by name.
 	Faults map[string]int64 `json:"faults"`
 	// Models holds the same counts per requested model.
@@ -344,18 +353,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		dropConnection(w)
 		return
 	}
-	if d := s.latency(fr); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			dropConnection(w) // the client is gone or the server stops
-			return
-		case <-t.C:
-		}
+	if !waitLatency(ctx, s.latency(fr)) {
+		dropConnection(w) // the server stops
+		return
 	}
 
-	resp, err := s.m.Chat(ctx, req)
+	resp, err := s.m.Chat(context.WithoutCancel(ctx), req) // finished and billed even if the client left
 	if err != nil {
 		if llm.KindOf(err) == llm.KindInvalidRequest {
 			s.badRequest(w, "", err.Error())
@@ -369,6 +372,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	content := resp.Content
+	if fault == FaultMalformed {
+		content = malformedReply
+	}
+	if s.bill(ctx, resp.Usage.InputTokens, llm.EstimateTokens(content)) {
+		dropConnection(w) // the client is gone
+		return
+	}
 	if fault == FaultMalformed {
 		content = malformedReply
 	} else {
@@ -532,7 +542,7 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	srv := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx },
+		BaseContext: func(net.Listener) context.Context { return context.WithValue(ctx, baseCtxKey{}, ctx) },
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

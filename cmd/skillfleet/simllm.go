@@ -15,12 +15,14 @@ func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	addr := fs.String("addr", "127.0.0.1:8089", "listen address (loopback unless you say otherwise)")
 	latency := fs.Duration("latency", 0, "fixed latency added to every reply")
 	median := fs.Duration("latency-median", 0, "log-normal latency: median (overrides --latency)")
-	p99 := fs.Duration("latency-p99", 0, "log-normal latency: 99th percentile")
+	p99 := fs.Duration("latency-p99", 0, "log-normal latency: 99th percentile (a heavy tail: e.g. 10x the median)")
 	rpm := fs.Int("rpm", 0, "requests per minute before 429 + Retry-After (0 = no limit)")
 	tpm := fs.Int("tpm", 0, "prompt tokens per minute before 429 + Retry-After (0 = no limit)")
 	f500 := fs.Float64("fault-500", 0, "fraction of requests answered 500")
 	fdrop := fs.Float64("fault-drop", 0, "fraction of requests whose connection is dropped")
 	fstall := fs.Float64("fault-stall", 0, "fraction of requests that stall past the client's timeout")
+	stallRate := fs.Float64("stall-rate", 0, "fraction of requests accepted and never answered until the client leaves (same as --fault-stall)")
+	stallFor := fs.Duration("stall-for", 0, "longest a stalled request is held before the connection is closed (0 = 10m)")
 	fmal := fs.Float64("fault-malformed", 0, "fraction of optimizer requests answered with non-JSON text")
 	fseed := fs.Int64("fault-seed", 1, "seed of the fault draws")
 	eps := fs.Float64("epsilon", 0, "target noise: chance an outcome flips (0 = default 0.03, <0 = none)")
@@ -30,9 +32,23 @@ func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
+	if *stallRate != 0 {
+		if *fstall != 0 && *fstall != *stallRate {
+			return fmt.Errorf("sim-llm: --stall-rate %v and --fault-stall %v disagree; give one", *stallRate, *fstall)
+		}
+		*fstall = *stallRate
+	}
+	for name, v := range map[string]float64{"--fault-500": *f500, "--fault-drop": *fdrop, "--stall-rate": *fstall, "--fault-malformed": *fmal} {
+		if v < 0 || v > 1 {
+			return fmt.Errorf("sim-llm: %s %v: want a fraction in [0, 1]", name, v)
+		}
+	}
+	if *median > 0 && *p99 > 0 && *p99 < *median {
+		return fmt.Errorf("sim-llm: --latency-p99 %v is below --latency-median %v", *p99, *median)
+	}
 	o := simmodel.ServerOptions{
 		Latency: simmodel.Latency{Fixed: *latency, Median: *median, P99: *p99}, RPM: *rpm, TPM: *tpm,
-		FaultRate500: *f500, FaultRateDrop: *fdrop, FaultRateStall: *fstall, FaultRateMalformed: *fmal, FaultSeed: *fseed,
+		FaultRate500: *f500, FaultRateDrop: *fdrop, FaultRateStall: *fstall, FaultRateMalformed: *fmal, FaultSeed: *fseed, StallFor: *stallFor,
 	}
 	if *keyEnv != "" {
 		o.APIKey = os.Getenv(*keyEnv)
