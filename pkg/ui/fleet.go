@@ -1,0 +1,104 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/store"
+)
+
+// Fleet is the live fleet as the coordinator sees it: the workers connected
+// to it, the shared registry's workers (every worker process announcing
+// itself, whichever coordinator it serves), tasks awaiting results and
+// the queue depth per scheduling class.
+type Fleet struct {
+	Workers       []FleetWorker      `json:"workers"`
+	Registry      []store.WorkerInfo `json:"registry,omitempty"`
+	RegistryError string             `json:"registry_error,omitempty"`
+	// Pending tasks await results; Recorded results are journalled.
+	Pending  int `json:"pending"`
+	Recorded int `json:"recorded"`
+	// Queues are the per-class queue depths (waiting and in delivery).
+	Queues []QueueDepth `json:"queues,omitempty"`
+	// Limits are rate-limit headrooms, where the process knows them.
+	Limits []Headroom `json:"limits,omitempty"`
+	Notes  []string   `json:"notes,omitempty"`
+}
+
+// FleetWorker is one worker connected to this coordinator.
+type FleetWorker struct {
+	ID          string    `json:"id"`
+	Host        string    `json:"host,omitempty"`
+	Concurrency int       `json:"concurrency"`
+	InFlight    int       `json:"in_flight"`
+	Completed   int64     `json:"completed"`
+	LastSeen    time.Time `json:"last_seen"`
+}
+
+// QueueDepth is one scheduling class's queue.
+type QueueDepth struct {
+	Class string `json:"class"`
+	// Waiting have not been delivered; InDelivery were delivered and not
+	// yet acknowledged.
+	Waiting    uint64 `json:"waiting"`
+	InDelivery int    `json:"in_delivery"`
+	Error      string `json:"error,omitempty"`
+}
+
+// Headroom is how much of a rate limit is left.
+type Headroom struct {
+	Name  string  `json:"name"`
+	Limit float64 `json:"limit"`
+	Left  float64 `json:"left"`
+	Unit  string  `json:"unit"`
+}
+
+// FleetView is what the Fleet page shows: the live fleet (nil when this
+// process has none) and, per run served, retries and failures by cause.
+type FleetView struct {
+	Live  *Fleet     `json:"live,omitempty"`
+	Error string     `json:"error,omitempty"`
+	Runs  []FleetRun `json:"runs"`
+	Time  time.Time  `json:"time"`
+}
+
+// FleetRun is one served run's retries and failures.
+type FleetRun struct {
+	Name     string       `json:"name"`
+	Failures []FailureRow `json:"failures"`
+}
+
+func (s *Server) fleetView() (any, error) {
+	v := &FleetView{Runs: []FleetRun{}}
+	if s.o.Fleet != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
+		f, err := s.o.Fleet(ctx)
+		cancel()
+		if err != nil {
+			v.Error = err.Error()
+		} else {
+			v.Live = f
+		}
+		v.Time = time.Now().Truncate(time.Second)
+	}
+	s.mu.Lock()
+	targets := append([]*target(nil), s.targets...)
+	s.mu.Unlock()
+	for _, t := range targets {
+		if t.campaign {
+			continue
+		}
+		data, err := t.w.current()
+		if err != nil {
+			continue
+		}
+		var rv struct {
+			Failures []FailureRow `json:"failures"`
+		}
+		if json.Unmarshal(data, &rv) == nil {
+			v.Runs = append(v.Runs, FleetRun{Name: t.name, Failures: rv.Failures})
+		}
+	}
+	return v, nil
+}

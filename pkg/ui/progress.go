@@ -1,0 +1,208 @@
+package ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// ProgressFileName is the file a run's live progress is written to, in the
+// run dir, while a dashboard is served (see [ProgressFile]).
+const ProgressFileName = "progress.json"
+
+// Progress is what a run is doing right now: the phase or step, the wave of
+// tasks in flight and the scores so far. The coordinator reports it (see
+// coordinator.Progress.Listen); [ProgressFile] writes it to progress.json,
+// which the dashboard and the terminal line read.
+type Progress struct {
+	// Head is the phase ("baseline evaluation") or "epoch e/E step s/S".
+	Head   string `json:"head"`
+	Epoch  int    `json:"epoch,omitempty"`
+	Epochs int    `json:"epochs,omitempty"`
+	// Step is the step being run (1-based), Steps the run's total.
+	Step  int `json:"step,omitempty"`
+	Steps int `json:"steps,omitempty"`
+	// Stage is the wave in flight; Done and Total count its tasks.
+	Stage   string  `json:"stage,omitempty"`
+	Done    int     `json:"done"`
+	Total   int     `json:"total"`
+	Failed  int     `json:"failed,omitempty"`
+	Current float64 `json:"current_score"`
+	Best    float64 `json:"best_score"`
+	// Spend is the spend so far in tokens.json's shape (rows per stage ×
+	// role × model, by_stage, total); absent when nobody reported it.
+	Spend json.RawMessage `json:"spend,omitempty"`
+	// StageStart is when the wave began; Started when this process began
+	// the run; Updated when this record was made.
+	StageStart time.Time `json:"stage_start,omitzero"`
+	Started    time.Time `json:"started,omitzero"`
+	Updated    time.Time `json:"updated"`
+	// PID is the process writing the file.
+	PID int `json:"pid"`
+}
+
+// StageETA estimates the time left in the wave from its rate so far
+// (false until a task has finished).
+func (p Progress) StageETA(now time.Time) (time.Duration, bool) {
+	if p.Total <= 0 || p.Done <= 0 || p.StageStart.IsZero() || p.Done > p.Total {
+		return 0, false
+	}
+	el := now.Sub(p.StageStart)
+	if el <= 0 {
+		return 0, false
+	}
+	per := el / time.Duration(p.Done)
+	return per * time.Duration(p.Total-p.Done), true
+}
+
+// ProgressFile keeps progress.json in a run dir up to date: Update stores
+// the latest state and a writer goroutine writes it atomically (temp file +
+// rename) at most every interval, so a busy wave costs a few writes per
+// second, not one per task.
+type ProgressFile struct {
+	path     string
+	interval time.Duration
+	spend    func() any
+
+	mu      sync.Mutex
+	cur     Progress
+	dirty   bool
+	started time.Time
+	lastErr error
+
+	kick chan struct{}
+	done chan struct{}
+	once sync.Once
+	wg   sync.WaitGroup
+}
+
+// NewProgressFile starts writing dir/progress.json. interval <= 0 means
+// 500ms. Close it when the run ends.
+func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
+	if interval <= 0 {
+		interval = 500 * time.Millisecond
+	}
+	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
+		kick: make(chan struct{}, 1), done: make(chan struct{})}
+	f.wg.Add(1)
+	go f.loop()
+	return f
+}
+
+// SetSpend installs a function returning the spend so far in tokens.json's
+// shape (the coordinator's Accounting.Report); it is called when the file
+// is written, not on every update.
+func (f *ProgressFile) SetSpend(fn func() any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spend = fn
+}
+
+// Update records the latest progress. It never blocks on the disk.
+func (f *ProgressFile) Update(p Progress) {
+	f.mu.Lock()
+	if p.Stage != f.cur.Stage || p.Total != f.cur.Total || p.Done < f.cur.Done || f.cur.StageStart.IsZero() {
+		p.StageStart = time.Now()
+	} else {
+		p.StageStart = f.cur.StageStart
+	}
+	f.cur, f.dirty = p, true
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Err is the last error writing the file (nil if the last write worked).
+func (f *ProgressFile) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastErr
+}
+
+// Close writes the last state and stops the writer.
+func (f *ProgressFile) Close() error {
+	f.once.Do(func() { close(f.done) })
+	f.wg.Wait()
+	return f.Err()
+}
+
+func (f *ProgressFile) loop() {
+	defer f.wg.Done()
+	t := time.NewTicker(f.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-f.done:
+			f.flush()
+			return
+		case <-t.C:
+			f.flush()
+		case <-f.kick:
+			// Wait for the ticker: bursts of updates coalesce.
+		}
+	}
+}
+
+func (f *ProgressFile) flush() {
+	f.mu.Lock()
+	if !f.dirty {
+		f.mu.Unlock()
+		return
+	}
+	p, spend := f.cur, f.spend
+	f.dirty = false
+	f.mu.Unlock()
+	if spend != nil {
+		if b, err := json.Marshal(spend()); err == nil {
+			p.Spend = b
+		}
+	}
+	p.Started, p.Updated, p.PID = f.started, time.Now(), os.Getpid()
+	err := writeAtomic(f.path, p)
+	f.mu.Lock()
+	f.lastErr = err
+	f.mu.Unlock()
+}
+
+func writeAtomic(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadProgress reads dir/progress.json; ok is false when there is none (or
+// it cannot be parsed: a reader never fails on it).
+func ReadProgress(dir string) (p Progress, ok bool) {
+	data, err := os.ReadFile(filepath.Join(dir, ProgressFileName))
+	if err != nil {
+		return Progress{}, false
+	}
+	if json.Unmarshal(data, &p) != nil {
+		return Progress{}, false
+	}
+	return p, true
+}

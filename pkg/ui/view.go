@@ -1,0 +1,477 @@
+package ui
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/report"
+	"github.com/skillfleet/skillfleet/pkg/usage"
+)
+
+// RunView is what the Run page shows, built from the run dir's files only
+// (pkg/report's loaders plus state.json, progress.json and the step
+// directories). Everything in it that came from the run is data for the
+// page to insert as text.
+type RunView struct {
+	Name      string `json:"name"`
+	RunID     string `json:"run_id"`
+	Benchmark string `json:"benchmark,omitempty"`
+	Dir       string `json:"dir"`
+	// Finished is true once summary.json exists.
+	Finished bool `json:"finished"`
+	// Live is true while progress.json is fresh (its writer updated it
+	// within the last minute).
+	Live     bool      `json:"live"`
+	Progress *Progress `json:"progress,omitempty"`
+	// State is state.json's phase, epoch and last completed step.
+	Phase      string  `json:"phase,omitempty"`
+	Epoch      int     `json:"epoch,omitempty"`
+	LastStep   int     `json:"last_step"`
+	TotalSteps int     `json:"total_steps,omitempty"`
+	Current    float64 `json:"current_score"`
+	Best       float64 `json:"best_score"`
+	BestStep   int     `json:"best_step"`
+	// ETASeconds estimates the time to the last step from the mean step
+	// wall time (nil when it cannot be estimated).
+	ETASeconds *float64 `json:"eta_s,omitempty"`
+
+	Selection Series            `json:"selection"`
+	Rollout   Series            `json:"rollout"`
+	Test      map[string]TestAt `json:"test,omitempty"`
+	Spend     SpendView         `json:"spend"`
+	Steps     []StepRow         `json:"steps"`
+	// Rejected is the rejected-edit buffer: the ranked edits of the steps
+	// rejected in the current epoch, as the optimizer sees them.
+	Rejected []RejectedStep `json:"rejected"`
+	// Failures are retries and failures by cause, per stage.
+	Failures []FailureRow `json:"failures"`
+	Decided  struct {
+		Accepted int `json:"accepted"`
+		Rejected int `json:"rejected"`
+		Skipped  int `json:"skipped"`
+	} `json:"decided"`
+	Notes []string `json:"notes,omitempty"`
+	// Stop is true when this server may write the STOP file.
+	Stop bool `json:"stop"`
+}
+
+// Series are curves over steps; X[i] is the step (0 = baseline) and a nil
+// value is a gap.
+type Series struct {
+	X      []int                 `json:"x"`
+	Values map[string][]*float64 `json:"values"`
+	Labels map[string][]string   `json:"labels,omitempty"`
+}
+
+// TestAt is one test-split score.
+type TestAt struct {
+	Hard float64  `json:"hard"`
+	Soft *float64 `json:"soft,omitempty"`
+}
+
+// SpendView is the spend over steps and per stage × role × model.
+type SpendView struct {
+	// X are step numbers; Tokens[stage] are the cumulative input + output
+	// tokens at the end of each step; USD the cumulative dollars (nil
+	// without prices).
+	X      []int              `json:"x"`
+	Tokens map[string][]int64 `json:"tokens"`
+	USD    []*float64         `json:"usd,omitempty"`
+	// Rows are the stage × role × model totals, from tokens.json when the
+	// run has finished, else from progress.json.
+	Rows []SpendRow `json:"rows"`
+	// Total over Rows (or the step records without them).
+	TotalTokens int64    `json:"total_tokens"`
+	TotalCalls  int64    `json:"total_calls"`
+	TotalUSD    *float64 `json:"total_usd,omitempty"`
+	Source      string   `json:"source"`
+	PricesAsOf  string   `json:"prices_as_of,omitempty"`
+}
+
+// SpendRow is one stage × role × model.
+type SpendRow struct {
+	Stage  string   `json:"stage"`
+	Role   string   `json:"role"`
+	Model  string   `json:"model"`
+	Calls  int64    `json:"calls"`
+	Input  int64    `json:"input_tokens"`
+	Output int64    `json:"output_tokens"`
+	USD    *float64 `json:"usd,omitempty"`
+}
+
+// StepRow is one step's decision and edit counts.
+type StepRow struct {
+	Step      int      `json:"step"`
+	Epoch     int      `json:"epoch"`
+	Kind      string   `json:"kind"`
+	Action    string   `json:"action"`
+	Verdict   string   `json:"verdict,omitempty"`
+	Candidate *float64 `json:"candidate,omitempty"`
+	Note      string   `json:"note,omitempty"`
+	Current   float64  `json:"current"`
+	Best      float64  `json:"best"`
+	Merged    int      `json:"merged"`
+	Ranked    int      `json:"ranked"`
+	Applied   int      `json:"applied"`
+	Skipped   int      `json:"skipped_edits"`
+	Tokens    int64    `json:"tokens"`
+	WallS     float64  `json:"wall_s"`
+}
+
+// RejectedStep is a rejected step's edits.
+type RejectedStep struct {
+	Step  int               `json:"step"`
+	Edits []json.RawMessage `json:"edits"`
+}
+
+// FailureRow counts what went wrong in a stage.
+type FailureRow struct {
+	Stage        string `json:"stage"`
+	Tasks        int64  `json:"tasks"`
+	FailedTasks  int64  `json:"failed_tasks"`
+	FailedCalls  int64  `json:"failed_calls"`
+	Retries      int64  `json:"retries"`
+	RateLimited  int64  `json:"rate_limited"`
+	InvalidReply int64  `json:"invalid_replies"`
+}
+
+// stateFile is the part of state.json the page shows.
+type stateFile struct {
+	Phase      string  `json:"phase"`
+	Epoch      int     `json:"epoch"`
+	Step       int     `json:"last_completed_step"`
+	TotalSteps int     `json:"total_steps"`
+	Current    float64 `json:"current_score"`
+	Best       float64 `json:"best_score"`
+	BestStep   int     `json:"best_step"`
+	Done       bool    `json:"done"`
+}
+
+// stepExtra is the part of a step record pkg/report does not read.
+type stepExtra struct {
+	EditApply map[string]int `json:"edit_apply_summary"`
+	NMerged   int            `json:"n_edits_merged"`
+	NRanked   int            `json:"n_edits_ranked"`
+}
+
+// liveWindow is how recent progress.json must be for a run to count as live.
+const liveWindow = time.Minute
+
+// LoadRun builds the view of a run dir. prices may be nil (no dollars).
+func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
+	rep, err := report.Load(dir, prices)
+	if err != nil {
+		return nil, err
+	}
+	v := &RunView{Name: filepath.Base(dir), RunID: rep.RunID, Benchmark: rep.Benchmark, Dir: dir, Finished: rep.Summary != nil,
+		Steps: []StepRow{}, Rejected: []RejectedStep{}, Failures: []FailureRow{}}
+	var st stateFile
+	switch err := readJSON(filepath.Join(dir, "state.json"), &st); {
+	case err == nil:
+		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
+		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, err
+	}
+	if p, ok := ReadProgress(dir); ok {
+		v.Progress = &p
+		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
+		if v.TotalSteps == 0 {
+			v.TotalSteps = p.Steps
+		}
+	}
+	if rep.Summary != nil {
+		v.TotalSteps = rep.Summary.TotalSteps
+		v.Best, v.BestStep = rep.Summary.BestScore, rep.Summary.BestStep
+	}
+	v.Notes = append(v.Notes, rep.Notes...)
+	a, r, s := rep.Decisions()
+	v.Decided.Accepted, v.Decided.Rejected, v.Decided.Skipped = a, r, s
+
+	extras := map[int]stepExtra{}
+	for step := range rep.Steps {
+		var ex stepExtra
+		if err := readJSON(filepath.Join(dir, stepDir(step), "record.json"), &ex); err == nil {
+			extras[step] = ex
+		}
+	}
+	v.buildCurves(rep, extras)
+	v.buildSpend(rep, prices)
+	v.buildRejected(dir, rep)
+	v.buildETA(rep)
+	return v, nil
+}
+
+func stepDir(step int) string { return fmt.Sprintf("steps/step_%04d", step) }
+
+func fptr(f float64) *float64 { return &f }
+
+func (v *RunView) buildCurves(rep *report.Report, extras map[int]stepExtra) {
+	v.Selection = Series{Values: map[string][]*float64{"current": {}, "best": {}, "candidate": {}}, Labels: map[string][]string{"action": {}}}
+	v.Rollout = Series{Values: map[string][]*float64{"hard": {}, "soft": {}}}
+	for _, row := range rep.Rows() {
+		switch row.Kind {
+		case "baseline", "step":
+		default:
+			continue
+		}
+		v.Selection.X = append(v.Selection.X, row.Step)
+		v.Selection.Values["current"] = append(v.Selection.Values["current"], fptr(row.Current))
+		v.Selection.Values["best"] = append(v.Selection.Values["best"], fptr(row.Best))
+		v.Selection.Values["candidate"] = append(v.Selection.Values["candidate"], row.Candidate)
+		v.Selection.Labels["action"] = append(v.Selection.Labels["action"], row.Action)
+		if row.Kind != "step" {
+			continue
+		}
+		sr := StepRow{Step: row.Step, Epoch: row.Epoch, Kind: row.Kind, Action: row.Action, Verdict: row.Verdict,
+			Candidate: row.Candidate, Note: row.CandidateNote, Current: row.Current, Best: row.Best, Tokens: row.Tokens}
+		if rec, ok := rep.Steps[row.Step]; ok {
+			v.Rollout.X = append(v.Rollout.X, row.Step)
+			v.Rollout.Values["hard"] = append(v.Rollout.Values["hard"], fptr(rec.RolloutHard))
+			v.Rollout.Values["soft"] = append(v.Rollout.Values["soft"], fptr(rec.RolloutSoft))
+			sr.WallS = rec.WallTime
+		}
+		if ex, ok := extras[row.Step]; ok {
+			sr.Merged, sr.Ranked = ex.NMerged, ex.NRanked
+			for k, n := range ex.EditApply {
+				if strings.HasPrefix(k, "applied") {
+					sr.Applied += n
+				} else {
+					sr.Skipped += n
+				}
+			}
+		}
+		v.Steps = append(v.Steps, sr)
+	}
+	if s := rep.Summary; s != nil && len(s.TestHard) > 0 {
+		v.Test = map[string]TestAt{}
+		for k, h := range s.TestHard {
+			t := TestAt{Hard: h}
+			if soft, ok := s.TestSoft[k]; ok {
+				t.Soft = fptr(soft)
+			}
+			v.Test[k] = t
+		}
+	}
+	// Before state.json exists, the last event tells the scores.
+	if len(v.Selection.X) > 0 && v.LastStep == 0 {
+		last := len(v.Selection.X) - 1
+		v.LastStep = v.Selection.X[last]
+		v.Current, v.Best = *v.Selection.Values["current"][last], *v.Selection.Values["best"][last]
+	}
+}
+
+// buildSpend spreads the step records' per-stage tokens over steps and
+// prices them with the models the stage×role×model rows name.
+func (v *RunView) buildSpend(rep *report.Report, prices *pricing.Table) {
+	sp := SpendView{Tokens: map[string][]int64{}, Rows: []SpendRow{}}
+	var tf *report.TokenFile
+	switch {
+	case rep.Tokens != nil:
+		tf, sp.Source = rep.Tokens, "tokens.json"
+	case v.Progress != nil && len(v.Progress.Spend) > 0:
+		var t report.TokenFile
+		if json.Unmarshal(v.Progress.Spend, &t) == nil {
+			tf, sp.Source = &t, "progress.json"
+		}
+	}
+	if sp.Source == "" {
+		sp.Source = "step records"
+	}
+	// stageModel is the model that spent most in each stage.
+	stageModel := map[string]report.TokenRow{}
+	if tf != nil {
+		var rows []pricing.Row
+		for _, r := range tf.Rows {
+			rows = append(rows, pricing.Row{Stage: r.Stage, Role: r.Role, Model: r.Model, Calls: r.Calls,
+				Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite})
+			if best, ok := stageModel[r.Stage]; !ok || r.Tokens() > best.Tokens() {
+				stageModel[r.Stage] = r
+			}
+		}
+		var b *pricing.Breakdown
+		if prices != nil {
+			bb := prices.Price(rows)
+			b = &bb
+			sp.PricesAsOf = bb.AsOf
+		}
+		var total float64
+		priced := b != nil
+		for i, r := range tf.Rows {
+			row := SpendRow{Stage: r.Stage, Role: r.Role, Model: r.Model, Calls: r.Calls, Input: r.Input, Output: r.Output}
+			if b != nil && i < len(b.Lines) && b.Lines[i].Priced {
+				row.USD = fptr(b.Lines[i].USD)
+				total += b.Lines[i].USD
+			} else if b != nil {
+				priced = false
+			}
+			sp.Rows = append(sp.Rows, row)
+			sp.TotalTokens += r.Tokens()
+			sp.TotalCalls += r.Calls
+		}
+		if priced {
+			sp.TotalUSD = fptr(total)
+		}
+		sort.Slice(sp.Rows, func(i, j int) bool {
+			a, b := sp.Rows[i], sp.Rows[j]
+			if a.Stage != b.Stage {
+				return a.Stage < b.Stage
+			}
+			if a.Role != b.Role {
+				return a.Role < b.Role
+			}
+			return a.Model < b.Model
+		})
+	}
+	var steps []int
+	for s := range rep.Steps {
+		steps = append(steps, s)
+	}
+	sort.Ints(steps)
+	cum := map[string]int64{}
+	var usd float64
+	usdOK := prices != nil && tf != nil
+	fails := map[string]*usage.Totals{}
+	for _, s := range steps {
+		rec := rep.Steps[s]
+		sp.X = append(sp.X, s)
+		for stage, t := range rec.Tokens {
+			cum[stage] += t.Tokens()
+			if _, ok := sp.Tokens[stage]; !ok {
+				sp.Tokens[stage] = make([]int64, len(sp.X)-1)
+			}
+			if usdOK && t.Tokens() > 0 {
+				m, ok := stageModel[stage]
+				if !ok {
+					usdOK = false
+				} else if c, err := prices.CostTokens(m.Model, pricing.Row{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}.Tokens()); err == nil {
+					usd += c
+				} else {
+					usdOK = false
+				}
+			}
+			if tf == nil {
+				f := fails[stage]
+				if f == nil {
+					f = &usage.Totals{}
+					fails[stage] = f
+				}
+				f.Add(t)
+			}
+		}
+		for stage := range sp.Tokens {
+			sp.Tokens[stage] = append(sp.Tokens[stage], cum[stage])
+		}
+		if usdOK {
+			sp.USD = append(sp.USD, fptr(usd))
+		} else {
+			sp.USD = append(sp.USD, nil)
+		}
+	}
+	if !usdOK || prices == nil {
+		sp.USD = nil
+	}
+	if tf == nil {
+		for _, s := range steps {
+			for _, t := range rep.Steps[s].Tokens {
+				sp.TotalTokens += t.Tokens()
+				sp.TotalCalls += t.Calls
+			}
+		}
+	} else {
+		for _, r := range tf.Rows {
+			f := fails[r.Stage]
+			if f == nil {
+				f = &usage.Totals{}
+				fails[r.Stage] = f
+			}
+			f.Add(r.Totals)
+		}
+	}
+	for stage, f := range fails {
+		v.Failures = append(v.Failures, FailureRow{Stage: stage, Tasks: f.Tasks, FailedTasks: f.FailedTasks, FailedCalls: f.FailedCalls,
+			Retries: f.Retries, RateLimited: f.RateLimited, InvalidReply: f.InvalidReply})
+	}
+	sort.Slice(v.Failures, func(i, j int) bool { return v.Failures[i].Stage < v.Failures[j].Stage })
+	v.Spend = sp
+}
+
+// buildRejected lists the ranked edits of the current epoch's rejected
+// steps (the coordinator's step buffer keeps the same).
+func (v *RunView) buildRejected(dir string, rep *report.Report) {
+	epoch := v.Epoch
+	for _, ev := range rep.Events {
+		if ev.Type == "step" && ev.Epoch > epoch {
+			epoch = ev.Epoch
+		}
+	}
+	for _, ev := range rep.Events {
+		if ev.Type != "step" || ev.Epoch != epoch || !strings.Contains(ev.Action, "reject") {
+			continue
+		}
+		items, _, err := readItems(filepath.Join(dir, stepDir(ev.Step), "ranked_edits.json"))
+		if err != nil {
+			continue
+		}
+		v.Rejected = append(v.Rejected, RejectedStep{Step: ev.Step, Edits: items})
+	}
+}
+
+// buildETA estimates the time left from the mean wall time of the steps
+// recorded so far.
+func (v *RunView) buildETA(rep *report.Report) {
+	if v.Finished || v.TotalSteps == 0 || len(rep.Steps) == 0 {
+		return
+	}
+	var wall float64
+	for _, rec := range rep.Steps {
+		wall += rec.WallTime
+	}
+	mean := wall / float64(len(rep.Steps))
+	left := float64(v.TotalSteps - v.LastStep)
+	if left < 0 {
+		left = 0
+	}
+	v.ETASeconds = fptr(mean * left)
+}
+
+// readItems reads a step file holding {"<payload key>": [items]}: the
+// items and the key ("edits", "revise_suggestions", "skill_candidates").
+func readItems(path string) ([]json.RawMessage, string, error) {
+	var m map[string]json.RawMessage
+	if err := readJSON(path, &m); err != nil {
+		return nil, "", err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		var items []json.RawMessage
+		if json.Unmarshal(m[k], &items) == nil {
+			return items, k, nil
+		}
+	}
+	return nil, "", fmt.Errorf("%s: no list of items", path)
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

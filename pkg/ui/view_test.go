@@ -1,0 +1,112 @@
+package ui
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/pkg/pricing"
+)
+
+func TestLoadRunLiveThenFinished(t *testing.T) {
+	dir := t.TempDir()
+	r := newFakeRun(t, dir, 4)
+	r.step()
+	r.step()
+	v, err := LoadRun(dir, pricing.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Finished || v.LastStep != 2 || v.TotalSteps != 4 {
+		t.Fatalf("finished=%v last=%d total=%d, want unfinished 2/4", v.Finished, v.LastStep, v.TotalSteps)
+	}
+	if got := v.Selection.X; len(got) != 3 || got[0] != 0 || got[2] != 2 {
+		t.Errorf("selection x = %v, want [0 1 2]", got)
+	}
+	if v.ETASeconds == nil || *v.ETASeconds != 4 {
+		t.Errorf("eta = %v, want 2 steps × 2 s", v.ETASeconds)
+	}
+	if len(v.Steps) != 2 || v.Steps[0].Merged != 2 || v.Steps[0].Ranked != 1 || v.Steps[0].Applied != 1 {
+		t.Errorf("steps = %+v", v.Steps)
+	}
+	// Step 2 was rejected: its ranked edit is in the buffer.
+	if len(v.Rejected) != 1 || v.Rejected[0].Step != 2 || !strings.Contains(string(v.Rejected[0].Edits[0]), "check the units") {
+		t.Errorf("rejected buffer = %+v", v.Rejected)
+	}
+	if got := v.Spend.Tokens["rollout"]; len(got) != 2 || got[0] != 1100 || got[1] != 1100+2100 {
+		t.Errorf("cumulative rollout tokens = %v, want [1100 3200]", got)
+	}
+	if v.Spend.USD != nil || v.Spend.Source != "step records" {
+		t.Errorf("live spend without models: usd=%v source=%s", v.Spend.USD, v.Spend.Source)
+	}
+	var merge *FailureRow
+	for i := range v.Failures {
+		if v.Failures[i].Stage == "merge" {
+			merge = &v.Failures[i]
+		}
+	}
+	if merge == nil || merge.Retries != 2 {
+		t.Errorf("failures = %+v, want merge retries 2", v.Failures)
+	}
+
+	r.finish()
+	v, err = LoadRun(dir, pricing.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Finished || v.Test["best"].Hard != 0.5 || v.ETASeconds != nil {
+		t.Errorf("finished=%v test=%v eta=%v", v.Finished, v.Test, v.ETASeconds)
+	}
+	if len(v.Spend.Rows) != 2 || v.Spend.TotalUSD == nil || *v.Spend.TotalUSD <= 0 {
+		t.Errorf("spend rows %+v total %v, want two priced rows", v.Spend.Rows, v.Spend.TotalUSD)
+	}
+	if len(v.Spend.USD) != 2 || v.Spend.USD[1] == nil || *v.Spend.USD[1] <= *v.Spend.USD[0] {
+		t.Errorf("cumulative $ = %v, want two rising values", v.Spend.USD)
+	}
+}
+
+func TestLoadRunNotARunDir(t *testing.T) {
+	_, err := LoadRun(t.TempDir(), nil)
+	if err == nil || !strings.Contains(err.Error(), "events.jsonl") {
+		t.Fatalf("err = %v, want one naming events.jsonl", err)
+	}
+}
+
+func TestDiff(t *testing.T) {
+	got := Diff("a\nb\nc\nd\n", "a\nc\nx\nd\n")
+	var b strings.Builder
+	for _, l := range got {
+		b.WriteString(l.Op + l.Text + ",")
+	}
+	if b.String() != " a,-b, c,+x, d," {
+		t.Errorf("diff = %s", b.String())
+	}
+	if d := Diff("", "new\n"); len(d) != 1 || d[0].Op != "+" {
+		t.Errorf("diff from empty = %v", d)
+	}
+}
+
+func TestCheckBind(t *testing.T) {
+	for _, c := range []struct {
+		addr, token string
+		insecure    bool
+		ok          bool
+	}{
+		{"127.0.0.1:0", "", false, true},
+		{"localhost:8080", "", false, true},
+		{"[::1]:8080", "", false, true},
+		{"0.0.0.0:8080", "", false, false},
+		{":8080", "", false, false},
+		{"192.168.1.5:8080", "", false, false},
+		{"0.0.0.0:8080", "s3cret", false, true},
+		{"0.0.0.0:8080", "", true, true},
+		{"nonsense", "", false, false},
+	} {
+		err := CheckBind(c.addr, c.token, c.insecure)
+		if (err == nil) != c.ok {
+			t.Errorf("CheckBind(%q, token=%v, insecure=%v) = %v, want ok=%v", c.addr, c.token != "", c.insecure, err, c.ok)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("message is not one line: %q", err)
+		}
+	}
+}
