@@ -135,6 +135,9 @@ func LockState(path string) (unlock func(), err error) {
 	}, nil
 }
 
+// writeHook, in tests, runs after each chunk WriteFileAtomic writes.
+var writeHook func(path string, written int)
+
 // WriteFileAtomic writes data to path so that a reader (or a crash) sees
 // either the old file or the new one, never a part: a temporary file in
 // the same directory, fsync, rename, fsync of the directory.
@@ -155,8 +158,18 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", tmp, err)
+	for off := 0; off < len(data) || off == 0; {
+		n := min(len(data)-off, 1<<20)
+		if _, err := f.Write(data[off : off+n]); err != nil {
+			return fmt.Errorf("write %s: %w", tmp, err)
+		}
+		off += n
+		if writeHook != nil {
+			writeHook(path, off)
+		}
+		if n == 0 {
+			break
+		}
 	}
 	if err := f.Chmod(perm); err != nil {
 		return err
