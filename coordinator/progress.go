@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/ui"
 )
 
 // Progress prints what a run is doing. On a terminal it keeps one status
@@ -24,6 +26,25 @@ type Progress struct {
 	lineOpen    bool
 	perStage    map[string]int
 	observe     func(stage string, done int)
+	// epoch, epochs, step, steps and listen serve Listen.
+	epoch, epochs, step, steps int
+	listen                     func(ui.Progress)
+}
+
+// Listen installs f, called with the progress after every change (the
+// dashboard's progress.json, the terminal line). f runs under the progress
+// lock: it must be quick and must not call back into p.
+func (p *Progress) Listen(f func(ui.Progress)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.listen = f
+}
+
+func (p *Progress) notify() {
+	if p.listen != nil {
+		p.listen(ui.Progress{Head: p.head, Epoch: p.epoch, Epochs: p.epochs, Step: p.step, Steps: p.steps,
+			Stage: p.stage, Done: p.done, Total: p.total, Failed: p.failed, Current: p.cur, Best: p.best})
+	}
 }
 
 // Observe installs a function called after every finished task with the
@@ -52,6 +73,8 @@ func (p *Progress) Step(epoch, epochs, step, steps int, cur, best float64) {
 	defer p.mu.Unlock()
 	p.head = fmt.Sprintf("epoch %d/%d step %d/%d", epoch, epochs, step, steps)
 	p.cur, p.best = cur, best
+	p.epoch, p.epochs, p.step, p.steps = epoch, epochs, step, steps
+	p.notify()
 }
 
 // Phase announces a phase outside the steps.
@@ -63,6 +86,7 @@ func (p *Progress) Phase(name string) {
 	if !p.tty {
 		p.println(name)
 	}
+	p.notify()
 }
 
 // StartWave announces a wave of tasks of one stage.
@@ -71,6 +95,7 @@ func (p *Progress) StartWave(stage string, n int) {
 	defer p.mu.Unlock()
 	p.stage, p.total, p.done, p.failed = stage, n, 0, 0
 	p.draw(true)
+	p.notify()
 }
 
 // TaskDone counts a finished task.
@@ -82,6 +107,7 @@ func (p *Progress) TaskDone(stage string, ok bool) {
 		p.failed++
 	}
 	p.draw(p.done == p.total)
+	p.notify()
 	if p.observe != nil {
 		if p.perStage == nil {
 			p.perStage = map[string]int{}
@@ -97,6 +123,7 @@ func (p *Progress) Decision(what string, cur, best float64) {
 	defer p.mu.Unlock()
 	p.cur, p.best = cur, best
 	p.println(fmt.Sprintf("%s  current=%.3f best=%.3f%s", what, cur, best, p.tokenText()))
+	p.notify()
 }
 
 func (p *Progress) tokenText() string {
