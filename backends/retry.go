@@ -86,6 +86,9 @@ type RetryError struct {
 	RateLimited int
 	// FailedUsage sums the usage billed for the failed attempts.
 	FailedUsage llm.Usage
+	// Causes counts every failed attempt by cause (the llm Cause
+	// constants): it sums to Attempts.
+	Causes map[string]int
 	// Err is the last attempt's error.
 	Err error
 }
@@ -100,18 +103,26 @@ func (e *RetryError) Error() string {
 func (e *RetryError) Unwrap() error { return e.Err }
 
 // Chat implements llm.Model.
+//
+// Each failed attempt is logged at info level through the logger
+// llm.WithLogger put in ctx (cause, HTTP status, attempt, stage, model;
+// never prompt text or keys). A ctx marked with llm.WithStop starts no
+// further attempt once its stop signal is done.
 func (r *Retry) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	var (
 		attempts, limited int
 		failed            llm.Usage
+		causes            map[string]int
 	)
+	log := llm.LoggerFrom(ctx)
 	for n := 1; ; n++ {
-		resp, err := r.model.Chat(ctx, req)
+		resp, err := r.model.Chat(withAttempt(ctx, n), req)
 		if err == nil {
 			attempts += max(resp.Attempts, 1)
 			resp.Attempts = attempts
 			resp.RateLimited += limited
 			resp.FailedUsage.Add(failed)
+			llm.AddCauses(&resp.FailedCauses, causes)
 			return resp, nil
 		}
 		var inner *RetryError
@@ -119,18 +130,25 @@ func (r *Retry) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 			attempts += inner.Attempts
 			limited += inner.RateLimited
 			failed.Add(inner.FailedUsage)
+			llm.AddCauses(&causes, inner.Causes)
 		} else {
 			attempts++
 			if llm.KindOf(err) == llm.KindRateLimited {
 				limited++
 			}
 			failed.Add(llm.BilledUsage(err))
+			llm.AddCauses(&causes, map[string]int{llm.CauseOf(err): 1})
 		}
 		fail := func(e error) error {
-			return &RetryError{Attempts: attempts, RateLimited: limited, FailedUsage: failed, Err: e}
+			return &RetryError{Attempts: attempts, RateLimited: limited, FailedUsage: failed, Causes: causes, Err: e}
 		}
 		kind := llm.KindOf(err)
-		if !kind.Retryable() || errors.Is(err, ErrCircuitOpen) || n > r.p.MaxRetries || ctx.Err() != nil {
+		retry := kind.Retryable() && !errors.Is(err, ErrCircuitOpen) && n <= r.p.MaxRetries && ctx.Err() == nil && !llm.Stopped(ctx)
+		if kind != llm.KindCancelled {
+			log.Info("model call failed", "cause", llm.CauseOf(err), "status", llm.StatusOf(err), "attempt", n,
+				"stage", req.Stage, "model", req.Model, "will_retry", retry)
+		}
+		if !retry {
 			return nil, fail(err)
 		}
 		d := r.p.Jitter(r.p.Backoff(n))
@@ -144,10 +162,46 @@ func (r *Retry) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
 			return nil, fail(err) // the caller's deadline comes first
 		}
-		if serr := r.p.Sleep(ctx, d); serr != nil {
-			return nil, fail(interrupted(ctx, err))
+		sctx, stop := stopAware(ctx)
+		serr := r.p.Sleep(sctx, d)
+		stop()
+		if serr != nil || llm.Stopped(ctx) {
+			return nil, fail(interrupted(sctx, err))
 		}
 	}
+}
+
+// stopAware returns a context that also ends when ctx's llm.WithStop
+// signal does.
+func stopAware(ctx context.Context) (context.Context, context.CancelFunc) {
+	done := llm.StopDone(ctx)
+	if done == nil {
+		return ctx, func() {}
+	}
+	c, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-done:
+			cancel()
+		case <-c.Done():
+		}
+	}()
+	return c, cancel
+}
+
+type attemptKey struct{}
+
+// withAttempt marks ctx with the attempt number n (1 = the first).
+func withAttempt(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, attemptKey{}, n)
+}
+
+// attemptOf is the attempt number [Retry] put in ctx (1 when none).
+func attemptOf(ctx context.Context) int {
+	if n, ok := ctx.Value(attemptKey{}).(int); ok && n > 0 {
+		return n
+	}
+	return 1
 }
 
 // interrupted is the error for a back-off cut short by ctx: the context's

@@ -129,6 +129,9 @@ type Response struct {
 	RateLimited int `json:"rate_limited,omitempty"`
 	// FailedUsage is the usage of failed attempts (billed but unused).
 	FailedUsage Usage `json:"failed_usage,omitzero"`
+	// FailedCauses counts the failed attempts by cause (the Cause
+	// constants); it sums to Attempts-1.
+	FailedCauses map[string]int `json:"failed_causes,omitempty"`
 }
 
 // ErrorKind classifies a failed call.

@@ -291,8 +291,11 @@ type Usage struct {
 	Retries          int32                  `protobuf:"varint,8,opt,name=retries,proto3" json:"retries,omitempty"`
 	RateLimited      int32                  `protobuf:"varint,9,opt,name=rate_limited,json=rateLimited,proto3" json:"rate_limited,omitempty"`
 	Model            string                 `protobuf:"bytes,10,opt,name=model,proto3" json:"model,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Failed attempts by cause (rate_limited, timeout, stall, server_5xx,
+	// transport, invalid_reply, hedged, ...).
+	FailedCauses  map[string]int32 `protobuf:"bytes,11,rep,name=failed_causes,json=failedCauses,proto3" json:"failed_causes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Usage) Reset() {
@@ -393,6 +396,13 @@ func (x *Usage) GetModel() string {
 		return x.Model
 	}
 	return ""
+}
+
+func (x *Usage) GetFailedCauses() map[string]int32 {
+	if x != nil {
+		return x.FailedCauses
+	}
+	return nil
 }
 
 // Task is the envelope published on skillfleet.tasks.<kind>.
@@ -1648,7 +1658,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\fOptionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x0e\n" +
-	"\f_temperature\"\xe0\x02\n" +
+	"\f_temperature\"\xee\x03\n" +
 	"\x05Usage\x12!\n" +
 	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
 	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12*\n" +
@@ -1660,7 +1670,11 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aretries\x18\b \x01(\x05R\aretries\x12!\n" +
 	"\frate_limited\x18\t \x01(\x05R\vrateLimited\x12\x14\n" +
 	"\x05model\x18\n" +
-	" \x01(\tR\x05model\"\xcc\x05\n" +
+	" \x01(\tR\x05model\x12K\n" +
+	"\rfailed_causes\x18\v \x03(\v2&.skillfleet.v1.Usage.FailedCausesEntryR\ffailedCauses\x1a?\n" +
+	"\x11FailedCausesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xcc\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x12\n" +
@@ -1795,7 +1809,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Outcome)(0),              // 0: skillfleet.v1.Outcome
 	(ReportAck_Status)(0),     // 1: skillfleet.v1.ReportAck.Status
@@ -1816,39 +1830,41 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*GetSkillRequest)(nil),   // 16: skillfleet.v1.GetSkillRequest
 	(*GetSkillResponse)(nil),  // 17: skillfleet.v1.GetSkillResponse
 	nil,                       // 18: skillfleet.v1.ModelSpec.OptionsEntry
+	nil,                       // 19: skillfleet.v1.Usage.FailedCausesEntry
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	18, // 0: skillfleet.v1.ModelSpec.options:type_name -> skillfleet.v1.ModelSpec.OptionsEntry
-	5,  // 1: skillfleet.v1.Task.rollout:type_name -> skillfleet.v1.RolloutTask
-	6,  // 2: skillfleet.v1.Task.reflect:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 3: skillfleet.v1.Task.merge:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 4: skillfleet.v1.Task.rank:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 5: skillfleet.v1.Task.slow_update:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 6: skillfleet.v1.Task.meta:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 7: skillfleet.v1.Task.rewrite:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 8: skillfleet.v1.Task.lr:type_name -> skillfleet.v1.OptimizerTask
-	6,  // 9: skillfleet.v1.Task.consolidate:type_name -> skillfleet.v1.OptimizerTask
-	7,  // 10: skillfleet.v1.Task.noop:type_name -> skillfleet.v1.NoopTask
-	2,  // 11: skillfleet.v1.RolloutTask.target:type_name -> skillfleet.v1.ModelSpec
-	2,  // 12: skillfleet.v1.OptimizerTask.model:type_name -> skillfleet.v1.ModelSpec
-	0,  // 13: skillfleet.v1.Result.outcome:type_name -> skillfleet.v1.Outcome
-	3,  // 14: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	9,  // 15: skillfleet.v1.Result.rollout:type_name -> skillfleet.v1.RolloutResult
-	10, // 16: skillfleet.v1.Result.optimizer:type_name -> skillfleet.v1.OptimizerResult
-	1,  // 17: skillfleet.v1.ReportAck.status:type_name -> skillfleet.v1.ReportAck.Status
-	12, // 18: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
-	14, // 19: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
-	8,  // 20: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
-	16, // 21: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
-	13, // 22: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
-	15, // 23: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
-	11, // 24: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
-	17, // 25: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
-	22, // [22:26] is the sub-list for method output_type
-	18, // [18:22] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	19, // 1: skillfleet.v1.Usage.failed_causes:type_name -> skillfleet.v1.Usage.FailedCausesEntry
+	5,  // 2: skillfleet.v1.Task.rollout:type_name -> skillfleet.v1.RolloutTask
+	6,  // 3: skillfleet.v1.Task.reflect:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 4: skillfleet.v1.Task.merge:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 5: skillfleet.v1.Task.rank:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 6: skillfleet.v1.Task.slow_update:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 7: skillfleet.v1.Task.meta:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 8: skillfleet.v1.Task.rewrite:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 9: skillfleet.v1.Task.lr:type_name -> skillfleet.v1.OptimizerTask
+	6,  // 10: skillfleet.v1.Task.consolidate:type_name -> skillfleet.v1.OptimizerTask
+	7,  // 11: skillfleet.v1.Task.noop:type_name -> skillfleet.v1.NoopTask
+	2,  // 12: skillfleet.v1.RolloutTask.target:type_name -> skillfleet.v1.ModelSpec
+	2,  // 13: skillfleet.v1.OptimizerTask.model:type_name -> skillfleet.v1.ModelSpec
+	0,  // 14: skillfleet.v1.Result.outcome:type_name -> skillfleet.v1.Outcome
+	3,  // 15: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
+	9,  // 16: skillfleet.v1.Result.rollout:type_name -> skillfleet.v1.RolloutResult
+	10, // 17: skillfleet.v1.Result.optimizer:type_name -> skillfleet.v1.OptimizerResult
+	1,  // 18: skillfleet.v1.ReportAck.status:type_name -> skillfleet.v1.ReportAck.Status
+	12, // 19: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
+	14, // 20: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
+	8,  // 21: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
+	16, // 22: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
+	13, // 23: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
+	15, // 24: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
+	11, // 25: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
+	17, // 26: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -1879,7 +1895,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
