@@ -149,6 +149,11 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 	if req.Seed != nil {
 		seed = *req.Seed
 	}
+	if w, ok := worldOf(req); ok {
+		// A synthetic world's target request (world.go).
+		content, calls := w.answer(m, req, seed)
+		return m.worldResponse(req, content, calls), nil
+	}
 	kind, payload, isTarget, err := classify(req)
 	if err != nil {
 		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: " + err.Error()}

@@ -184,7 +184,10 @@ func gold(tr prompts.Trajectory) (string, bool) {
 			texts = append(texts, tr.Messages[i].Content)
 		}
 	}
-	return simbench.GoldFromFeedback(texts...)
+	if g, ok := simbench.GoldFromFeedback(texts...); ok {
+		return g, true
+	}
+	return worldGold(texts...)
 }
 
 // answerOf returns a trajectory's final answer.
@@ -366,6 +369,9 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 		id := ""
 		if ok {
 			id, ok = simbench.IdentifyPitfall(answerOf(tr), g)
+		}
+		if !ok {
+			id, ok = identifyWorld(tr)
 		}
 		if !ok {
 			unexplained++

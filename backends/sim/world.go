@@ -1,0 +1,240 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/synth"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+)
+
+// A world is the sim's face for one synthetic world (pkg/bench/synth): it
+// recognises its benchmark's target prompt in a request's messages and
+// answers it in the benchmark's reply format. It reads only the request,
+// as a real model would: documents, images and workbooks reach it through
+// the messages (tool results, image parts), never from disk.
+type world struct {
+	name string
+	// match reports whether req is this benchmark's target request.
+	match func(req *llm.Request) bool
+	// answer returns the reply: text, and tool calls for agent benchmarks.
+	answer func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall)
+	// identify, when set, names the rule behind a failed trajectory of
+	// this world that the sim benchmark's wrong answers do not explain.
+	identify func(tr prompts.Trajectory) (string, bool)
+}
+
+// worlds are tried in order; each world's file adds its own.
+var worlds []world
+
+func addWorld(w world) { worlds = append(worlds, w) }
+
+// worldOf returns the world whose target prompt req is, if any. An
+// optimizer request (a ```json payload in the last user message) is never
+// a world's.
+func worldOf(req *llm.Request) (world, bool) {
+	if strings.Contains(lastText(req.Messages, llm.RoleUser), "```json") {
+		return world{}, false
+	}
+	for _, w := range worlds {
+		if w.match(req) {
+			return w, true
+		}
+	}
+	return world{}, false
+}
+
+// skillHeader opens the skill section of the benchmarks' prompts
+// ([bench.SkillSection]).
+var skillHeader = strings.SplitAfter(bench.SkillSection("x"), "relevant.\n\n")[0]
+
+// skillIn returns the skill inside text: what follows the skill section's
+// header, up to the next header of the prompt (a line starting "# " or
+// "## " that the skill itself would not hold is not detectable, so the
+// rest of the message is taken).
+func skillIn(text string) string {
+	at := strings.Index(text, skillHeader)
+	if at < 0 {
+		return ""
+	}
+	return text[at+len(skillHeader):]
+}
+
+// verdict is how the simulated agent fares on one item of a world.
+type verdict struct {
+	// bad is the rule that goes wrong ("" = none).
+	bad string
+	// typo is set when noise spoils a right answer with a slip no rule explains.
+	typo bool
+}
+
+// judge decides the simulated agent's outcome on an item that needs the
+// rules ids, under skill, as the sim target does for the sim benchmark:
+// every rule must be covered (dilution may drop one) and none broken; a
+// harmful rule in the skill spills over onto a share of the other items;
+// noise flips the outcome. key identifies the item (its text).
+func (m *Model) judge(skill, key string, ids []string, model string, seed int64) verdict {
+	sum := sha256.Sum256([]byte(skill))
+	r := simbench.HashRNG([]byte("world"), []byte(model), i64(m.o.Seed), []byte(key), sum[:], i64(seed))
+	flip := r.Chance(m.o.Epsilon)
+	flipToTypo := r.Chance(0.5)
+	flipPick := r.IntN(max(len(ids), 1))
+	drop := 0.0
+	if over := llm.EstimateTokens(skill) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
+		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
+	}
+	v := verdict{}
+	for _, id := range ids {
+		ru, _ := synth.LookupRule(id)
+		if !ru.Covered(skill) || r.Chance(drop) || ru.Broken(skill) {
+			v.bad = id
+			break
+		}
+	}
+	if v.bad == "" && m.o.HarmSpill > 0 {
+		for _, id := range brokenRules(skill) {
+			if !hasID(ids, id) && simbench.SpillDraw(key, id) < m.o.HarmSpill {
+				v.bad = id
+				break
+			}
+		}
+	}
+	if flip {
+		switch {
+		case v.bad != "":
+			v.bad = ""
+		case len(ids) > 0 && !flipToTypo:
+			v.bad = ids[flipPick]
+		default:
+			v.typo = true
+		}
+	}
+	return v
+}
+
+// brokenRules returns the ids of every rule (the sim benchmark's pitfalls,
+// then the worlds' own) whose harmful rule skill holds.
+func brokenRules(skill string) []string {
+	ids := simbench.ViewSkill(skill).BrokenIDs()
+	for _, ru := range synth.WorldRules() {
+		if ru.Broken(skill) {
+			ids = append(ids, ru.ID)
+		}
+	}
+	return ids
+}
+
+func hasID(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// dress returns the answer the agent gives for a value under a verdict:
+// the value, a rule's wrong answer, or a slip.
+func (v verdict) dress(value string) string {
+	switch {
+	case v.bad != "":
+		ru, _ := synth.LookupRule(v.bad)
+		return ru.Wrong(value)
+	case v.typo:
+		return simbench.Typo(value)
+	default:
+		return value
+	}
+}
+
+// allRuleIDs returns every rule id a world may use.
+func allRuleIDs() []string {
+	var ids []string
+	for _, p := range simbench.Catalogue() {
+		ids = append(ids, p.ID)
+	}
+	for _, r := range synth.WorldRules() {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// firstSystem returns the first system message's text.
+func worldSystem(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role == llm.RoleSystem {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// firstUser returns the first user message's text.
+func worldUser(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser {
+			return m.Text()
+		}
+	}
+	return ""
+}
+
+// worldResponse wraps a world's reply as the model's response, with the
+// same token accounting as every other reply.
+func (m *Model) worldResponse(req *llm.Request, content string, calls []llm.ToolCall) *llm.Response {
+	finish := "stop"
+	if len(calls) > 0 {
+		finish = "tool_calls"
+	}
+	out := llm.EstimateTokens(content)
+	for _, c := range calls {
+		out += llm.EstimateTokens(c.Name + c.Arguments)
+	}
+	return &llm.Response{
+		Content: content, ToolCalls: calls, FinishReason: finish, Model: req.Model, Attempts: 1,
+		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: out},
+	}
+}
+
+// worldGold reads the gold answer from the evaluation message every
+// benchmark appends ([bench.EvalMessage]: "...; gold answer X"), taking
+// the first element when X is a JSON list.
+func worldGold(texts ...string) (string, bool) {
+	const marker = "; gold answer "
+	for _, t := range texts {
+		at := strings.LastIndex(t, marker)
+		if at < 0 {
+			continue
+		}
+		rest := strings.TrimSpace(t[at+len(marker):])
+		var list []string
+		if strings.HasPrefix(rest, "[") && json.Unmarshal([]byte(rest), &list) == nil {
+			if len(list) > 0 {
+				return strings.TrimSpace(list[0]), true
+			}
+			continue
+		}
+		if rest != "" {
+			return rest, true
+		}
+	}
+	return "", false
+}
+
+// identifyWorld names the rule behind a failed trajectory of a world whose
+// failures a wrong answer alone does not explain (each world's identify).
+func identifyWorld(tr prompts.Trajectory) (string, bool) {
+	for _, w := range worlds {
+		if w.identify == nil {
+			continue
+		}
+		if id, ok := w.identify(tr); ok {
+			return id, true
+		}
+	}
+	return "", false
+}
