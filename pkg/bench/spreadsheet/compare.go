@@ -1,7 +1,10 @@
 package spreadsheet
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"os"
 	"math"
 	"regexp"
 	"strconv"
@@ -135,8 +138,11 @@ type workbook struct {
 	date1904 bool
 }
 
-func openWorkbook(path string) (*workbook, error) {
-	f, err := excelize.OpenFile(path)
+// openWorkbook opens a workbook held in memory under the unzip limits;
+// temporary files (sheets over the XML limit) go to tmp.
+func openWorkbook(data []byte, lim ReadLimits, tmp string) (*workbook, error) {
+	f, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{
+		UnzipSizeLimit: lim.MaxUnzip, UnzipXMLSizeLimit: min(lim.MaxXML, lim.MaxUnzip), TmpDir: tmp})
 	if err != nil {
 		return nil, err
 	}
@@ -366,20 +372,45 @@ func splitPositions(s string) []string {
 
 // Compare checks every cell of the answer positions in the predicted
 // workbook against the gold one. It returns "" when all match, else the
-// first difference (and up to a few more) as feedback.
+// first difference (and up to a few more) as feedback. Both files are
+// opened without following links, must be regular files and are read
+// under DefaultOutputLimits (the prediction) and GoldLimits.
 func Compare(predPath, goldPath, positions string) (diff string, err error) {
 	ranges, err := ParsePositions(positions)
 	if err != nil {
 		return "", err
 	}
-	gold, err := openWorkbook(goldPath)
+	gold, err := ReadRegular(goldPath, GoldLimits.MaxFile)
+	if err != nil {
+		return "", fmt.Errorf("gold workbook: %w", err)
+	}
+	pred, err := ReadRegular(predPath, DefaultOutputLimits.MaxFile)
+	if err != nil {
+		return fmt.Sprintf("the output workbook cannot be opened: %v", err), nil
+	}
+	tmp, err := os.MkdirTemp("", "skillfleet-score-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	diff, err = compareData(pred, gold, goldPath, ranges, DefaultOutputLimits, tmp)
+	var u *unreadableError
+	if errors.As(err, &u) {
+		return u.Error(), nil
+	}
+	return diff, err
+}
+
+// compareData is Compare on workbooks in memory.
+func compareData(predData, goldData []byte, goldPath string, ranges []cellRange, lim ReadLimits, tmp string) (string, error) {
+	gold, err := openWorkbook(goldData, GoldLimits, tmp)
 	if err != nil {
 		return "", fmt.Errorf("gold workbook %s: %w", goldPath, err)
 	}
 	defer gold.f.Close()
-	pred, err := openWorkbook(predPath)
+	pred, err := openWorkbook(predData, lim, tmp)
 	if err != nil {
-		return fmt.Sprintf("the output workbook cannot be opened: %v", err), nil
+		return "", &unreadableError{err}
 	}
 	defer pred.f.Close()
 	goldSheets := gold.f.GetSheetList()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -53,6 +54,16 @@ type Config struct {
 	// CPUSeconds and MemoryMB limit each execution (defaults 30, 1024).
 	CPUSeconds int `json:"cpu_seconds"`
 	MemoryMB   int `json:"memory_mb"`
+	// WorkMB sizes each run's work directory (a tmpfs; default 128).
+	WorkMB int `json:"work_mb"`
+	// MaxOutputMB and MaxUnzipMB bound the output workbook the scorer
+	// reads: its size and its parts' uncompressed size (defaults 32, 64).
+	MaxOutputMB int `json:"max_output_mb"`
+	MaxUnzipMB  int `json:"max_unzip_mb"`
+	// UnsafeNoSandbox runs generated code WITHOUT kernel isolation (when
+	// bubblewrap or user namespaces are unavailable): an explicit opt-in,
+	// logged. Never use it with a model you do not trust.
+	UnsafeNoSandbox bool `json:"unsafe_no_sandbox"`
 }
 
 // Item is a SpreadsheetBench item.
@@ -152,8 +163,9 @@ func Cases(dir string) ([]Case, error) {
 
 // Env is the SpreadsheetBench environment.
 type Env struct {
-	cfg Config
-	box *Sandbox
+	cfg    Config
+	box    *Sandbox
+	scorer Scorer
 }
 
 var _ bench.Env = (*Env)(nil)
@@ -167,9 +179,31 @@ func New(cfg Config) (*Env, error) {
 	if cfg.Mode == ModeMulti && cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 5
 	}
-	box := &Sandbox{Python: cmp.Or(cfg.Python, "python3"), Limits: Limits{
-		Wall: cfg.Timeout(60 * time.Second), CPU: cfg.CPUSeconds, MemoryMB: cfg.MemoryMB}}
-	return &Env{cfg: cfg, box: box}, nil
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"cpu_seconds", cfg.CPUSeconds}, {"memory_mb", cfg.MemoryMB}, {"work_mb", cfg.WorkMB}, {"max_output_mb", cfg.MaxOutputMB}, {"max_unzip_mb", cfg.MaxUnzipMB}} {
+		if f.v < 0 {
+			return nil, fmt.Errorf("env.%s: %d is negative", f.name, f.v)
+		}
+	}
+	box := &Sandbox{Python: cmp.Or(cfg.Python, "python3"), Unsafe: cfg.UnsafeNoSandbox, Limits: Limits{
+		Wall: cfg.Timeout(60 * time.Second), CPU: cfg.CPUSeconds, MemoryMB: cfg.MemoryMB, WorkMB: cfg.WorkMB, OutputMB: cfg.MaxOutputMB}}
+	if cfg.UnsafeNoSandbox {
+		box.Logf = func(format string, args ...any) { slog.Warn(fmt.Sprintf(format, args...), "benchmark", Name) }
+	}
+	// No silent fallback: without the isolation the benchmark does not start.
+	if err := box.Ready(); err != nil {
+		return nil, fmt.Errorf("spreadsheet: cannot run generated code safely: %w", err)
+	}
+	lim := DefaultOutputLimits
+	if cfg.MaxOutputMB > 0 {
+		lim.MaxFile = int64(cfg.MaxOutputMB) << 20
+	}
+	if cfg.MaxUnzipMB > 0 {
+		lim.MaxUnzip = int64(cfg.MaxUnzipMB) << 20
+	}
+	return &Env{cfg: cfg, box: box, scorer: Scorer{Limits: lim}}, nil
 }
 
 // Name returns "spreadsheet".
@@ -329,7 +363,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		turns = e.cfg.MaxTurns
 	}
 	var rec bench.Recorder
-	var code, reason, network string
+	var code, reason, isolation string
 	passed, ran := 0, false
 	for turn := 1; turn <= turns; turn++ {
 		resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
@@ -356,7 +390,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		if err != nil {
 			return rec.Failed(Name, req.Item.ID, err)
 		}
-		passed, reason, network = run.passed, run.detail, run.network
+		passed, reason, isolation = run.passed, run.detail, run.isolation
 		if passed == len(cases) {
 			reason = ""
 			break
@@ -375,8 +409,8 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		ep.Hard = 1
 	}
 	sandbox := ""
-	if network != "" {
-		sandbox = fmt.Sprintf(" (sandbox: network denied by %s)", network)
+	if isolation != "" {
+		sandbox = fmt.Sprintf(" (sandbox: %s)", isolation)
 	}
 	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed%s%s", passed, len(cases), sandbox, suffix(reason))})
 	ep.Answer, ep.FailReason, ep.Messages, ep.NTurns = code, reason, msgs, assistantTurns(msgs)
@@ -408,50 +442,69 @@ type caseRun struct {
 	// always, wrong cells (expected and got) only with gold feedback.
 	feedback string
 	// detail is every problem, wrong cells included: the failure reason.
-	detail  string
-	network string
+	detail    string
+	isolation string
 }
 
-// runCases executes the code on every case in a fresh directory each.
+// CaseResult is one test case's outcome.
+type CaseResult struct {
+	Outcome Outcome
+	// Detail says what happened (wrong cells include the gold values).
+	Detail string
+	Run    RunResult
+}
+
+// RunCase runs code on one test case and scores what it leaves at
+// OUTPUT_PATH against the case's gold workbook (which the program never
+// sees). An error is the host's problem (input or gold unreadable,
+// sandbox broken), never the program's.
+func (e *Env) RunCase(ctx context.Context, code string, c Case, positions string) (CaseResult, error) {
+	input, err := ReadRegular(c.Input, GoldLimits.MaxFile)
+	if err != nil {
+		return CaseResult{}, fmt.Errorf("input workbook: %w", err)
+	}
+	res, err := e.box.Run(ctx, code, input, RunOptions{})
+	if err != nil {
+		return CaseResult{}, err
+	}
+	cr := CaseResult{Run: res}
+	switch {
+	case res.TimedOut:
+		cr.Outcome, cr.Detail = OutcomeTimeout, fmt.Sprintf("the program was stopped after %s (time limit)", e.box.Limits.withDefaults().Wall)
+	case res.ExitCode != 0:
+		cr.Outcome, cr.Detail = OutcomeError, fmt.Sprintf("the program failed (exit %d):\n%s", res.ExitCode, tail(res.Output, 2000))
+	default:
+		cr.Outcome, cr.Detail, err = e.scorer.Score(ctx, res.Workbook, c.Gold, positions)
+		if err != nil {
+			return cr, err
+		}
+	}
+	return cr, nil
+}
+
+// runCases executes the code on every case, each in a fresh sandbox.
 func (e *Env) runCases(ctx context.Context, it Item, cases []Case, code string, gold bool) (caseRun, error) {
 	var run caseRun
 	var feedback, detail []string
-	note := func(toModel bool, format string, args ...any) {
-		s := fmt.Sprintf(format, args...)
+	for i, c := range cases {
+		cr, err := e.RunCase(ctx, code, c, it.AnswerPosition)
+		if err != nil {
+			return run, fmt.Errorf("case %d (%s): %w", i+1, c.Gold, err)
+		}
+		run.isolation = cr.Run.Isolation
+		if cr.Outcome == OutcomePass {
+			run.passed++
+			continue
+		}
+		s := fmt.Sprintf("case %d: %s", i+1, cr.Detail)
+		if cr.Outcome == OutcomeWrong {
+			s = fmt.Sprintf("case %d: wrong cells: %s", i+1, cr.Detail)
+		}
 		detail = append(detail, s)
-		if toModel {
+		// Only wrong cells tell of the gold.
+		if cr.Outcome != OutcomeWrong || gold {
 			feedback = append(feedback, s)
 		}
-	}
-	for i, c := range cases {
-		res, dir, err := e.box.Run(ctx, code, c.Input)
-		if err != nil {
-			return run, fmt.Errorf("case %d: %w", i+1, err)
-		}
-		out := filepath.Join(dir, OutputName)
-		run.network = res.Network
-		switch {
-		case res.TimedOut:
-			note(true, "case %d: the program was stopped after %s (time limit)", i+1, e.box.Limits.withDefaults().Wall)
-		case res.ExitCode != 0:
-			note(true, "case %d: the program failed (exit %d):\n%s", i+1, res.ExitCode, tail(res.Output, 2000))
-		default:
-			if _, serr := os.Stat(out); serr != nil {
-				note(true, "case %d: the program did not save OUTPUT_PATH", i+1)
-				break
-			}
-			diff, cerr := Compare(out, c.Gold, it.AnswerPosition)
-			if cerr != nil {
-				os.RemoveAll(dir)
-				return run, fmt.Errorf("case %d (%s): %w", i+1, c.Gold, cerr)
-			}
-			if diff == "" {
-				run.passed++
-			} else {
-				note(gold, "case %d: wrong cells: %s", i+1, diff)
-			}
-		}
-		os.RemoveAll(dir)
 	}
 	run.feedback, run.detail = strings.Join(feedback, "\n"), strings.Join(detail, "\n")
 	return run, nil
