@@ -17,16 +17,16 @@ type Outcome string
 
 // Outcomes. Only OutcomePass scores.
 const (
-	OutcomePass    Outcome = "pass"
-	OutcomeWrong   Outcome = "wrong-cells"  // the output's answer cells differ from the gold's
-	OutcomeError   Outcome = "program-error" // the program exited non-zero (a limit signal included)
-	OutcomeTimeout Outcome = "time-limit"    // stopped at the wall limit
-	OutcomeNoOutput Outcome = "no-output"    // nothing at OUTPUT_PATH
+	OutcomePass     Outcome = "pass"
+	OutcomeWrong    Outcome = "wrong-cells"   // the output's answer cells differ from the gold's
+	OutcomeError    Outcome = "program-error" // the program exited non-zero (a limit signal included)
+	OutcomeTimeout  Outcome = "time-limit"    // stopped at the wall limit
+	OutcomeNoOutput Outcome = "no-output"     // nothing at OUTPUT_PATH
 	// OutcomeNotRegular: OUTPUT_PATH is a symlink, FIFO, directory or
 	// device; it is never opened.
-	OutcomeNotRegular Outcome = "output-not-regular"
-	OutcomeTooLarge   Outcome = "output-too-large"  // over the output size cap
-	OutcomeUnreadable Outcome = "output-unreadable" // not a workbook, or over the unzip limits
+	OutcomeNotRegular     Outcome = "output-not-regular"
+	OutcomeTooLarge       Outcome = "output-too-large"  // over the output size cap
+	OutcomeUnreadable     Outcome = "output-unreadable" // not a workbook, or over the unzip limits
 	OutcomeCompareTimeout Outcome = "compare-timeout"
 )
 
@@ -85,7 +85,9 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 // unreadableError: the output workbook cannot be opened.
 type unreadableError struct{ err error }
 
-func (u *unreadableError) Error() string { return "the output workbook cannot be opened: " + u.err.Error() }
+func (u *unreadableError) Error() string {
+	return "the output workbook cannot be opened: " + u.err.Error()
+}
 
 // Scorer compares output workbooks with gold ones, treating the output as
 // hostile.
