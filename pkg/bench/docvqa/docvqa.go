@@ -13,10 +13,10 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	"github.com/skillfleet/skillfleet/pkg/bench/score"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
@@ -30,15 +30,23 @@ type Config struct {
 	ImageDetail string `json:"image_detail"`
 	// ImageRoot resolves relative image paths (default: the split dir).
 	ImageRoot string `json:"image_root"`
+	// GoldCellsAsText is a named deviation from SkillOpt (off by default):
+	// an answer cell that is neither a Python list nor a string literal
+	// is taken as written (".5", "3.50", "10,000") instead of through
+	// ast.literal_eval (0.5, 3.5, the tuple (10, 0)).
+	GoldCellsAsText bool `json:"gold_cells_as_text"`
 }
 
 // Item is a normalised DocVQA item.
 type Item struct {
-	ID        string   `json:"id"`
-	Question  string   `json:"question"`
-	Answers   []string `json:"answers"`
-	ImagePath string   `json:"image_path"`
-	TaskType  string   `json:"task_type,omitempty"`
+	ID       string   `json:"id"`
+	Question string   `json:"question"`
+	Answers  []string `json:"answers"`
+	// AnswersAsText is the answer cell read with GoldCellsAsText, when
+	// that differs from Answers.
+	AnswersAsText []string `json:"answers_as_text,omitempty"`
+	ImagePath     string   `json:"image_path"`
+	TaskType      string   `json:"task_type,omitempty"`
 }
 
 // Env is the DocVQA environment.
@@ -81,77 +89,25 @@ func Normalize(m map[string]any) (map[string]any, error) {
 			answers = append(answers, fmt.Sprint(a))
 		}
 	case string:
-		list, err := ParsePyList(v)
-		if err != nil {
-			return nil, fmt.Errorf("answer: %w", err)
+		// The cell as SkillOpt reads it, and as the gold_cells_as_text
+		// deviation reads it when that differs.
+		answers = ParseAnswers(v, GoldOptions{})
+		if asText := ParseAnswers(v, GoldOptions{CellsAsText: true}); !slices.Equal(asText, answers) {
+			out["answers_as_text"] = asText
 		}
-		answers = list
 	case nil:
 		return nil, errors.New("answer: missing (want answer or ground_truth)")
 	default:
 		answers = []string{fmt.Sprint(v)}
+	}
+	if answers == nil {
+		answers = []string{}
 	}
 	out["answers"] = answers
 	if tt := str("task_type", "topic", "category"); tt != "" {
 		out["task_type"] = tt
 	}
 	return out, nil
-}
-
-// ParsePyList parses a Python list-of-strings literal ("['a', \"b's\"]");
-// a text that is not a list is one answer.
-func ParsePyList(s string) ([]string, error) {
-	t := strings.TrimSpace(s)
-	if !strings.HasPrefix(t, "[") {
-		return []string{t}, nil
-	}
-	var out []string
-	i := 1
-	for {
-		for i < len(t) && (t[i] == ' ' || t[i] == ',' || t[i] == '\n' || t[i] == '\t') {
-			i++
-		}
-		if i >= len(t) {
-			return nil, fmt.Errorf("unterminated list %q", s)
-		}
-		if t[i] == ']' {
-			if rest := strings.TrimSpace(t[i+1:]); rest != "" {
-				return nil, fmt.Errorf("text after the list in %q", s)
-			}
-			return out, nil
-		}
-		q := t[i]
-		if q != '\'' && q != '"' {
-			return nil, fmt.Errorf("list element is not a quoted string in %q", s)
-		}
-		var b strings.Builder
-		i++
-		for {
-			if i >= len(t) {
-				return nil, fmt.Errorf("unterminated string in %q", s)
-			}
-			c := t[i]
-			if c == '\\' && i+1 < len(t) {
-				switch n := t[i+1]; n {
-				case 'n':
-					b.WriteByte('\n')
-				case 't':
-					b.WriteByte('\t')
-				default:
-					b.WriteByte(n)
-				}
-				i += 2
-				continue
-			}
-			if c == q {
-				i++
-				break
-			}
-			b.WriteByte(c)
-			i++
-		}
-		out = append(out, b.String())
-	}
 }
 
 // DataURI reads an image file into a data: URI with its MIME type.
@@ -207,19 +163,22 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if err != nil {
 		return rec.Failed(Name, req.Item.ID, err)
 	}
-	answer := score.ExtractAnswerRfind(resp.Content)
-	soft := score.ANLS(answer, it.Answers)
+	golds := it.Answers
+	if e.cfg.GoldCellsAsText && it.AnswersAsText != nil {
+		golds = it.AnswersAsText
+	}
+	answer, soft := Evaluate(resp.Content, golds)
 	hard := 0.0
 	if soft >= 0.999 {
 		hard = 1
 	}
 	reason := ""
 	if soft <= 0 {
-		reason = fmt.Sprintf("ANLS=0: predicted '%s' but expected one of %q", answer, it.Answers)
+		reason = fmt.Sprintf("ANLS=0: predicted '%s' but expected one of %q", answer, golds)
 	}
 	// The trajectory keeps the image's path, not its bytes: analysts read text.
 	msgs[1] = llm.Message{Role: llm.RoleUser, Content: "[page image: " + it.ImagePath + "]\nQuestion: " + it.Question}
-	gold, _ := json.Marshal(it.Answers)
+	gold, _ := json.Marshal(golds)
 	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content}, bench.EvalMessage(hard, soft, answer, string(gold)))
 	ep := &bench.Episode{Hard: hard, Soft: soft, Answer: answer, FailReason: reason,
 		TaskType: cmp.Or(it.TaskType, req.Item.TaskType), TaskDescription: it.Question, Messages: msgs, NTurns: 1}

@@ -14,23 +14,40 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 )
 
-func TestParsePyList(t *testing.T) {
+func TestParseAnswers(t *testing.T) {
 	for _, tc := range []struct {
-		in   string
-		want []string
-		err  bool
+		in           string
+		want, asText []string
 	}{
-		{`['a', 'b']`, []string{"a", "b"}, false},
-		{`["O'Neil", 'J. O\'Neil']`, []string{"O'Neil", "J. O'Neil"}, false},
-		{`[]`, nil, false},
-		{`plain answer`, []string{"plain answer"}, false},
-		{`['a', b]`, nil, true},
-		{`['a'`, nil, true},
-		{`['a'] x`, nil, true},
+		{`['a', 'b']`, []string{"a", "b"}, nil},
+		{`["O'Neil", 'J. O\'Neil']`, []string{"O'Neil", "J. O'Neil"}, nil},
+		{`[]`, nil, nil},
+		{`plain answer`, []string{"plain answer"}, nil},
+		// Not literals: the stripped cell is the one answer.
+		{`['a', b]`, []string{"['a', b]"}, nil},
+		{`['a'`, []string{"['a'"}, nil},
+		{` ['a'] x `, []string{"['a'] x"}, nil},
+		// List items are str()'d and stripped; empty ones dropped.
+		{`[' padded ', '', 1, 2.50, b'by']`, []string{"padded", "1", "2.5", "b'by'"}, nil},
+		{`['a\x41b', '\u00e9t\u00e9']`, []string{"aAb", "été"}, nil},
+		// Bare numbers and tuples through literal_eval, unless read as text.
+		{`.5`, []string{"0.5"}, []string{".5"}},
+		{`10,000`, []string{"(10, 0)"}, []string{"10,000"}},
+		{`0x10`, []string{"16"}, []string{"0x10"}},
+		{`007`, []string{"007"}, []string{"007"}},
+		{`'quoted'`, []string{"quoted"}, []string{"quoted"}},
+		{``, nil, nil},
 	} {
-		got, err := docvqa.ParsePyList(tc.in)
-		if (err != nil) != tc.err || strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("ParsePyList(%q) = %q, %v", tc.in, got, err)
+		got := docvqa.ParseAnswers(tc.in, docvqa.GoldOptions{})
+		if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
+			t.Errorf("ParseAnswers(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		want := tc.asText
+		if want == nil {
+			want = tc.want
+		}
+		if got := docvqa.ParseAnswers(tc.in, docvqa.GoldOptions{CellsAsText: true}); strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("ParseAnswers(%q, CellsAsText) = %q, want %q", tc.in, got, want)
 		}
 	}
 }

@@ -134,7 +134,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	choices, correct := it.Choices, ""
 	for _, c := range it.Choices {
 		if isCorrect(c, it.CorrectChoice) {
-			correct = strings.ToUpper(strings.TrimSpace(c.Label))
+			correct = score.NormalizeLabel(c.Label)
 		}
 	}
 	if e.cfg.PermuteChoices == nil || *e.cfg.PermuteChoices {
@@ -153,15 +153,12 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		return rec.Failed(Name, req.Item.ID, err)
 	}
 	msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: resp.Content})
-	answer := score.ExtractAnswer(resp.Content)
-	label, valid := score.ChoiceLabel(answer, choices)
-	var hard float64
+	answer, label, valid, hard := Evaluate(resp.Content, choices, correct)
 	reason := ""
 	switch {
 	case !valid:
 		reason = fmt.Sprintf("invalid answer: '%s' is not one of the choice labels; correct %s", answer, correct)
-	case label == correct:
-		hard = 1
+	case hard == 1:
 	default:
 		reason = fmt.Sprintf("wrong choice: predicted %s but the correct choice is %s", label, correct)
 	}

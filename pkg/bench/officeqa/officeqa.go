@@ -14,14 +14,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	"github.com/skillfleet/skillfleet/pkg/bench/score"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
@@ -49,6 +46,10 @@ type Config struct {
 	// OraclePages adds the parsed source pages to the prompt (default: when
 	// DocsDir/jsons exists).
 	OraclePages *bool `json:"oracle_pages"`
+	// RequireAnswerTag is a named deviation from SkillOpt (off by
+	// default): a final reply without a complete <answer>…</answer> pair
+	// scores 0 instead of having its last non-empty line scored.
+	RequireAnswerTag bool `json:"require_answer_tag"`
 }
 
 // Item is a normalised OfficeQA item.
@@ -376,34 +377,6 @@ func (t *Tools) Call(c llm.ToolCall) (out string, ok bool) {
 	}
 }
 
-// Normalise is OfficeQA's answer normalisation.
-func Normalise(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.ReplaceAll(s, ",", "")
-	s = strings.Map(func(r rune) rune {
-		if r == '.' || r == '-' || r == '%' {
-			return r
-		}
-		if unicode.IsPunct(r) || unicode.IsSymbol(r) {
-			return -1
-		}
-		return r
-	}, s)
-	s = dropWords.ReplaceAllString(s, " ")
-	return strings.Join(strings.Fields(s), " ")
-}
-
-var dropWords = regexp.MustCompile(`\b(millions?|billions?|dollars?|nominal)\b`)
-
-// Score returns the hard (exact normalised) and soft (token F1) scores.
-func Score(pred, gold string) (hard, soft float64) {
-	p, g := Normalise(pred), Normalise(gold)
-	if p == g {
-		hard = 1
-	}
-	return hard, score.TokenF1(strings.Fields(p), strings.Fields(g))
-}
-
 // parsed is one document's parsed pages, docs_dir/jsons/<stem>.json:
 // {"pages": [{"page": N, "text": "..."}, ...]} with 1-based page numbers.
 type parsed struct {
@@ -530,8 +503,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 			reason = fmt.Sprintf("tool turn limit (%d) reached without an answer", e.cfg.MaxToolTurns)
 		}
 	}
-	answer := score.ExtractFirstAnswer(final)
-	hard, soft := Score(answer, it.GroundTruth)
+	answer, hard, soft := Evaluate(final, it.GroundTruth, ScoreOptions{RequireAnswerTag: e.cfg.RequireAnswerTag})
 	if hard < 1 && reason == "" {
 		reason = fmt.Sprintf("EM=0: predicted '%s' but expected '%s'", answer, it.GroundTruth)
 	}

@@ -1,85 +1,98 @@
 // Package score holds the answer extraction, normalisation and scoring
-// rules the benchmarks share, each written from SkillOpt's published rules
-// so that the same answer gets the same score.
+// rules the benchmarks share, each equal to SkillOpt's (microsoft/SkillOpt
+// at bdfdc30) on every input: the string operations follow CPython's
+// semantics through [pystr], and TestSkillOptScorerCorpus checks every
+// function against SkillOpt's own results on 51,085 replies.
 package score
 
 import (
 	"regexp"
 	"strings"
-	"unicode"
+
+	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
-// lastNonEmptyLine returns the last line of s with text, trimmed.
-func lastNonEmptyLine(s string) (string, bool) {
-	lines := strings.Split(s, "\n")
+// LastNonEmptyLine returns the last line of s (lines as str.splitlines()
+// cuts them) that has text after stripping, stripped; ok is false when
+// there is none.
+func LastNonEmptyLine(s string) (line string, ok bool) {
+	lines := pystr.SplitLines(s)
 	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
+		if l := pystr.Strip(lines[i]); l != "" {
 			return l, true
 		}
 	}
 	return "", false
 }
 
-var answerTag = regexp.MustCompile(`(?is)<answer>(.*?)</answer>`)
+// AnswerTag matches one <answer>…</answer> pair, case-insensitive and
+// across lines, shortest first. Go's simple case folding accepts the
+// same spellings as Python's re.IGNORECASE here (ſ for s included).
+var AnswerTag = regexp.MustCompile(`(?is)<answer>(.*?)</answer>`)
 
 // ExtractAnswer is the SearchQA / LiveMath rule: the text of the last
-// complete <answer>…</answer> pair (case-insensitive, across lines),
-// else the last non-empty line, else the whole text; trimmed.
+// complete <answer>…</answer> pair, else the last non-empty line, else the
+// whole text; stripped.
 func ExtractAnswer(text string) string {
-	if m := answerTag.FindAllStringSubmatch(text, -1); len(m) > 0 {
-		return strings.TrimSpace(m[len(m)-1][1])
+	if m := AnswerTag.FindAllStringSubmatch(text, -1); len(m) > 0 {
+		return pystr.Strip(m[len(m)-1][1])
 	}
-	if l, ok := lastNonEmptyLine(text); ok {
+	if l, ok := LastNonEmptyLine(text); ok {
 		return l
 	}
-	return strings.TrimSpace(text)
+	return pystr.Strip(text)
 }
 
 // ExtractFirstAnswer is the OfficeQA rule: the first complete
-// <answer>…</answer> pair, else the last non-empty line; trimmed.
+// <answer>…</answer> pair, else the last non-empty line; stripped.
 func ExtractFirstAnswer(text string) string {
-	if m := answerTag.FindStringSubmatch(text); m != nil {
-		return strings.TrimSpace(m[1])
+	if m := AnswerTag.FindStringSubmatch(text); m != nil {
+		return pystr.Strip(m[1])
 	}
-	l, _ := lastNonEmptyLine(text)
+	l, _ := LastNonEmptyLine(text)
 	return l
 }
 
-// ExtractAnswerRfind is the DocVQA rule: from the last "<answer>" to the
-// last "</answer>" after it (case-insensitive), else the last non-empty
-// line; trimmed. Unlike [ExtractAnswer], text between the last opening
-// tag and a later closing tag is taken even if another pair sits between.
+// ExtractAnswerRfind is the DocVQA rule: in a lowercased copy of the text
+// (str.lower()), the last "<answer>" and the last "</answer>"; when the
+// closer comes after the opener, the original text between them, cut at
+// those code point positions, stripped; else the last non-empty line.
+//
+// As in SkillOpt, the positions are found in the lowercased copy and used
+// on the original: a character whose lowercase has more code points (İ
+// lowers to two) shifts the cut, and skillfleet reproduces that.
 func ExtractAnswerRfind(text string) string {
-	lower := strings.ToLower(text)
-	if start := strings.LastIndex(lower, "<answer>"); start >= 0 {
-		rest := lower[start+len("<answer>"):]
-		if end := strings.LastIndex(rest, "</answer>"); end >= 0 {
-			from := start + len("<answer>")
-			return strings.TrimSpace(text[from : from+end])
-		}
+	lower := pystr.Lower(text)
+	start := pystr.RFind(lower, "<answer>")
+	end := pystr.RFind(lower, "</answer>")
+	if start >= 0 && end > start {
+		return pystr.Strip(pystr.Slice(text, start+len("<answer>"), end))
 	}
-	l, _ := lastNonEmptyLine(text)
+	l, _ := LastNonEmptyLine(text)
 	return l
 }
 
 // asciiPunct is Python's string.punctuation.
 const asciiPunct = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
 
-var articles = regexp.MustCompile(`\b(a|an|the)\b`)
+// IsASCIIPunct reports whether r is in Python's string.punctuation.
+func IsASCIIPunct(r rune) bool { return r < 128 && strings.ContainsRune(asciiPunct, r) }
 
-// NormalizeSQuAD is the SQuAD answer normalisation: lowercase, delete ASCII
-// punctuation, replace the whole words a, an and the with a space, and
-// collapse whitespace.
+var articles = []string{"a", "an", "the"}
+
+// NormalizeSQuAD is the SQuAD answer normalisation: lowercase (str.lower),
+// delete ASCII punctuation, replace the whole words a, an and the with a
+// space (word boundaries as Python's Unicode \b), and collapse whitespace.
 func NormalizeSQuAD(s string) string {
-	s = strings.ToLower(s)
+	s = pystr.Lower(s)
 	s = strings.Map(func(r rune) rune {
-		if r < 128 && strings.ContainsRune(asciiPunct, r) {
+		if IsASCIIPunct(r) {
 			return -1
 		}
 		return r
 	}, s)
-	s = articles.ReplaceAllString(s, " ")
-	return strings.Join(strings.Fields(s), " ")
+	s = pystr.ReplaceWords(s, articles, " ")
+	return pystr.JoinFields(s)
 }
 
 // ExactMatch is 1 when the normalised prediction equals some normalised
@@ -139,15 +152,15 @@ func TokenF1(pred, gold []string) float64 {
 // An empty prediction scores 1 only against a gold that normalises to
 // empty.
 func F1(pred string, golds []string) float64 {
-	pt := strings.Fields(NormalizeSQuAD(pred))
+	pt := pystr.Fields(NormalizeSQuAD(pred))
 	best := 0.0
 	for _, g := range golds {
-		best = max(best, TokenF1(pt, strings.Fields(NormalizeSQuAD(g))))
+		best = max(best, TokenF1(pt, pystr.Fields(NormalizeSQuAD(g))))
 	}
 	return best
 }
 
-// Levenshtein is the edit distance between a and b, in runes.
+// Levenshtein is the edit distance between a and b, in code points.
 func Levenshtein(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
@@ -169,20 +182,23 @@ func Levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
-// normalizeANLS strips, lowercases and collapses whitespace.
-func normalizeANLS(s string) string {
-	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+// NormalizeANLS strips, lowercases (str.lower) and collapses whitespace.
+func NormalizeANLS(s string) string {
+	return pystr.JoinFields(pystr.Lower(s))
 }
+
+// ANLSThreshold is DocVQA's normalised-distance cut-off.
+const ANLSThreshold = 0.5
 
 // ANLS is the average normalised Levenshtein similarity of DocVQA for one
 // question: per gold, both empty score 1, one empty 0, else with nd the
-// edit distance over the longer length, nd ≥ 0.5 scores 0 and otherwise
-// 1 − nd; the best over golds.
+// edit distance over the longer length in code points, nd ≥ 0.5 scores 0
+// and otherwise 1 − nd; the best over golds.
 func ANLS(pred string, golds []string) float64 {
-	p := normalizeANLS(pred)
+	p := NormalizeANLS(pred)
 	best := 0.0
 	for _, g := range golds {
-		g = normalizeANLS(g)
+		g = NormalizeANLS(g)
 		var s float64
 		switch {
 		case p == "" && g == "":
@@ -190,9 +206,9 @@ func ANLS(pred string, golds []string) float64 {
 		case p == "" || g == "":
 			s = 0
 		default:
-			n := max(len([]rune(p)), len([]rune(g)))
+			n := max(pystr.Len(p), pystr.Len(g))
 			nd := float64(Levenshtein(p, g)) / float64(n)
-			if nd < 0.5 {
+			if nd < ANLSThreshold {
 				s = 1 - nd
 			}
 		}
@@ -207,31 +223,32 @@ type Choice struct {
 	Text  string `json:"text"`
 }
 
-// cleanLabel strips, uppercases and drops trailing ".", ")" and ":".
-func cleanLabel(s string) string {
-	return strings.TrimRight(strings.ToUpper(strings.TrimSpace(s)), ".):")
+// NormalizeLabel is LiveMath's label cleaning: strip, uppercase
+// (str.upper) and drop trailing ".", ")" and ":".
+func NormalizeLabel(s string) string {
+	return strings.TrimRight(pystr.Upper(pystr.Strip(s)), ".):")
 }
 
 // ChoiceLabel maps an extracted answer to a choice label (the LiveMath
-// rule): the cleaned answer if it is a valid label; else the label of the
-// choice whose text equals the answer (case-insensitive); else the cleaned
-// first token if it is a valid label; else ok is false.
+// rule): the normalised answer if it is a valid label; else the label of
+// the choice whose text equals the answer (str.lower on both); else the
+// normalised first token if it is a valid label; else ok is false.
 func ChoiceLabel(answer string, choices []Choice) (label string, ok bool) {
 	valid := map[string]bool{}
 	for _, c := range choices {
-		valid[cleanLabel(c.Label)] = true
+		valid[NormalizeLabel(c.Label)] = true
 	}
-	if l := cleanLabel(answer); valid[l] {
+	if l := NormalizeLabel(answer); valid[l] {
 		return l, true
 	}
-	a := strings.TrimSpace(answer)
+	a := pystr.Lower(pystr.Strip(answer))
 	for _, c := range choices {
-		if strings.EqualFold(strings.TrimSpace(c.Text), a) && a != "" {
-			return cleanLabel(c.Label), true
+		if pystr.Lower(pystr.Strip(c.Text)) == a {
+			return NormalizeLabel(c.Label), true
 		}
 	}
-	if f := strings.FieldsFunc(a, unicode.IsSpace); len(f) > 0 {
-		if l := cleanLabel(f[0]); valid[l] {
+	if f := pystr.Fields(answer); len(f) > 0 {
+		if l := NormalizeLabel(f[0]); valid[l] {
 			return l, true
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	"github.com/skillfleet/skillfleet/pkg/bench/score"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
@@ -128,8 +127,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		reply = resp.Content
 		msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Content: reply})
 	}
-	answer := score.ExtractAnswer(reply)
-	hard, soft := score.ExactMatch(answer, it.Answers), score.F1(answer, it.Answers)
+	answer, hard, soft := Evaluate(reply, it.Answers)
 	reason := ""
 	if hard < 1 {
 		reason = fmt.Sprintf("EM=0: predicted '%s' but expected %s", answer, pyList(it.Answers))

@@ -1,0 +1,261 @@
+package score_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
+	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/score"
+	"github.com/skillfleet/skillfleet/pkg/bench/searchqa"
+)
+
+// corpusEnv names an uncompressed JSONL corpus to use instead of the
+// copy in testdata.
+const corpusEnv = "SKILLFLEET_SCORER_CORPUS"
+
+// corpusCase is one line of the corpus: the inputs of one of SkillOpt's
+// scorer functions and what it returned (see testdata/README.md).
+type corpusCase struct {
+	ID      int            `json:"id"`
+	Mode    string         `json:"mode"`
+	Scorer  string         `json:"scorer"`
+	Text    string         `json:"text"`
+	S       string         `json:"s"`
+	Pred    string         `json:"pred"`
+	Gold    string         `json:"gold"`
+	Golds   []string       `json:"golds"`
+	Raw     string         `json:"raw"`
+	Choices []score.Choice `json:"choices"`
+	Correct score.Choice   `json:"correct"`
+
+	SkillOpt      json.RawMessage `json:"skillopt"`
+	SkillOptError json.RawMessage `json:"skillopt_error"`
+
+	line int
+}
+
+// loadCorpus reads the corpus named by $SKILLFLEET_SCORER_CORPUS, else
+// testdata/skillopt-scores.jsonl.gz.
+func loadCorpus(t testing.TB) (cases []corpusCase, path string) {
+	t.Helper()
+	path = os.Getenv(corpusEnv)
+	var r io.Reader
+	if path != "" {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatalf("%s: %v", corpusEnv, err)
+		}
+		defer f.Close()
+		r = f
+	} else {
+		path = "testdata/skillopt-scores.jsonl.gz"
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		r = zr
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		var c corpusCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatalf("%s:%d: %v", path, n, err)
+		}
+		if c.Scorer == "" || (c.SkillOpt == nil && c.SkillOptError == nil) {
+			t.Fatalf("%s:%d: case %d has no scorer or no skillopt result", path, n, c.ID)
+		}
+		c.line = n
+		cases = append(cases, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(cases) == 0 {
+		t.Fatalf("%s: no cases", path)
+	}
+	return cases, path
+}
+
+// options are the named deviations; the zero value is SkillOpt's scoring.
+type options struct {
+	gold   docvqa.GoldOptions
+	office officeqa.ScoreOptions
+}
+
+type emF1 struct {
+	EM float64 `json:"em"`
+	F1 float64 `json:"f1"`
+}
+
+// run computes skillfleet's result for a case, in the shape SkillOpt's
+// result has in the corpus.
+func run(c corpusCase, opt options) (any, error) {
+	switch c.Scorer {
+	case "sq_extract", "lm_extract":
+		return score.ExtractAnswer(c.Text), nil
+	case "sq_norm":
+		return score.NormalizeSQuAD(c.S), nil
+	case "sq_em":
+		return score.ExactMatch(c.Pred, c.Golds), nil
+	case "sq_f1":
+		return score.F1(c.Pred, c.Golds), nil
+	case "sq_subem":
+		return score.SubEM(c.Pred, c.Golds), nil
+	case "sq_e2e":
+		_, em, f1 := searchqa.Evaluate(c.Text, c.Golds)
+		return emF1{em, f1}, nil
+	case "lm_choice":
+		_, label, valid, hard := livemath.Evaluate(c.Text, c.Choices, c.Correct.Label)
+		out := map[string]any{"hard": hard, "label": nil}
+		if valid {
+			out["label"] = label
+		}
+		return out, nil
+	case "dv_extract":
+		return score.ExtractAnswerRfind(c.Text), nil
+	case "dv_anls":
+		return score.ANLS(c.Pred, c.Golds), nil
+	case "dv_e2e":
+		_, anls := docvqa.Evaluate(c.Text, c.Golds)
+		return anls, nil
+	case "dv_gold":
+		g := docvqa.ParseAnswers(c.Raw, opt.gold)
+		if g == nil {
+			g = []string{}
+		}
+		return g, nil
+	case "dv_goldanls":
+		_, anls := docvqa.Evaluate(c.Text, docvqa.ParseAnswers(c.Raw, opt.gold))
+		return anls, nil
+	case "oq_extract":
+		return officeqa.ExtractAnswer(c.Text), nil
+	case "oq_norm":
+		return officeqa.Normalise(c.S), nil
+	case "oq_score":
+		em, f1 := officeqa.Score(c.Pred, c.Gold)
+		return emF1{em, f1}, nil
+	case "oq_e2e":
+		_, em, f1 := officeqa.Evaluate(c.Text, c.Gold, opt.office)
+		return emF1{em, f1}, nil
+	}
+	return nil, fmt.Errorf("unknown scorer %q", c.Scorer)
+}
+
+// equal compares two JSON values, numbers within 1e-9.
+func equal(a, b any) bool {
+	switch x := a.(type) {
+	case float64:
+		y, ok := b.(float64)
+		return ok && math.Abs(x-y) <= 1e-9
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equal(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equal(v, w) {
+				return false
+			}
+		}
+		return true
+	default:
+		return a == b
+	}
+}
+
+// outcome runs a case and reports whether it equals SkillOpt's result.
+func outcome(t *testing.T, c corpusCase, opt options) (got, want any, ok bool) {
+	t.Helper()
+	res, err := run(c, opt)
+	if err != nil {
+		t.Fatalf("line %d (case %d): %v", c.line, c.ID, err)
+	}
+	// Through JSON, so both sides have the same shapes.
+	data, err := json.Marshal(res)
+	if err != nil {
+		t.Fatalf("line %d (case %d): %v", c.line, c.ID, err)
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(c.SkillOpt, &want); err != nil {
+		t.Fatalf("line %d (case %d): skillopt: %v", c.line, c.ID, err)
+	}
+	return got, want, equal(got, want)
+}
+
+// TestSkillOptScorerCorpus checks every scorer against SkillOpt's own
+// results on the corpus: every case must be equal (numbers within 1e-9).
+// Set SKILLFLEET_SCORER_CORPUS to an uncompressed JSONL file of the same
+// format to run on another corpus.
+func TestSkillOptScorerCorpus(t *testing.T) {
+	cases, path := loadCorpus(t)
+	total, bad, raised := map[string]int{}, map[string]int{}, 0
+	shown := 0
+	for _, c := range cases {
+		if c.SkillOpt == nil {
+			// SkillOpt raised on this input; skillfleet's scorers never
+			// raise, so there is nothing to compare.
+			raised++
+			continue
+		}
+		total[c.Scorer]++
+		got, want, ok := outcome(t, c, options{})
+		if ok {
+			continue
+		}
+		bad[c.Scorer]++
+		bad[c.Scorer+"/"+c.Mode]++
+		if shown < 25 {
+			shown++
+			t.Errorf("%s line %d (case %d, %s, %s): got %#v, SkillOpt %#v\n  input: text=%q s=%q pred=%q gold=%q golds=%q raw=%q",
+				path, c.line, c.ID, c.Scorer, c.Mode, got, want, c.Text, c.S, c.Pred, c.Gold, c.Golds, c.Raw)
+		}
+	}
+	var names []string
+	for k := range total {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	sum := 0
+	for _, k := range names {
+		sum += bad[k]
+		t.Logf("%-12s %5d cases, %4d differ (real %d, exotic %d, fuzz %d, probe %d)",
+			k, total[k], bad[k], bad[k+"/real"], bad[k+"/exotic"], bad[k+"/fuzz"], bad[k+"/probe"])
+	}
+	t.Logf("%s: %d cases, %d differ from SkillOpt; %d where SkillOpt raised were skipped", path, len(cases), sum, raised)
+	if sum > 0 {
+		t.Errorf("%d of %d cases differ from SkillOpt", sum, len(cases)-raised)
+	}
+}
