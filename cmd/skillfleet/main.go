@@ -41,6 +41,7 @@ func commands() []command {
 		{"eval", "score a skill on a split (and the baselines with --baseline)", runEval},
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
+		{"ui", "serve the dashboard for run and campaign directories (ui DIR...)", runUI},
 		{"data", "check a split directory (data check DIR)", runData},
 		{"envserver", "serve an interactive environment (built-in text game, or an ALFWorld bridge)", runEnvServer},
 		{"loadtest", "dispatch no-op tasks through the queue and measure (operators, tests)", runLoadtest},

@@ -59,6 +59,7 @@ type trainOpts struct {
 	estimate       bool
 	// registry, set when a shared store is in use, is listed by /status.
 	registry store.Registry
+	ui       uiFlags // --ui, --ui-insecure (ui.go)
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -86,6 +87,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.BoolVar(&o.estimate, "estimate", false, "print the expected calls, tokens and dollars per stage for the config, then exit without calling any model")
 	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
+	o.ui.register(fs)
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -182,6 +184,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if o.estimate {
 		return estimate(o, cfg, stdout)
 	}
+	if err := o.ui.check(); err != nil {
+		return err
+	}
 	runDir, runID, err := runIdentity(cfg, o.out)
 	if err != nil {
 		return err
@@ -249,8 +254,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		defer cache.Flush()
 	}
 	hub := sess.hub
-	tty := isTTY(stdout) && o.logFormat != "json"
-	prog := coordinator.NewProgress(stdout, tty)
+	pw := newProgressWiring(stdout, isTTY(stdout) && o.logFormat != "json")
+	defer pw.close()
+	prog := coordinator.NewProgress(pw.out, false)
 	tr, err := coordinator.NewTrainer(s, hub, splits, log, prog)
 	if err != nil {
 		return err
@@ -260,6 +266,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		prog.Observe(crashAt(at))
 	}
 	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr, prices))
+	if err := pw.attach(ctx, o.ui, o.prices, runDir, prog, tr, sess.hub, o.registry, log, stderr); err != nil {
+		return err
+	}
 	if fence != nil {
 		tr.SetFence(fence)
 	}

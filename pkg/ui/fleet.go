@@ -60,7 +60,8 @@ type FleetView struct {
 	Live  *Fleet     `json:"live,omitempty"`
 	Error string     `json:"error,omitempty"`
 	Runs  []FleetRun `json:"runs"`
-	Time  time.Time  `json:"time"`
+	// Time is when Live was read (zero without a live fleet).
+	Time time.Time `json:"time,omitzero"`
 }
 
 // FleetRun is one served run's retries and failures.
