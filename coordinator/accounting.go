@@ -85,11 +85,15 @@ func usageTotals(model string, res *pb.Result) (string, Totals) {
 	if u.GetModel() != "" {
 		model = u.GetModel()
 	}
-	return model, Totals{
+	t := Totals{
 		Calls: int64(u.GetCalls()), FailedCalls: int64(u.GetFailedCalls()), Retries: int64(u.GetRetries()),
 		RateLimited: int64(u.GetRateLimited()), Input: u.GetInputTokens(), Output: u.GetOutputTokens(),
 		CacheRead: u.GetCacheReadTokens(), CacheWrite: u.GetCacheWriteTokens(), Reasoning: u.GetReasoningTokens(),
 	}
+	for name, n := range u.GetFailedCauses() {
+		t.Causes.AddNamed(name, int64(n))
+	}
+	return model, t
 }
 
 // CountInvalid counts a reply that parsed as JSON but had the wrong shape.

@@ -22,7 +22,8 @@ import (
 // ExecutorDeps are what an Executor needs to run tasks.
 type ExecutorDeps struct {
 	Logger *slog.Logger
-	// Client fetches skill texts by hash.
+	// Client fetches skill texts by hash when the task's context carries
+	// no coordinator client (see [ClientFrom]).
 	Client pb.CoordinatorClient
 	// NewModel builds a model for a spec (called once per distinct spec).
 	NewModel func(spec *pb.ModelSpec) (llm.Model, error)
@@ -54,6 +55,8 @@ func NewExecutor(d ExecutorDeps) *Executor {
 // Handle runs one task.
 func (x *Executor) Handle(ctx context.Context, t *pb.Task) *pb.Result {
 	start := time.Now()
+	// The resilience layers log each failed attempt through this logger.
+	ctx = llm.WithLogger(ctx, x.log.With("task_id", t.GetId(), "task_stage", t.GetStage()))
 	var res *pb.Result
 	switch k := t.GetKind().(type) {
 	case *pb.Task_Rollout:
@@ -142,7 +145,14 @@ func (x *Executor) skill(ctx context.Context, hash string) (string, error) {
 	if ok {
 		return s, nil
 	}
-	resp, err := x.d.Client.GetSkill(ctx, &pb.GetSkillRequest{Hash: hash})
+	client := ClientFrom(ctx)
+	if client == nil {
+		client = x.d.Client
+	}
+	if client == nil {
+		return "", fmt.Errorf("fetch skill %s: no coordinator to fetch it from", hash)
+	}
+	resp, err := client.GetSkill(ctx, &pb.GetSkillRequest{Hash: hash})
 	if err != nil {
 		return "", fmt.Errorf("fetch skill %s: %w", hash, err)
 	}
@@ -184,18 +194,25 @@ func (x *Executor) rollout(ctx context.Context, rt *pb.RolloutTask) *pb.Result {
 		v := spec.GetTemperature()
 		req.Temperature = &v
 	}
-	ep, err := env.Episode(ctx, m, req)
+	mt := newMeter(m)
+	ep, err := env.Episode(ctx, mt, req)
+	// The meter saw every call the episode made through the model; a
+	// benchmark that reports calls made some other way keeps its counts.
+	usage, metered := mt.result(spec.GetModel())
+	if !metered && ep != nil {
+		usage = usageOf(ep.Usage, ep.Calls, ep.FailedCalls, ep.Retries, ep.RateLimited, spec.GetModel())
+	}
 	if err != nil {
 		r := failure(err)
-		if ep != nil {
-			r.Usage = usageOf(ep.Usage, ep.Calls, ep.FailedCalls, ep.Retries, ep.RateLimited, spec.GetModel())
+		if usage != nil {
+			r.Usage = usage
 		}
 		return r
 	}
 	traj, _ := json.Marshal(ep.Messages)
 	return &pb.Result{
 		Outcome: pb.Outcome_OUTCOME_OK,
-		Usage:   usageOf(ep.Usage, ep.Calls, ep.FailedCalls, ep.Retries, ep.RateLimited, spec.GetModel()),
+		Usage:   usage,
 		Body: &pb.Result_Rollout{Rollout: &pb.RolloutResult{
 			ItemId: item.ID, Hard: ep.Hard, Soft: ep.Soft, Answer: ep.Answer, FailReason: ep.FailReason,
 			TaskType: ep.TaskType, Trajectory: traj, NTurns: int32(ep.NTurns), TaskDescription: ep.TaskDescription,
@@ -224,19 +241,25 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 		v := spec.GetTemperature()
 		req.Temperature = &v
 	}
-	resp, err := m.Chat(ctx, req)
+	mt := newMeter(m)
+	resp, err := mt.Chat(ctx, req)
 	if err != nil {
-		return failure(err)
+		r := failure(err)
+		if u, ok := mt.result(spec.GetModel()); ok {
+			r.Usage = u
+		}
+		return r
 	}
-	billed := resp.Usage
-	billed.Add(resp.FailedUsage)
-	usage := usageOf(billed, max(resp.Attempts, 1), max(resp.Attempts-1, 0), max(resp.Attempts-1, 0), resp.RateLimited, firstNonEmpty(resp.Model, spec.GetModel()))
 	raw, repaired, err := jsonx.Extract(resp.Content)
-	if err != nil {
-		return &pb.Result{Outcome: pb.Outcome_OUTCOME_INVALID_REPLY, Error: fmt.Sprintf("%s reply: %v", ot.GetPrompt(), err), Usage: usage,
-			Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content}}}
+	if err == nil {
+		err = validateReply(ot.GetPrompt(), raw)
 	}
-	if err := validateReply(ot.GetPrompt(), raw); err != nil {
+	if err != nil {
+		// The task is retried: the unusable reply is a cause like any other.
+		mt.addCause(llm.CauseInvalidReply)
+	}
+	usage, _ := mt.result(spec.GetModel())
+	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_INVALID_REPLY, Error: fmt.Sprintf("%s reply: %v", ot.GetPrompt(), err), Usage: usage,
 			Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content}}}
 	}

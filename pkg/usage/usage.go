@@ -27,6 +27,94 @@ type Totals struct {
 	SavedCalls  int64 `json:"saved_calls,omitempty"`
 	SavedInput  int64 `json:"saved_input_tokens,omitempty"`
 	SavedOutput int64 `json:"saved_output_tokens,omitempty"`
+	// Causes counts failed and retried call attempts by cause.
+	Causes Causes `json:"failure_causes,omitzero"`
+}
+
+// Causes counts failed call attempts by cause: one per attempt that did
+// not give a usable reply (a retried one, or the last one of a failed call).
+type Causes struct {
+	RateLimited    int64 `json:"rate_limited,omitempty"`
+	Timeout        int64 `json:"timeout,omitempty"`
+	Stall          int64 `json:"stall,omitempty"`
+	Server5xx      int64 `json:"server_5xx,omitempty"`
+	Transport      int64 `json:"transport,omitempty"`
+	InvalidReply   int64 `json:"invalid_reply,omitempty"`
+	Auth           int64 `json:"auth,omitempty"`
+	InvalidRequest int64 `json:"invalid_request,omitempty"`
+	Hedged         int64 `json:"hedged,omitempty"`
+	Cancelled      int64 `json:"cancelled,omitempty"`
+	Other          int64 `json:"other,omitempty"`
+}
+
+// fields lists the causes in report order with their fields.
+func (c *Causes) fields() []struct {
+	Name string
+	N    *int64
+} {
+	return []struct {
+		Name string
+		N    *int64
+	}{
+		{"rate_limited", &c.RateLimited}, {"timeout", &c.Timeout}, {"stall", &c.Stall}, {"server_5xx", &c.Server5xx},
+		{"transport", &c.Transport}, {"invalid_reply", &c.InvalidReply}, {"auth", &c.Auth},
+		{"invalid_request", &c.InvalidRequest}, {"hedged", &c.Hedged}, {"cancelled", &c.Cancelled}, {"other", &c.Other},
+	}
+}
+
+// AddNamed adds n attempts of the named cause (an unknown name counts as
+// other).
+func (c *Causes) AddNamed(name string, n int64) {
+	for _, f := range c.fields() {
+		if f.Name == name {
+			*f.N += n
+			return
+		}
+	}
+	c.Other += n
+}
+
+// Named returns the non-zero counts in report order.
+func (c Causes) Named() []NamedCount {
+	var out []NamedCount
+	for _, f := range c.fields() {
+		if *f.N != 0 {
+			out = append(out, NamedCount{f.Name, *f.N})
+		}
+	}
+	return out
+}
+
+// NamedCount is one cause and its count.
+type NamedCount struct {
+	Name  string
+	Count int64
+}
+
+// Total sums every cause.
+func (c Causes) Total() int64 {
+	var n int64
+	for _, f := range c.fields() {
+		n += *f.N
+	}
+	return n
+}
+
+// Add adds o to c.
+func (c *Causes) Add(o Causes) {
+	of := o.fields()
+	for i, f := range c.fields() {
+		*f.N += *of[i].N
+	}
+}
+
+// Sub returns c − o.
+func (c Causes) Sub(o Causes) Causes {
+	of := o.fields()
+	for i, f := range c.fields() {
+		*f.N -= *of[i].N
+	}
+	return c
 }
 
 // Add adds o to t.
@@ -48,6 +136,7 @@ func (t *Totals) Add(o Totals) {
 	t.SavedCalls += o.SavedCalls
 	t.SavedInput += o.SavedInput
 	t.SavedOutput += o.SavedOutput
+	t.Causes.Add(o.Causes)
 }
 
 // Sub returns t − o, field by field.
@@ -59,6 +148,7 @@ func (t Totals) Sub(o Totals) Totals {
 		CacheWrite: t.CacheWrite - o.CacheWrite, Reasoning: t.Reasoning - o.Reasoning, InvalidReply: t.InvalidReply - o.InvalidReply,
 		Reused: t.Reused - o.Reused, CacheHits: t.CacheHits - o.CacheHits, SavedCalls: t.SavedCalls - o.SavedCalls,
 		SavedInput: t.SavedInput - o.SavedInput, SavedOutput: t.SavedOutput - o.SavedOutput,
+		Causes: t.Causes.Sub(o.Causes),
 	}
 }
 

@@ -18,3 +18,32 @@ func TestAddSubTokens(t *testing.T) {
 		t.Errorf("Tokens() = %d, want 140 + 25 = 165", got)
 	}
 }
+
+func TestCauses(t *testing.T) {
+	var a Totals
+	a.Causes.AddNamed("stall", 2)
+	a.Causes.AddNamed("server_5xx", 1)
+	a.Causes.AddNamed("no-such-cause", 1)
+	b := Totals{Causes: Causes{Stall: 1, RateLimited: 4}}
+	sum := a
+	sum.Add(b)
+	if want := (Causes{Stall: 3, Server5xx: 1, RateLimited: 4, Other: 1}); sum.Causes != want {
+		t.Fatalf("Add: causes %+v, want %+v", sum.Causes, want)
+	}
+	if d := sum.Sub(b); d != a {
+		t.Fatalf("Sub = %+v, want %+v", d, a)
+	}
+	if n := sum.Causes.Total(); n != 9 {
+		t.Fatalf("Total = %d, want 9", n)
+	}
+	got := sum.Causes.Named()
+	want := []NamedCount{{"rate_limited", 4}, {"stall", 3}, {"server_5xx", 1}, {"other", 1}}
+	if len(got) != len(want) {
+		t.Fatalf("Named = %v, want %v", got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("Named = %v, want %v", got, want)
+		}
+	}
+}
