@@ -150,8 +150,13 @@ type Model struct {
 	OptimizerQwen Qwen `yaml:",inline" prefix:"optimizer_"`
 	TargetQwen    Qwen `yaml:",inline" prefix:"target_"`
 
-	// MiniMax holds the minimax_* keys.
-	MiniMax MiniMax `yaml:",inline"`
+	// MiniMax holds the minimax_* keys; OptimizerMiniMax and TargetMiniMax
+	// the per-role optimizer_/target_ minimax_base_url and minimax_api_key
+	// overrides ("" = MiniMax's value). [Model.Role] applies them to a role
+	// whose backend is minimax_chat.
+	MiniMax          MiniMax         `yaml:",inline"`
+	OptimizerMiniMax MiniMaxEndpoint `yaml:",inline" prefix:"optimizer_"`
+	TargetMiniMax    MiniMaxEndpoint `yaml:",inline" prefix:"target_"`
 }
 
 // Azure is SkillOpt's Azure OpenAI client block.
@@ -189,6 +194,13 @@ type MiniMax struct {
 	Temperature    float64 `yaml:"minimax_temperature"`
 	MaxTokens      int     `yaml:"minimax_max_tokens"`
 	EnableThinking bool    `yaml:"minimax_enable_thinking"`
+}
+
+// MiniMaxEndpoint is a role's MiniMax server and key (SkillOpt's
+// optimizer_minimax_* and target_minimax_* keys).
+type MiniMaxEndpoint struct {
+	BaseURL string `yaml:"minimax_base_url"`
+	APIKey  Secret `yaml:"minimax_api_key"`
 }
 
 // Train is the epoch and batch plan.

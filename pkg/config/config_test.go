@@ -524,6 +524,64 @@ func TestRoleResolution(t *testing.T) {
 	}
 }
 
+// TestMiniMaxRoles: SkillOpt's MiniMax keys (shared and per role) reach a
+// minimax_chat role through the OpenAI-compatible path; the key stays a
+// Secret and its variable defaults to MINIMAX_API_KEY.
+func TestMiniMaxRoles(t *testing.T) {
+	t.Parallel()
+	dir := setup(t, map[string]string{"run.yaml": minimal + `
+model:
+  backend: minimax
+  optimizer_backend: minimax_chat
+  minimax_region: cn_zh
+  minimax_temperature: "0.2"
+  minimax_max_tokens: "4000"
+  target_minimax_base_url: https://mm.example/v1
+  target_minimax_api_key: mm-target-key
+  optimizer_minimax_base_url: ""
+  optimizer_minimax_api_key: ""
+`})
+	c := mustLoad(t, filepath.Join(dir, "run.yaml"))
+	tgt := c.Model.Role(RoleTarget)
+	if tgt.Backend != "minimax_chat" || tgt.BaseURL != "https://mm.example/v1" || tgt.Model != "MiniMax-M3" ||
+		tgt.APIKeyEnv != MiniMaxKeyEnv || tgt.APIKey.Reveal() != "mm-target-key" || tgt.MaxTokens != 4000 ||
+		tgt.Temperature == nil || *tgt.Temperature != 0.2 {
+		t.Errorf("Role(target) = %+v", tgt)
+	}
+	// The optimizer has no override: the region's URL, no key in the file.
+	opt := c.Model.Role(RoleOptimizer)
+	if opt.BaseURL != MiniMaxChinaURL || !opt.APIKey.IsZero() || opt.Model != "MiniMax-M3" {
+		t.Errorf("Role(optimizer) = %+v", opt)
+	}
+
+	// skillfleet's own role keys win over SkillOpt's; a named model stays.
+	c = mustLoad(t, filepath.Join(dir, "run.yaml"), "model.target_base_url=http://127.0.0.1:9/v1",
+		"model.target_api_key_env=MY_MM_KEY", "model.target=MiniMax-Text-01", "model.minimax_region=global_en")
+	tgt = c.Model.Role(RoleTarget)
+	if tgt.BaseURL != "http://127.0.0.1:9/v1" || tgt.APIKeyEnv != "MY_MM_KEY" || tgt.Model != "MiniMax-Text-01" {
+		t.Errorf("Role(target) with overrides = %+v", tgt)
+	}
+	if opt := c.Model.Role(RoleOptimizer); opt.BaseURL != MiniMaxGlobalURL {
+		t.Errorf("global region URL = %q", opt.BaseURL)
+	}
+	// Other backends ignore the MiniMax keys.
+	c = mustLoad(t, filepath.Join(dir, "run.yaml"), "model.backend=openai_compatible", "model.optimizer_backend=openai_compatible")
+	if r := c.Model.Role(RoleTarget); r.BaseURL != "" || r.APIKeyEnv != "" || !r.APIKey.IsZero() || r.Model != "gpt-5.5" {
+		t.Errorf("openai_compatible role took MiniMax keys: %+v", r)
+	}
+}
+
+// TestSkillOptEnvNames: SkillOpt's env names read as skillfleet's.
+func TestSkillOptEnvNames(t *testing.T) {
+	t.Parallel()
+	dir := setup(t, map[string]string{"run.yaml": minimal})
+	for from, to := range map[string]string{"livemathematicianbench": "livemath", "spreadsheetbench": "spreadsheet", "searchqa": "searchqa"} {
+		if c := mustLoad(t, filepath.Join(dir, "run.yaml"), "env.name="+from); c.Env.Name != to {
+			t.Errorf("env.name %s read as %s, want %s", from, c.Env.Name, to)
+		}
+	}
+}
+
 func TestRole(t *testing.T) {
 	t.Parallel()
 	dir := setup(t, map[string]string{"run.yaml": minimal + `
@@ -563,9 +621,12 @@ model:
   minimax_api_key: minimax-secret-5
   target_api_key: target-secret-6
   azure_api_key: legacy-secret-7
+  optimizer_minimax_api_key: minimax-secret-8
+  target_minimax_api_key: minimax-secret-9
 `
 
-var secretValues = []string{"env-secret-1", "nested-secret-2", "azure-secret-3", "qwen-secret-4", "minimax-secret-5", "target-secret-6", "legacy-secret-7"}
+var secretValues = []string{"env-secret-1", "nested-secret-2", "azure-secret-3", "qwen-secret-4", "minimax-secret-5", "target-secret-6", "legacy-secret-7",
+	"minimax-secret-8", "minimax-secret-9"}
 
 func checkNoSecrets(t *testing.T, what, s string) {
 	t.Helper()
@@ -598,7 +659,8 @@ func TestSecrets(t *testing.T) {
 		}
 	}
 	wantWarned := []string{"model.azure_api_key", "model.optimizer_azure_openai_api_key", "model.optimizer_qwen_chat_api_key",
-		"model.minimax_api_key", "model.target_api_key", "model.azure_openai_api_key", "env.search_api_key", "env.search.auth_token"}
+		"model.minimax_api_key", "model.target_api_key", "model.azure_openai_api_key", "env.search_api_key", "env.search.auth_token",
+		"model.optimizer_minimax_api_key", "model.target_minimax_api_key"}
 	if diff := cmp.Diff(wantWarned, warned, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("warned fields (-want +got):\n%s", diff)
 	}

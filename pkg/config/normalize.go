@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,6 +81,12 @@ var (
 		"openai_chat", "openai_compatible", "openai", "anthropic", "claude_chat", "codex_exec",
 		"copilot_chat", "qwen_chat", "minimax_chat", "claude_code_exec", "cursor_exec", "copilot_exec", "sim",
 	}}
+	// envAliases maps SkillOpt's env names to skillfleet's benchmark names
+	// where they differ, so that SkillOpt's configs load unchanged.
+	envAliases = map[string]string{
+		"livemathematicianbench": "livemath",
+		"spreadsheetbench":       "spreadsheet",
+	}
 	targetOnly = map[string]bool{"claude_code_exec": true, "cursor_exec": true, "copilot_exec": true}
 
 	// backendPairs maps model.backend labels to (optimizer, target) families
@@ -199,6 +206,9 @@ func (c *Config) normalize() error {
 	}
 	if err := c.resolveRoles(); err != nil {
 		return err
+	}
+	if n, ok := envAliases[en.Name]; ok {
+		en.Name = n
 	}
 
 	// SkillOpt forces lr_control_mode none under full rewrite: there is no
@@ -415,7 +425,59 @@ func (m *Model) Role(name string) Role {
 	default:
 		panic("config: unknown role " + strconv.Quote(name))
 	}
+	if r.Backend == "minimax_chat" {
+		m.applyMiniMax(&r)
+	}
 	return r
+}
+
+// MiniMax's OpenAI-compatible endpoints by model.minimax_region.
+const (
+	MiniMaxGlobalURL = "https://api.minimax.io/v1"
+	MiniMaxChinaURL  = "https://api.minimaxi.com/v1"
+	// MiniMaxKeyEnv is the variable a minimax_chat role reads its key from
+	// unless model.<role>_api_key_env names another.
+	MiniMaxKeyEnv = "MINIMAX_API_KEY"
+)
+
+// applyMiniMax fills a minimax_chat role from SkillOpt's MiniMax keys. A
+// minimax_chat role is served by the OpenAI-compatible client: skillfleet's
+// own <role>_* keys win, then the role's <role>_minimax_* override, then the
+// shared minimax_* value, then the region's URL. The model name gpt-5.4 or
+// gpt-5.5 (SkillOpt's unset sentinel) reads as model.minimax_model.
+func (m *Model) applyMiniMax(r *Role) {
+	ep := m.OptimizerMiniMax
+	if r.Name == RoleTarget {
+		ep = m.TargetMiniMax
+	}
+	if r.BaseURL == "" {
+		r.BaseURL = cmp.Or(ep.BaseURL, m.MiniMax.BaseURL)
+	}
+	if r.BaseURL == "" {
+		r.BaseURL = MiniMaxGlobalURL
+		if m.MiniMax.Region == "cn_zh" {
+			r.BaseURL = MiniMaxChinaURL
+		}
+	}
+	if r.APIKeyEnv == "" {
+		r.APIKeyEnv = MiniMaxKeyEnv
+	}
+	if r.APIKey.IsZero() {
+		r.APIKey = ep.APIKey
+	}
+	if r.APIKey.IsZero() {
+		r.APIKey = m.MiniMax.APIKey
+	}
+	if (r.Model == "gpt-5.5" || r.Model == "gpt-5.4") && m.MiniMax.Model != "" {
+		r.Model = m.MiniMax.Model
+	}
+	if r.Temperature == nil {
+		t := m.MiniMax.Temperature
+		r.Temperature = &t
+	}
+	if r.MaxTokens == 0 {
+		r.MaxTokens = m.MiniMax.MaxTokens
+	}
 }
 
 // Key returns the role's API key: the variable APIKeyEnv names when it is
