@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -257,5 +258,109 @@ func TestSkillOptScorerCorpus(t *testing.T) {
 	t.Logf("%s: %d cases, %d differ from SkillOpt; %d where SkillOpt raised were skipped", path, len(cases), sum, raised)
 	if sum > 0 {
 		t.Errorf("%d of %d cases differ from SkillOpt", sum, len(cases)-raised)
+	}
+}
+
+// deviationEffect is what a named deviation changes on the corpus cases of
+// one scorer.
+type deviationEffect struct {
+	cases, changed, up, down int
+	// Summed scores (ANLS, or em and f1) without and with the deviation,
+	// and the counts of full scores (ANLS ≥ 0.999, em = 1).
+	before, after         [2]float64
+	fullBefore, fullAfter int
+}
+
+// scores returns a result's scores: ANLS (and 0), or em and f1; ok is
+// false for a result that is no score (a gold list).
+func scores(v any) (s [2]float64, ok bool) {
+	switch x := v.(type) {
+	case float64:
+		return [2]float64{x, 0}, true
+	case map[string]any:
+		em, _ := x["em"].(float64)
+		f1, _ := x["f1"].(float64)
+		return [2]float64{em, f1}, true
+	}
+	return s, false
+}
+
+// TestNamedDeviationsOnCorpus measures each named deviation on the corpus
+// (the figures docs/skillopt.md quotes) and checks what it may change.
+func TestNamedDeviationsOnCorpus(t *testing.T) {
+	cases, _ := loadCorpus(t)
+	for _, d := range []struct {
+		name    string
+		scorers []string
+		opt     options
+		// mayRaise is false when the deviation can only lower scores.
+		mayRaise bool
+	}{
+		{"docvqa gold_cells_as_text", []string{"dv_gold", "dv_goldanls"}, options{gold: docvqa.GoldOptions{CellsAsText: true}}, true},
+		{"officeqa require_answer_tag", []string{"oq_e2e"}, options{office: officeqa.ScoreOptions{RequireAnswerTag: true}}, false},
+	} {
+		effects := map[string]*deviationEffect{}
+		for _, c := range cases {
+			if c.SkillOpt == nil || !slices.Contains(d.scorers, c.Scorer) {
+				continue
+			}
+			e := effects[c.Scorer]
+			if e == nil {
+				e = &deviationEffect{}
+				effects[c.Scorer] = e
+			}
+			e.cases++
+			base, _, _ := outcome(t, c, options{})
+			dev, _, _ := outcome(t, c, d.opt)
+			if !equal(base, dev) {
+				e.changed++
+			}
+			b, isScore := scores(base)
+			a, _ := scores(dev)
+			if !isScore {
+				continue
+			}
+			for i := range b {
+				e.before[i] += b[i]
+				e.after[i] += a[i]
+			}
+			if b[0] >= 0.999 {
+				e.fullBefore++
+			}
+			if a[0] >= 0.999 {
+				e.fullAfter++
+			}
+			switch {
+			case a[0]+a[1] > b[0]+b[1]+1e-9:
+				e.up++
+			case a[0]+a[1] < b[0]+b[1]-1e-9:
+				e.down++
+			}
+		}
+		changed := 0
+		for _, s := range d.scorers {
+			e := effects[s]
+			if e == nil {
+				continue
+			}
+			changed += e.changed
+			n := float64(e.cases)
+			switch s {
+			case "dv_gold":
+				t.Logf("%s on %s: %d of %d gold lists change", d.name, s, e.changed, e.cases)
+			case "dv_goldanls":
+				t.Logf("%s on %s: %d of %d cases change (%d up, %d down); mean ANLS %.4f → %.4f; ANLS ≥ 0.999 on %d → %d",
+					d.name, s, e.changed, e.cases, e.up, e.down, e.before[0]/n, e.after[0]/n, e.fullBefore, e.fullAfter)
+			default:
+				t.Logf("%s on %s: %d of %d cases change (%d up, %d down); mean em %.4f → %.4f, mean f1 %.4f → %.4f; em = 1 on %d → %d",
+					d.name, s, e.changed, e.cases, e.up, e.down, e.before[0]/n, e.after[0]/n, e.before[1]/n, e.after[1]/n, e.fullBefore, e.fullAfter)
+			}
+			if !d.mayRaise && e.up > 0 {
+				t.Errorf("%s raised %d scores on %s; it may only lower them", d.name, e.up, s)
+			}
+		}
+		if changed == 0 && os.Getenv(corpusEnv) == "" {
+			t.Errorf("%s changes nothing on the corpus", d.name)
+		}
 	}
 }
