@@ -67,7 +67,7 @@ var paperCounts = map[string][3]int{
 func SizeOf(benchName, preset string) (Size, error) {
 	switch preset {
 	case "", PresetSmall:
-		s := Size{Preset: PresetSmall, Rules: 5, Train: 30, Val: 16, Test: 40}
+		s := Size{Preset: PresetSmall, Rules: 5, Train: 40, Val: 20, Test: 40}
 		return s, nil
 	case PresetPaper:
 		c, ok := paperCounts[benchName]
