@@ -46,6 +46,12 @@ type HubOptions struct {
 	// Meters, if set, receive the queue depth and the number of live
 	// workers every few seconds.
 	Meters *telemetry.Meters
+	// Advertise is the gRPC address workers dial (default: the listener's
+	// address). Give it when the coordinator listens on 0.0.0.0 or behind
+	// a service name.
+	Advertise string
+	// Weight is the run's share of the fleet relative to other runs (default 1).
+	Weight float64
 }
 
 // Hub is the coordinator's dispatch side: the task stream, the result
@@ -59,6 +65,9 @@ type Hub struct {
 	o       HubOptions
 	journal *dispatch.Journal
 	grpc    *grpc.Server
+	runs    jetstream.KeyValue
+	// unannounce withdraws the run from the run directory.
+	unannounce func()
 
 	mu     sync.RWMutex
 	skills map[string]string
@@ -81,6 +90,13 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err := queue.EnsureConsumers(ctx, js, o.Consumer); err != nil {
 		return nil, err
 	}
+	runs, err := queue.RunsKV(ctx, js)
+	if err != nil {
+		return nil, err
+	}
+	if o.Advertise == "" {
+		o.Advertise = advertised(o.GRPCListener.Addr().String())
+	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("run dir: %w", err)
 	}
@@ -88,7 +104,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}}
+	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}, runs: runs}
 	prefix := ""
 	if o.RunID != "" {
 		prefix = o.RunID + "/"
@@ -96,13 +112,24 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	h.D = dispatch.New(dispatch.Options{
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
-		Cache: o.Cache,
+		Cache: o.Cache, Addr: o.Advertise,
 	})
 	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
 	h.grpc = grpc.NewServer(o.GRPCServerOptions...)
 	pb.RegisterCoordinatorServer(h.grpc, h.RPC)
 	if len(recorded) > 0 {
 		o.Logger.Info("results recovered from journal", "results", len(recorded))
+	}
+	// The run is in the run directory before its first task is published
+	// and until the hub stops: workers find the coordinator by the run.
+	weight := o.Weight
+	if weight <= 0 {
+		weight = 1
+	}
+	h.unannounce, err = queue.Announce(ctx, runs, queue.RunInfo{RunID: o.RunID, Addr: o.Advertise, Weight: weight}, o.Logger)
+	if err != nil {
+		_ = j.Close()
+		return nil, err
 	}
 	return h, nil
 }
@@ -127,6 +154,33 @@ func (h *Hub) Skill(hash string) (string, error) {
 
 // Addr is the gRPC listen address.
 func (h *Hub) Addr() string { return h.o.GRPCListener.Addr().String() }
+
+// Advertised is the gRPC address workers are told to dial.
+func (h *Hub) Advertised() string { return h.o.Advertise }
+
+// advertised turns a listen address into one a worker can dial: an
+// unspecified host (0.0.0.0, ::) becomes this machine's host name.
+func advertised(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		if name, err := os.Hostname(); err == nil && name != "" {
+			return net.JoinHostPort(name, port)
+		}
+	}
+	return listen
+}
+
+// Purge removes every task of this run still in the stream (a finished
+// run leaves nothing for workers to pull).
+func (h *Hub) Purge(ctx context.Context) error {
+	if err := h.Stream.Purge(ctx, jetstream.WithPurgeSubject(queue.RunSubjects(queue.RunToken(h.o.RunID)))); err != nil {
+		return fmt.Errorf("purge the run's tasks: %w", err)
+	}
+	return nil
+}
 
 // sample records the queue depth and live workers until ctx ends.
 func (h *Hub) sample(ctx context.Context, every time.Duration) {
@@ -158,6 +212,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}()
 	dctx, dstop := context.WithCancel(ctx)
 	go func() { errc <- h.D.Run(dctx) }()
+
 	if h.o.Meters != nil {
 		go h.sample(dctx, 2*time.Second)
 	}
@@ -167,6 +222,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err = <-errc:
 	}
 	dstop()
+	h.unannounce()
 	stopped := make(chan struct{})
 	go func() { h.grpc.GracefulStop(); close(stopped) }()
 	select {

@@ -79,12 +79,12 @@ func startWorker(t testing.TB, ns *queue.Embedded, addr string, conc int, h work
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cons, ocons, err := worker.Consumers(ctx, nc)
+	cons, err := worker.Consumers(ctx, nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := worker.New(worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, FetchWait: 200 * time.Millisecond, DrainTimeout: 2 * time.Second},
-		worker.Deps{NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: pb.NewCoordinatorClient(cc), Handler: h})
+	w := worker.New(worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, DrainTimeout: 2 * time.Second},
+		worker.Deps{NC: nc, Consumers: cons, Client: pb.NewCoordinatorClient(cc), Handler: h})
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	var once sync.Once
@@ -277,7 +277,7 @@ func TestGarbledTaskIsTerminated(t *testing.T) {
 	b := setup(t, t.TempDir(), nil)
 	nc, _ := nats.Connect(b.ns.URL())
 	defer nc.Close()
-	if _, err := b.hub.JS.Publish(t.Context(), queue.Subject("rollout"), []byte("\xff\xfe not a protobuf")); err != nil {
+	if _, err := b.hub.JS.Publish(t.Context(), queue.TaskSubject(queue.ClassCritical, queue.KindRollout, "garbage"), []byte("\xff\xfe not a protobuf")); err != nil {
 		t.Fatal(err)
 	}
 	startWorker(t, b.ns, b.hub.Addr(), 2, noop)

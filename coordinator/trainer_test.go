@@ -144,7 +144,7 @@ func runDemo(t *testing.T, m llm.Model, sets ...string) (string, *coordinator.Su
 		t.Fatal(err)
 	}
 	defer cc.Close()
-	cons, ocons, err := worker.Consumers(ctx, wnc)
+	cons, err := worker.Consumers(ctx, wnc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func runDemo(t *testing.T, m llm.Model, sets ...string) (string, *coordinator.Su
 	x := worker.NewExecutor(worker.ExecutorDeps{Client: client, Prompts: prompts.New(nil),
 		NewModel: func(*pb.ModelSpec) (llm.Model, error) { return m, nil },
 		NewEnv:   func(name string, c []byte) (bench.Env, error) { return registry.New(name, c) }})
-	w := worker.New(worker.Config{Concurrency: 32, DrainTimeout: time.Second, MaxDeliver: cfg.Runtime.MaxDeliveries}, worker.Deps{NC: wnc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x})
+	w := worker.New(worker.Config{Concurrency: 32, DrainTimeout: time.Second, MaxDeliver: cfg.Runtime.MaxDeliveries}, worker.Deps{NC: wnc, Consumers: cons, Client: client, Handler: x})
 	wctx, wstop := context.WithCancel(ctx)
 	wdone := make(chan struct{})
 	go func() { _ = w.Run(wctx); close(wdone) }()

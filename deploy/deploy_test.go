@@ -911,7 +911,7 @@ func checkScaledObject(t *testing.T, m manifests, so *unstructured.Unstructured)
 			t.Errorf("trigger %d account = %v, want $G (no accounts configured)", i, md["account"])
 		}
 	}
-	want := map[string]bool{queue.ConsumerRollout: true, queue.ConsumerOptimizer: true}
+	want := map[string]bool{queue.ConsumerCritical: true, queue.ConsumerBulk: true, queue.ConsumerOptimizer: true}
 	if fmt.Sprint(consumers) != fmt.Sprint(want) {
 		t.Errorf("scaled consumers %v, want one trigger per task consumer %v", consumers, want)
 	}

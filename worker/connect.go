@@ -25,20 +25,27 @@ func Dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	return cc, nil
 }
 
-// Consumers returns the shared rollout and optimizer consumers (the
-// coordinator creates them).
-func Consumers(ctx context.Context, nc *nats.Conn) (rollout, optimizer jetstream.Consumer, err error) {
+// Consumers returns the shared class consumers (a coordinator creates them).
+func Consumers(ctx context.Context, nc *nats.Conn) (map[queue.Class]jetstream.Consumer, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("jetstream: %w", err)
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	rollout, err = js.Consumer(ctx, queue.StreamName, queue.ConsumerRollout)
+	return queue.Consumers(ctx, js)
+}
+
+// WatchRuns follows the run directory on nc until ctx ends; the table is
+// ready once the current entries are loaded.
+func WatchRuns(ctx context.Context, nc *nats.Conn) (*queue.RunTable, error) {
+	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("task consumer %s: %w", queue.ConsumerRollout, err)
+		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	optimizer, err = js.Consumer(ctx, queue.StreamName, queue.ConsumerOptimizer)
+	kv, err := queue.RunsKV(ctx, js)
 	if err != nil {
-		return nil, nil, fmt.Errorf("task consumer %s: %w", queue.ConsumerOptimizer, err)
+		return nil, err
 	}
-	return rollout, optimizer, nil
+	rt := queue.NewRunTable()
+	go func() { _ = rt.Watch(ctx, kv) }()
+	return rt, nil
 }

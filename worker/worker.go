@@ -56,15 +56,18 @@ type Config struct {
 	// MaxDeliver must equal the consumer's MaxDeliver (default 5): on the
 	// last delivery a failure is reported instead of nak'd.
 	MaxDeliver int
-	// Heartbeat is the InProgress interval for running tasks (default 10s;
-	// keep it well inside the consumer's AckWait).
+	// Heartbeat is the InProgress interval for running tasks (default a
+	// quarter of [queue.DefaultAckWait]; keep it well inside the
+	// consumers' AckWait).
 	Heartbeat time.Duration
+	// ReportTimeout bounds how long a finished task waits for its
+	// coordinator to take the result before the task goes back to the
+	// queue (default 30s).
+	ReportTimeout time.Duration
 	// DrainTimeout bounds how long shutdown waits for in-flight tasks (default 30s).
 	DrainTimeout time.Duration
 	// TaskTimeout applies when a task carries none (default 10m).
 	TaskTimeout time.Duration
-	// FetchWait bounds one pull request (default 1s).
-	FetchWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -82,7 +85,10 @@ func (c Config) withDefaults() Config {
 		c.MaxDeliver = 5
 	}
 	if c.Heartbeat <= 0 {
-		c.Heartbeat = 10 * time.Second
+		c.Heartbeat = queue.DefaultAckWait / 4
+	}
+	if c.ReportTimeout <= 0 {
+		c.ReportTimeout = 30 * time.Second
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 30 * time.Second
@@ -90,23 +96,23 @@ func (c Config) withDefaults() Config {
 	if c.TaskTimeout <= 0 {
 		c.TaskTimeout = 10 * time.Minute
 	}
-	if c.FetchWait <= 0 {
-		c.FetchWait = time.Second
-	}
 	return c
 }
 
 // Deps are the Worker's collaborators.
 type Deps struct {
 	Logger *slog.Logger
-	// NC is the NATS connection (cancel notices); Consumer and
-	// OptimizerConsumer the shared rollout and optimizer consumers (a nil
-	// OptimizerConsumer means this worker takes no optimizer work).
-	NC                *nats.Conn
-	Consumer          jetstream.Consumer
-	OptimizerConsumer jetstream.Consumer
-	Client            pb.CoordinatorClient
-	Handler           Handler
+	// NC is the NATS connection (cancel notices and the ready bell).
+	NC *nats.Conn
+	// Consumers are the shared class consumers ([queue.Consumers]); a
+	// class missing here is not served by this worker.
+	Consumers map[queue.Class]jetstream.Consumer
+	// Coordinators says where each task's result goes.
+	Coordinators CoordinatorsConfig
+	// Client, when set, is the one coordinator every result goes to
+	// (shorthand for Coordinators.Client).
+	Client  pb.CoordinatorClient
+	Handler Handler
 	// Propagator extracts trace context from task headers (nil = none).
 	Propagator propagation.TextMapPropagator
 	// Tracer, when set, traces each task (a consumer span, child of the
@@ -120,8 +126,10 @@ type Deps struct {
 type Worker struct {
 	cfg  Config
 	deps Deps
-	log  *slog.Logger
-	rep  *reporter
+	log    *slog.Logger
+	coords *coordinators
+	// bells wake the pull loops when a coordinator published work.
+	bells map[queue.Class][]chan struct{}
 
 	inFlight  atomic.Int32
 	completed atomic.Int64
@@ -143,7 +151,11 @@ func New(cfg Config, deps Deps) *Worker {
 		deps.Logger = slog.New(slog.DiscardHandler)
 	}
 	log := deps.Logger.With("worker_id", cfg.ID)
-	return &Worker{cfg: cfg, deps: deps, log: log, rep: newReporter(deps.Client, log), running: map[string]context.CancelCauseFunc{}}
+	if deps.Client != nil && deps.Coordinators.Client == nil {
+		deps.Coordinators.Client = deps.Client
+	}
+	coords := newCoordinators(deps.Coordinators, cfg.ID, cfg.Concurrency, log)
+	return &Worker{cfg: cfg, deps: deps, log: log, coords: coords, bells: map[queue.Class][]chan struct{}{}, running: map[string]context.CancelCauseFunc{}}
 }
 
 // ID is the worker's id.
@@ -164,17 +176,39 @@ func (w *Worker) Snapshot() (concurrency, inFlight int, running []string) {
 // Completed is the number of tasks finished (acked) so far.
 func (w *Worker) Completed() int64 { return w.completed.Load() }
 
-// Run registers with the coordinator and processes tasks until ctx ends,
-// then drains: it stops pulling, lets running tasks finish for up to
-// DrainTimeout, naks the rest and returns nil.
+// Run processes tasks of every run until ctx ends, then drains: it stops
+// pulling, lets running tasks finish for up to DrainTimeout, naks the rest
+// and returns nil.
 func (w *Worker) Run(ctx context.Context) error {
-	if err := w.register(ctx); err != nil {
-		return err
-	}
 	if w.deps.NC != nil {
 		sub, err := w.deps.NC.Subscribe(queue.CancelSubject, w.onCancel)
 		if err != nil {
 			return fmt.Errorf("subscribe cancel notices: %w", err)
+		}
+		defer func() { _ = sub.Unsubscribe() }()
+	}
+	type loop struct {
+		classes []queue.Class
+		n       int
+	}
+	var loops []loop
+	if c := w.served(queue.ClassCritical, queue.ClassBulk); len(c) > 0 {
+		loops = append(loops, loop{c, w.cfg.Concurrency})
+	}
+	if c := w.served(queue.ClassOptimizer); len(c) > 0 && w.cfg.OptimizerConcurrency > 0 {
+		loops = append(loops, loop{c, w.cfg.OptimizerConcurrency})
+	}
+	bells := make([]chan struct{}, len(loops))
+	for i, l := range loops {
+		bells[i] = make(chan struct{}, 1)
+		for _, c := range l.classes {
+			w.bells[c] = append(w.bells[c], bells[i])
+		}
+	}
+	if w.deps.NC != nil {
+		sub, err := w.deps.NC.Subscribe(queue.ReadySubject, w.onReady)
+		if err != nil {
+			return fmt.Errorf("subscribe ready bell: %w", err)
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
@@ -187,21 +221,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelTasks(errShutdown)
 	var wg sync.WaitGroup
 	w.log.InfoContext(ctx, "worker started", "concurrency", w.cfg.Concurrency, "optimizer_concurrency", w.cfg.OptimizerConcurrency)
-	var loops sync.WaitGroup
-	for _, c := range []struct {
-		cons jetstream.Consumer
-		n    int
-	}{{w.deps.Consumer, w.cfg.Concurrency}, {w.deps.OptimizerConsumer, w.cfg.OptimizerConcurrency}} {
-		if c.cons == nil {
-			continue
-		}
-		loops.Add(1)
+	var running sync.WaitGroup
+	for i, l := range loops {
+		running.Add(1)
 		go func() {
-			defer loops.Done()
-			w.pull(ctx, taskCtx, c.cons, c.n, &wg)
+			defer running.Done()
+			w.pull(ctx, taskCtx, l.classes, l.n, bells[i], &wg)
 		}()
 	}
-	loops.Wait()
+	running.Wait()
 	// Drain.
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
@@ -215,14 +243,43 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelTasks(errShutdown)
 		<-done
 	}
-	w.rep.close()
+	w.coords.close()
 	w.log.Info("worker stopped", "completed", w.completed.Load())
 	return nil
 }
 
-// pull fetches tasks from one consumer while it has free slots, until ctx ends.
-func (w *Worker) pull(ctx, taskCtx context.Context, cons jetstream.Consumer, n int, wg *sync.WaitGroup) {
+// served returns the classes among cs this worker has consumers for.
+func (w *Worker) served(cs ...queue.Class) []queue.Class {
+	var out []queue.Class
+	for _, c := range cs {
+		if w.deps.Consumers[c] != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (w *Worker) onReady(m *nats.Msg) {
+	for _, b := range w.bells[queue.Class(m.Data)] {
+		select {
+		case b <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Idle polling: a loop that found nothing waits for the ready bell, or at
+// most this long before it looks again (redeliveries ring no bell).
+const (
+	idleMin = 10 * time.Millisecond
+	idleMax = 250 * time.Millisecond
+)
+
+// pull fetches tasks for n slots from the classes in order — all of the
+// first class's ready tasks before any of the next — until ctx ends.
+func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int, bell chan struct{}, wg *sync.WaitGroup) {
 	sem := make(chan struct{}, n)
+	idle := idleMin
 	for ctx.Err() == nil {
 		// Wait for at least one free slot, then ask for as many tasks as slots are free.
 		select {
@@ -240,55 +297,45 @@ func (w *Worker) pull(ctx, taskCtx context.Context, cons jetstream.Consumer, n i
 				break fill
 			}
 		}
-		batch, err := cons.Fetch(free, jetstream.FetchMaxWait(w.cfg.FetchWait))
-		if err != nil {
-			for range free {
-				<-sem
+		got := 0
+		var ferr error
+		for _, c := range classes {
+			if got == free {
+				break
 			}
-			if ctx.Err() != nil {
-				return
+			batch, err := w.deps.Consumers[c].FetchNoWait(free - got)
+			if err != nil {
+				ferr = err
+				continue
 			}
-			w.log.WarnContext(ctx, "fetch tasks", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
+			for msg := range batch.Messages() {
+				got++
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-sem }()
+					w.process(taskCtx, msg)
+				}()
 			}
-			continue
 		}
-		used := 0
-		for msg := range batch.Messages() {
-			used++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				w.process(taskCtx, msg)
-			}()
-		}
-		for range free - used {
+		for range free - got {
 			<-sem
 		}
-	}
-}
-
-func (w *Worker) register(ctx context.Context) error {
-	host, _ := os.Hostname()
-	delay := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		_, err := w.deps.Client.Register(ctx, &pb.RegisterRequest{WorkerId: w.cfg.ID, Hostname: host, Concurrency: int32(w.cfg.Concurrency)})
-		if err == nil {
-			return nil
+		if got > 0 {
+			idle = idleMin
+			continue
 		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("register with coordinator: %w", ctx.Err())
+		if ferr != nil && ctx.Err() == nil {
+			w.log.WarnContext(ctx, "fetch tasks", "err", ferr)
+			idle = idleMax
 		}
-		w.log.WarnContext(ctx, "coordinator unreachable, retrying", "attempt", attempt, "retry_in", delay.String(), "err", err)
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-time.After(delay):
+		case <-bell:
+			idle = idleMin
+		case <-time.After(idle):
+			idle = min(idle*2, idleMax)
 		}
-		delay = min(delay*2, 5*time.Second)
 	}
 }
 
@@ -300,10 +347,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			resp, err := w.deps.Client.Heartbeat(ctx, &pb.HeartbeatRequest{WorkerId: w.cfg.ID, InFlight: w.inFlight.Load(), Completed: w.completed.Load()})
-			if err == nil && !resp.GetKnown() {
-				_ = w.register(ctx) // the coordinator restarted
-			}
+			w.coords.heartbeat(ctx, w.inFlight.Load(), w.completed.Load())
 		}
 	}
 }
@@ -338,12 +382,29 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason(reason)
 		return
 	}
-	log := w.log.With("task_id", t.GetId(), "kind", queue.KindOf(t), "attempt", delivered)
+	log := w.log.With("task_id", t.GetId(), "run_id", t.GetRunId(), "kind", queue.KindOf(t), "attempt", delivered)
+	// Where the result goes is settled before any model call is made.
+	cn, err := w.coords.acquire(ctx, t)
+	if errors.Is(err, errRunAway) {
+		// Nobody awaits the result now. The task leaves the queue without
+		// counting a delivery; its coordinator publishes it again when it
+		// is back (a pending task whose message is gone is republished).
+		log.Info("task of a run without a live coordinator taken off the queue", "reason", err.Error())
+		_ = msg.TermWithReason(err.Error())
+		return
+	}
+	if err != nil {
+		log.Warn("coordinator unreachable, task returned to the queue", "err", err)
+		_ = msg.NakWithDelay(2 * time.Second)
+		return
+	}
+	defer w.coords.release(cn)
+	ctx = withClient(ctx, cn.client)
 	if w.deps.Propagator != nil {
 		ctx = w.deps.Propagator.Extract(ctx, queue.HeaderCarrier(msg.Headers()))
 	}
 	role := "optimizer"
-	if queue.KindOf(t) == queue.KindRollout {
+	if queue.IsTargetKind(queue.KindOf(t)) {
 		role = "target"
 	}
 	kind := queue.KindOf(t)
@@ -418,6 +479,14 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		outcome = "cancelled"
 		close(hbDone)
 		log.Debug("task cancelled by coordinator")
+		// Calls it made were billed (a call in flight at the cancel runs
+		// to its end): the coordinator accounts them, and keeps a result
+		// that finished. Not delivered again either way.
+		if res.GetUsage().GetCalls() > 0 {
+			if _, err := w.report(ctx, t, cn, res); err != nil {
+				log.Warn("usage of a cancelled task not reported", "err", err)
+			}
+		}
 		_ = msg.Ack() // nobody wants it any more
 		return
 	}
@@ -429,7 +498,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	// Report while still heart-beating: the coordinator may be restarting.
-	ack, err := w.rep.report(ctx, res)
+	ack, err := w.report(ctx, t, cn, res)
 	close(hbDone)
 	if err != nil {
 		log.Warn("result not reported, returned for redelivery", "err", err)
@@ -441,12 +510,44 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.NakWithDelay(time.Second)
 		return
 	case pb.ReportAck_STATUS_UNKNOWN:
-		log.Warn("coordinator does not know the task; dropping it")
+		// The coordinator at that address serves another run: the run's
+		// own coordinator moved. The task waits for it to be found again.
+		log.Warn("coordinator does not know the task; returned to the queue")
+		_ = msg.NakWithDelay(5 * time.Second)
+		return
 	}
 	if err := msg.Ack(); err != nil {
 		log.Warn("ack task", "err", err)
 	}
 	w.completed.Add(1)
+}
+
+// report hands a result to its run's coordinator, following the run to a
+// new address if its coordinator restarted elsewhere, for up to
+// ReportTimeout.
+func (w *Worker) report(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.Result) (*pb.ReportAck, error) {
+	deadline := time.Now().Add(w.cfg.ReportTimeout)
+	for {
+		attempt := time.Now().Add(5 * time.Second)
+		if deadline.Before(attempt) {
+			attempt = deadline
+		}
+		actx, cancel := context.WithDeadline(ctx, attempt)
+		ack, err := cn.rep.report(actx, res)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			return ack, err
+		}
+		next, aerr := w.coords.acquire(ctx, t)
+		if aerr != nil {
+			if time.Now().After(deadline) {
+				return nil, aerr
+			}
+			continue
+		}
+		w.coords.release(next)
+		cn = next
+	}
 }
 
 // outcomeName is a task outcome as a metric and span label.

@@ -114,7 +114,9 @@ func startSimLLM(ctx context.Context, log *slog.Logger) (url string, stop func()
 }
 
 type workerSetup struct {
-	nc             func() (*nats.Conn, error)
+	nc func() (*nats.Conn, error)
+	// coordinator, when set, is where every result goes; otherwise each
+	// task's run is looked up in the run directory.
 	coordinator    string
 	n              int
 	tel            *telemetry.Telemetry
@@ -124,7 +126,7 @@ type workerSetup struct {
 }
 
 // startLocalWorkers runs n workers in this process over the same NATS and
-// gRPC path remote workers use.
+// gRPC path remote workers use. They serve every run on the NATS server.
 func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (stop func(), err error) {
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
@@ -146,21 +148,23 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return nil, err
 		}
 		closers = append(closers, nc.Close)
-		cc, err := worker.Dial(ws.coordinator, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, grpcClientTracing(ws.tel)...)...)
+		cons, err := worker.Consumers(wctx, nc)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		closers = append(closers, func() { _ = cc.Close() })
-		cons, ocons, err := worker.Consumers(wctx, nc)
+		runs, err := worker.WatchRuns(wctx, nc)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		client := pb.NewCoordinatorClient(cc)
-		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
+		x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, NewModel: modelFactory(ws.tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
+		dial := func(addr string) (*grpc.ClientConn, error) {
+			return worker.Dial(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, grpcClientTracing(ws.tel)...)...)
+		}
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
-			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumer: cons, OptimizerConsumer: ocons, Client: client, Handler: x}))
+			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: x,
+				Coordinators: worker.CoordinatorsConfig{Override: ws.coordinator, Runs: runs, Dial: dial}}))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -11,18 +11,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
 func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("worker", "worker --nats URL --coordinator HOST:PORT [flags]", stderr)
+	fs := newFlagSet("worker", "worker --nats URL [flags]", stderr)
 	natsURL := fs.String("nats", "", "NATS URL (required)")
-	coord := fs.String("coordinator", "", "coordinator gRPC address HOST:PORT (required)")
+	coord := fs.String("coordinator", "", "send every result to this coordinator HOST:PORT (default: each task's run's coordinator, found in the run directory on NATS)")
 	conc := fs.Int("concurrency", 24, "rollout (target) tasks this worker runs at once")
 	optConc := fs.Int("optimizer-concurrency", 16, "optimizer tasks this worker runs at once (0 = take no optimizer work)")
 	id := fs.String("id", "", "worker id (default host-pid-random)")
@@ -42,8 +42,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	if *natsURL == "" || *coord == "" {
-		return usageError{errors.New("worker: --nats and --coordinator are required")}
+	if *natsURL == "" {
+		return usageError{errors.New("worker: --nats is required")}
 	}
 	log, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -67,16 +67,15 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError{err}
 	}
-	cc, err := worker.Dial(*coord, append(dialOpts, grpcClientTracing(tel)...)...)
+	dialOpts = append(dialOpts, grpcClientTracing(tel)...)
+	consumers, err := waitConsumers(ctx, nc, log)
 	if err != nil {
 		return err
 	}
-	defer cc.Close()
-	consumer, optConsumer, err := waitConsumers(ctx, nc, log)
+	runs, err := worker.WatchRuns(ctx, nc)
 	if err != nil {
 		return err
 	}
-	client := pb.NewCoordinatorClient(cc)
 	limiter := backends.NewLimiter(nil, nil)
 	var shared *redisstore.Store
 	if redisF.url != "" {
@@ -88,12 +87,14 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		limiter = sharedLimiter(st.Limiter(), nil, log)
 		shared = st
 	}
-	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, Client: client, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
+	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
 	if *optConc == 0 {
-		optConsumer = nil
+		delete(consumers, queue.ClassOptimizer)
 	}
+	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
 	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
-		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumer: consumer, OptimizerConsumer: optConsumer, Client: client, Handler: x}))
+		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x,
+			Coordinators: worker.CoordinatorsConfig{Override: *coord, Runs: runs, Dial: dial}}))
 	if *health != "" {
 		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {
@@ -111,27 +112,31 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		go func() { announceWorker(actx, shared.Registry(), w, log); close(announced) }()
 		defer func() { stopAnnounce(); <-announced }()
 	}
-	fmt.Fprintf(stdout, "worker %s: pulling tasks from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, *coord, *conc)
+	reportTo := "each run's coordinator"
+	if *coord != "" {
+		reportTo = *coord
+	}
+	fmt.Fprintf(stdout, "worker %s: pulling tasks of every run from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, reportTo, *conc)
 	return w.Run(ctx)
 }
 
-// waitConsumers waits for the coordinator to create the task consumers.
-func waitConsumers(ctx context.Context, nc *nats.Conn, log *slog.Logger) (jetstream.Consumer, jetstream.Consumer, error) {
+// waitConsumers waits for a coordinator to create the task consumers.
+func waitConsumers(ctx context.Context, nc *nats.Conn, log *slog.Logger) (map[queue.Class]jetstream.Consumer, error) {
 	delay := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		c, oc, err := worker.Consumers(ctx, nc)
+		c, err := worker.Consumers(ctx, nc)
 		if err == nil {
-			return c, oc, nil
+			return c, nil
 		}
 		if ctx.Err() != nil {
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
 		if attempt == 1 || attempt%10 == 0 {
-			log.Warn("task consumer not found yet (is the coordinator up?), retrying", "err", err)
+			log.Warn("task consumers not found yet (no coordinator has started on this NATS), retrying", "err", err)
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(delay):
 		}
 		delay = min(delay*2, 3*time.Second)

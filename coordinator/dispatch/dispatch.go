@@ -12,15 +12,20 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
+
+// coordinatorField is the field number of Task.coordinator.
+const coordinatorField = 6
 
 // ErrClosed is returned by Submit after the dispatcher stopped.
 var ErrClosed = errors.New("dispatcher closed")
@@ -46,6 +51,10 @@ type Options struct {
 	// Cache, if set, serves tasks measured before instead of publishing
 	// them, and keeps every fresh successful result for later.
 	Cache *Cache
+	// Addr is the coordinator's advertised gRPC address, written into
+	// every task so a worker that does not find the run in the run
+	// directory still knows where its result goes.
+	Addr string
 }
 
 // Dispatcher publishes tasks and resolves their futures.
@@ -79,6 +88,10 @@ type Dispatcher struct {
 type Future struct {
 	id   string
 	seq  uint64
+	// msg and published are the task's message and when it went out
+	// (for the lost-task sweep).
+	msg       *nats.Msg
+	published time.Time
 	done chan struct{}
 	res  *pb.Result
 	once sync.Once
@@ -142,6 +155,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if d.o.Stream != nil {
+		go d.sweepEvery(ctx, SweepEvery)
+	}
 	<-ctx.Done()
 	stop()
 	d.mu.Lock()
@@ -169,6 +185,76 @@ func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliver
 	}, func(pb.ReportAck_Status, error) {})
 }
 
+// SweepEvery is how often the dispatcher looks for lost tasks.
+var SweepEvery = 5 * time.Second
+
+func (d *Dispatcher) sweepEvery(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			d.Sweep(ctx, every)
+		}
+	}
+}
+
+// Sweep republishes pending tasks whose message left the stream without a
+// result: a worker terminated it while this coordinator was away, it ran
+// out of deliveries with no coordinator listening, or another process
+// purged it. A message leaves the work queue when a worker acknowledges
+// it, and a worker acknowledges only after the result is recorded, so a
+// pending task whose message is gone is lost, never merely finished.
+// Tasks published within minAge are left alone. It returns how many tasks
+// it republished.
+func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
+	type cand struct {
+		f   *Future
+		seq uint64
+	}
+	var cands []cand
+	d.mu.Lock()
+	for id, f := range d.pending {
+		if f.seq != 0 && f.msg != nil && !d.recording[id] && time.Since(f.published) >= minAge {
+			cands = append(cands, cand{f, f.seq})
+		}
+	}
+	d.mu.Unlock()
+	n := 0
+	for _, c := range cands {
+		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
+			continue
+		}
+		d.mu.Lock()
+		still := d.pending[c.f.id] == c.f && c.f.seq == c.seq && !d.recording[c.f.id]
+		d.mu.Unlock()
+		if !still {
+			continue
+		}
+		seq, err := d.republish(ctx, c.f.msg)
+		if err != nil {
+			d.log.Warn("republish lost task", "task_id", c.f.id, "err", err)
+			continue
+		}
+		d.mu.Lock()
+		delete(d.seqs, c.seq)
+		if d.pending[c.f.id] == c.f {
+			c.f.seq, c.f.published = seq, time.Now()
+			d.seqs[seq] = c.f.id
+		}
+		d.mu.Unlock()
+		n++
+	}
+	if n > 0 && d.o.NC != nil {
+		for _, c := range queue.Classes {
+			_ = d.o.NC.Publish(queue.ReadySubject, []byte(c))
+		}
+	}
+	return n
+}
+
 // Lookup returns the recorded result of a task id, if any.
 func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
 	d.mu.Lock()
@@ -186,7 +272,9 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 	type pub struct {
 		f   *Future
 		paf jetstream.PubAckFuture
+		msg *nats.Msg
 	}
+	classes := map[queue.Class]bool{}
 	pubs := make([]pub, 0, len(tasks))
 	d.mu.Lock()
 	if d.closed {
@@ -266,31 +354,44 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "encode task: "+err.Error())
 			continue
 		}
-		msg := nats.NewMsg(queue.Subject(kind))
-		msg.Data = data
-		msgID := t.GetId()
-		d.mu.Lock()
-		if n := d.cancels[msgID]; n > 0 {
-			msgID += "~c" + strconv.Itoa(n)
+		if t.GetCoordinator() == "" && d.o.Addr != "" {
+			// Appended to the encoding rather than set on t, which the
+			// trainer may be reading elsewhere: a later field wins.
+			data = protowire.AppendTag(data, coordinatorField, protowire.BytesType)
+			data = protowire.AppendString(data, d.o.Addr)
 		}
-		d.mu.Unlock()
-		msg.Header.Set(jetstream.MsgIDHeader, msgID)
-		if d.o.Propagator != nil {
-			d.o.Propagator.Inject(ctx, queue.HeaderCarrier(msg.Header))
-		}
+		class := queue.ClassOf(t)
+		classes[class] = true
+		msg := d.taskMsg(ctx, t, class, data, "")
 		paf, err := d.o.JS.PublishMsgAsync(msg)
 		if err != nil {
 			d.unpend(futs[i])
 			return nil, fmt.Errorf("publish task %s: %w", t.GetId(), err)
 		}
-		pubs = append(pubs, pub{f: futs[i], paf: paf})
+		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg})
 	}
 	var firstErr error
 	for _, p := range pubs {
 		select {
 		case ack := <-p.paf.Ok():
+			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+				// The first copy ran out of deliveries or was dropped
+				// while this run's coordinator was away: JetStream's
+				// de-duplication would drop this one too, so it goes out
+				// under a fresh message id.
+				if seq, err := d.republish(ctx, p.msg); err != nil {
+					d.unpend(p.f)
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				} else {
+					ack.Sequence = seq
+				}
+			}
 			d.mu.Lock()
 			p.f.seq = ack.Sequence
+			p.f.msg, p.f.published = p.msg, time.Now()
 			if _, still := d.pending[p.f.id]; still {
 				d.seqs[ack.Sequence] = p.f.id
 			}
@@ -304,10 +405,55 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			return nil, ctx.Err()
 		}
 	}
+	if len(pubs) > 0 && d.o.NC != nil {
+		for c := range classes {
+			_ = d.o.NC.Publish(queue.ReadySubject, []byte(c))
+		}
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
 	return futs, nil
+}
+
+// taskMsg is the message that carries a task: its class subject, its
+// message id (with a suffix after cancels or a republish) and trace context.
+func (d *Dispatcher) taskMsg(ctx context.Context, t *pb.Task, class queue.Class, data []byte, suffix string) *nats.Msg {
+	msg := nats.NewMsg(queue.TaskSubject(class, queue.KindOf(t), queue.RunToken(t.GetRunId())))
+	msg.Data = data
+	msgID := t.GetId()
+	d.mu.Lock()
+	if n := d.cancels[msgID]; n > 0 {
+		msgID += "~c" + strconv.Itoa(n)
+	}
+	d.mu.Unlock()
+	msg.Header.Set(jetstream.MsgIDHeader, msgID+suffix)
+	if d.o.Propagator != nil {
+		d.o.Propagator.Inject(ctx, queue.HeaderCarrier(msg.Header))
+	}
+	return msg
+}
+
+// vanished reports whether the stream no longer holds the message at seq
+// (the original of a de-duplicated publish).
+func (d *Dispatcher) vanished(ctx context.Context, seq uint64) bool {
+	if d.o.Stream == nil {
+		return false
+	}
+	_, err := d.o.Stream.GetMsg(ctx, seq)
+	return errors.Is(err, jetstream.ErrMsgNotFound)
+}
+
+// republish publishes msg again under a message id no earlier copy used.
+func (d *Dispatcher) republish(ctx context.Context, msg *nats.Msg) (uint64, error) {
+	id := msg.Header.Get(jetstream.MsgIDHeader)
+	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s~r%d", id, time.Now().UnixNano()))
+	ack, err := d.o.JS.PublishMsg(ctx, msg)
+	if err != nil {
+		return 0, fmt.Errorf("republish task %s: %w", id, err)
+	}
+	d.log.Info("task republished: its earlier copy left the queue without a result", "task_id", id)
+	return ack.Sequence, nil
 }
 
 func (d *Dispatcher) unpend(f *Future) {

@@ -80,10 +80,13 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 	return s, nil
 }
 
-// ConsumerOptions tunes the shared worker consumer.
+// ConsumerOptions tunes the shared worker consumers.
 type ConsumerOptions struct {
 	// AckWait is how long a delivered task may go without an ack or an
-	// InProgress heartbeat before it is redelivered (default 30s).
+	// InProgress heartbeat before it is redelivered (default
+	// [DefaultAckWait]). Workers send InProgress at a quarter of it, so a
+	// dead worker's tasks come back after about AckWait while a slow call
+	// on a live worker is never redelivered.
 	AckWait time.Duration
 	// MaxDeliver bounds deliveries of one task (default 5).
 	MaxDeliver int
@@ -93,9 +96,12 @@ type ConsumerOptions struct {
 	MaxAckPending int
 }
 
+// DefaultAckWait is the consumers' default AckWait.
+const DefaultAckWait = 2 * time.Second
+
 func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	if o.AckWait == 0 {
-		o.AckWait = 30 * time.Second
+		o.AckWait = DefaultAckWait
 	}
 	if o.MaxDeliver == 0 {
 		o.MaxDeliver = 5
@@ -106,36 +112,42 @@ func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	return o
 }
 
-// EnsureConsumers creates or updates the two durable pull consumers all
-// workers share (rollout work and optimizer work).
+// EnsureConsumers creates or updates the durable pull consumers all
+// workers share, one per [Class].
 func EnsureConsumers(ctx context.Context, js jetstream.JetStream, o ConsumerOptions) error {
 	o = o.withDefaults()
-	for _, c := range []struct {
-		name  string
-		kinds []string
-	}{{ConsumerRollout, RolloutKinds}, {ConsumerOptimizer, OptimizerKinds}} {
-		subjects := make([]string, len(c.kinds))
-		for i, k := range c.kinds {
-			subjects[i] = Subject(k)
-		}
+	for _, c := range Classes {
 		cfg := jetstream.ConsumerConfig{
-			Durable:        c.name,
-			Description:    "skillfleet workers",
+			Durable:        c.Consumer(),
+			Description:    "skillfleet workers (" + string(c) + " tasks of every run)",
 			AckPolicy:      jetstream.AckExplicitPolicy,
 			AckWait:        o.AckWait,
 			MaxDeliver:     o.MaxDeliver,
 			MaxAckPending:  o.MaxAckPending,
-			FilterSubjects: subjects,
+			FilterSubjects: []string{ClassSubjects(c)},
 		}
 		if len(o.BackOff) > 0 {
 			cfg.BackOff = o.BackOff
 			cfg.AckWait = 0
 		}
 		if _, err := js.CreateOrUpdateConsumer(ctx, StreamName, cfg); err != nil {
-			return fmt.Errorf("create consumer %s: %w", c.name, err)
+			return fmt.Errorf("create consumer %s: %w", c.Consumer(), err)
 		}
 	}
 	return nil
+}
+
+// Consumers returns the shared class consumers (a coordinator creates them).
+func Consumers(ctx context.Context, js jetstream.JetStream) (map[Class]jetstream.Consumer, error) {
+	out := map[Class]jetstream.Consumer{}
+	for _, c := range Classes {
+		cons, err := js.Consumer(ctx, StreamName, c.Consumer())
+		if err != nil {
+			return nil, fmt.Errorf("task consumer %s: %w", c.Consumer(), err)
+		}
+		out[c] = cons
+	}
+	return out, nil
 }
 
 // MaxDeliveriesExceeded is a stream sequence whose task ran out of deliveries.

@@ -1,26 +1,48 @@
 package queue
 
+import (
+	"strings"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
 // Names of the JetStream objects and subjects skillfleet uses. They are
 // the only place these strings appear.
+//
+// One stream holds every task of every run. A task's subject is
+//
+//	skillfleet.tasks.<class>.<kind>.<run>
+//
+// where class says which shared consumer serves it (critical target work,
+// bulk target work, optimizer work), kind is the task kind and run the
+// run's token (see [RunToken]). Workers serve every run through the three
+// class consumers; the run token lets a finished run purge what it left.
 const (
 	// StreamName is the one work-queue stream that holds every task.
 	StreamName = "SKILLFLEET_TASKS"
-	// SubjectPrefix precedes the task kind: skillfleet.tasks.rollout, ...
+	// SubjectPrefix precedes the class: skillfleet.tasks.crit.rollout.<run>, ...
 	SubjectPrefix = "skillfleet.tasks."
 	// SubjectAll matches every task subject.
 	SubjectAll = "skillfleet.tasks.>"
-	// ConsumerRollout and ConsumerOptimizer are the durable pull consumers
-	// all workers share: one for target work (rollouts), one for optimizer
-	// calls, so each class has its own concurrency on every worker.
-	ConsumerRollout   = "skillfleet-rollout"
+	// ConsumerCritical, ConsumerBulk and ConsumerOptimizer are the durable
+	// pull consumers all workers share. Target slots take critical work
+	// before bulk work; optimizer slots take optimizer work.
+	ConsumerCritical  = "skillfleet-critical"
+	ConsumerBulk      = "skillfleet-bulk"
 	ConsumerOptimizer = "skillfleet-optimizer"
 	// CancelSubject carries task ids whose in-flight work should stop (core NATS).
 	CancelSubject = "skillfleet.control.cancel"
+	// ReadySubject rings when tasks were published (core NATS; the body is
+	// the class), so idle workers fetch at once instead of at their next poll.
+	ReadySubject = "skillfleet.control.ready"
+	// RunsBucket is the key-value bucket where each live run announces the
+	// address of its coordinator (key: run token).
+	RunsBucket = "skillfleet_runs"
 	// maxDeliveriesAdvisory is where JetStream reports a message that ran out of deliveries.
 	maxDeliveriesAdvisory = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + StreamName + ".*"
 )
 
-// Task kinds, the last token of a task subject.
+// Task kinds, the kind token of a task subject.
 const (
 	KindRollout     = "rollout"
 	KindReflect     = "reflect"
@@ -34,11 +56,84 @@ const (
 	KindNoop        = "noop"
 )
 
-// RolloutKinds go to the rollout consumer; every other kind is optimizer work.
-var RolloutKinds = []string{KindRollout, KindNoop}
+// Class is the scheduling class of a task: which shared consumer serves it.
+type Class string
 
-// OptimizerKinds are the kinds the optimizer consumer takes.
-var OptimizerKinds = []string{KindReflect, KindMerge, KindRank, KindSlowUpdate, KindMeta, KindRewrite, KindLR, KindConsolidate}
+// The scheduling classes.
+const (
+	// ClassCritical is target work a decision waits on (rollouts, gates,
+	// slow-update rollouts, the final selection).
+	ClassCritical Class = "crit"
+	// ClassBulk is target work no decision waits on yet (baseline and test
+	// evaluations, eval runs, idle fill).
+	ClassBulk Class = "bulk"
+	// ClassOptimizer is every optimizer call (all of it on the critical path).
+	ClassOptimizer Class = "opt"
+)
 
-// Subject returns the subject tasks of a kind are published on.
-func Subject(kind string) string { return SubjectPrefix + kind }
+// Consumer is the durable consumer that serves the class.
+func (c Class) Consumer() string {
+	switch c {
+	case ClassBulk:
+		return ConsumerBulk
+	case ClassOptimizer:
+		return ConsumerOptimizer
+	default:
+		return ConsumerCritical
+	}
+}
+
+// Classes lists every class.
+var Classes = []Class{ClassCritical, ClassBulk, ClassOptimizer}
+
+// targetKinds are the kinds that run on target slots.
+var targetKinds = map[string]bool{KindRollout: true, KindNoop: true}
+
+// IsTargetKind reports whether tasks of kind run on target (rollout) slots.
+func IsTargetKind(kind string) bool { return targetKinds[kind] }
+
+// bulkStages are the stages whose target work nothing waits on: the
+// selection baseline, test and eval measurements and idle fill.
+func bulkStage(stage string) bool {
+	return stage == "baseline" || strings.HasPrefix(stage, "test") || strings.HasPrefix(stage, "eval")
+}
+
+// ClassOf is the scheduling class of a task, from its kind and stage.
+func ClassOf(t *pb.Task) Class {
+	if !IsTargetKind(KindOf(t)) {
+		return ClassOptimizer
+	}
+	if bulkStage(t.GetStage()) {
+		return ClassBulk
+	}
+	return ClassCritical
+}
+
+// TaskSubject is the subject a task is published on.
+func TaskSubject(c Class, kind, runToken string) string {
+	if runToken == "" {
+		runToken = "_"
+	}
+	return SubjectPrefix + string(c) + "." + kind + "." + runToken
+}
+
+// ClassSubjects is the filter of a class consumer.
+func ClassSubjects(c Class) string { return SubjectPrefix + string(c) + ".>" }
+
+// RunSubjects matches every task subject of one run.
+func RunSubjects(runToken string) string { return SubjectPrefix + "*.*." + runToken }
+
+// RunToken turns a run id into a token that is safe as a subject token and
+// a key-value key: letters, digits, '-' and '_' are kept, anything else
+// becomes '_'.
+func RunToken(runID string) string {
+	if runID == "" {
+		return "_"
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, runID)
+}
