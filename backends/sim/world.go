@@ -238,3 +238,33 @@ func identifyWorld(tr prompts.Trajectory) (string, bool) {
 	}
 	return "", false
 }
+
+// systemTexts returns a trajectory's fail reason and its system messages,
+// last first: where the benchmarks put the evaluation feedback.
+func systemTexts(tr prompts.Trajectory) []string {
+	texts := []string{tr.FailReason}
+	for i := len(tr.Messages) - 1; i >= 0; i-- {
+		if tr.Messages[i].Role == llm.RoleSystem {
+			texts = append(texts, tr.Messages[i].Content)
+		}
+	}
+	return texts
+}
+
+// identifyValue returns the rule whose wrong answer for gold is wrong: a
+// pitfall of the sim benchmark or a rule of the worlds.
+func identifyValue(wrong, gold string) (string, bool) {
+	if id, ok := simbench.IdentifyPitfall(wrong, gold); ok {
+		return id, true
+	}
+	wrong, gold = strings.TrimSpace(wrong), strings.TrimSpace(gold)
+	if wrong == gold || gold == "" {
+		return "", false
+	}
+	for _, ru := range synth.WorldRules() {
+		if ru.Wrong != nil && ru.Wrong(gold) == wrong {
+			return ru.ID, true
+		}
+	}
+	return "", false
+}

@@ -94,4 +94,7 @@ func checkWorld(t *testing.T, name string, cfg map[string]any, wantProposed int)
 }
 
 func TestWorldSearchQA(t *testing.T) { checkWorld(t, "searchqa", nil, 3) }
-func TestWorldJSONL(t *testing.T) { checkWorld(t, "jsonl", map[string]any{"prompt_template": synth.JSONLTemplate, "scorer": "exact"}, 3) }
+func TestWorldJSONL(t *testing.T) {
+	checkWorld(t, "jsonl", map[string]any{"prompt_template": synth.JSONLTemplate, "scorer": "exact"}, 3)
+}
+func TestWorldLiveMath(t *testing.T) { checkWorld(t, "livemath", nil, 3) }

@@ -92,7 +92,10 @@ func TestUILiveTrainingRun(t *testing.T) {
 		t.Errorf("step counter shows %q, want ≥ %d", counter, step0+2)
 	}
 	shot := filepath.Join(t.ArtifactDir(), "dashboard-run.png")
-	if err := b.Screenshot(shot); err != nil {
+	if err := b.Screenshot(shot, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Screenshot(filepath.Join(t.ArtifactDir(), "dashboard-run-full.png"), true); err != nil {
 		t.Fatal(err)
 	}
 	if dst := os.Getenv("SKILLFLEET_UI_SCREENSHOT"); dst != "" {

@@ -217,8 +217,9 @@ func isCampaignDir(dir string) bool {
 // runWatch watches a run dir: the view is rebuilt when one of runFiles
 // changes.
 func (s *Server) runWatch(t *target) *watch {
+	l := &runLoader{dir: t.dir, prices: s.o.Prices}
 	return newWatch(s.ctx, s.o.Poll, func() string { return fingerprint(t.dir, runFiles...) }, func() (any, error) {
-		v, err := LoadRun(t.dir, s.o.Prices)
+		v, err := l.load()
 		if err != nil {
 			return nil, err
 		}

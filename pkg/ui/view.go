@@ -167,9 +167,59 @@ const liveWindow = time.Minute
 
 // LoadRun builds the view of a run dir. prices may be nil (no dollars).
 func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
+	return (&runLoader{dir: dir, prices: prices}).load()
+}
+
+// runLoader builds a run's views, re-reading its records only when they
+// changed: while a run is live progress.json changes twice a second, and
+// then only that file is read again.
+type runLoader struct {
+	dir    string
+	prices *pricing.Table
+	fp     string
+	base   *RunView
+	rep    *report.Report
+}
+
+// baseFiles are the files the part of the view that does not depend on
+// progress.json is built from.
+var baseFiles = []string{"events.jsonl", "state.json", "tokens.json", "summary.json", "best_skill.md", "steps"}
+
+func (l *runLoader) load() (*RunView, error) {
+	if fp := fingerprint(l.dir, baseFiles...); l.base == nil || fp != l.fp {
+		base, rep, err := loadBase(l.dir, l.prices)
+		if err != nil {
+			return nil, err
+		}
+		l.fp, l.base, l.rep = fp, base, rep
+	}
+	v := *l.base
+	v.Notes, v.Failures = nil, []FailureRow{}
+	rep := l.rep
+	if p, ok := ReadProgress(l.dir); ok {
+		v.Progress = &p
+		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
+		if v.TotalSteps == 0 {
+			v.TotalSteps = p.Steps
+		}
+	}
+	for _, n := range rep.Notes {
+		// While the run is live these say only that it has not finished.
+		if v.Live && (strings.HasPrefix(n, "summary.json is missing") || strings.HasPrefix(n, "tokens.json is missing")) {
+			continue
+		}
+		v.Notes = append(v.Notes, n)
+	}
+	v.buildSpend(rep, l.prices)
+	v.buildETA(rep)
+	return &v, nil
+}
+
+// loadBase reads everything but progress.json.
+func loadBase(dir string, prices *pricing.Table) (*RunView, *report.Report, error) {
 	rep, err := report.Load(dir, prices)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	v := &RunView{Name: filepath.Base(dir), RunID: rep.RunID, Benchmark: rep.Benchmark, Dir: dir, Finished: rep.Summary != nil,
 		Steps: []StepRow{}, Rejected: []RejectedStep{}, Failures: []FailureRow{}}
@@ -180,20 +230,12 @@ func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
 		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
 	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return nil, err
-	}
-	if p, ok := ReadProgress(dir); ok {
-		v.Progress = &p
-		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
-		if v.TotalSteps == 0 {
-			v.TotalSteps = p.Steps
-		}
+		return nil, nil, err
 	}
 	if rep.Summary != nil {
 		v.TotalSteps = rep.Summary.TotalSteps
 		v.Best, v.BestStep = rep.Summary.BestScore, rep.Summary.BestStep
 	}
-	v.Notes = append(v.Notes, rep.Notes...)
 	a, r, s := rep.Decisions()
 	v.Decided.Accepted, v.Decided.Rejected, v.Decided.Skipped = a, r, s
 
@@ -205,10 +247,8 @@ func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
 		}
 	}
 	v.buildCurves(rep, extras)
-	v.buildSpend(rep, prices)
 	v.buildRejected(dir, rep)
-	v.buildETA(rep)
-	return v, nil
+	return v, rep, nil
 }
 
 func stepDir(step int) string { return fmt.Sprintf("steps/step_%04d", step) }

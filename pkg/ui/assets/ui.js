@@ -128,7 +128,8 @@
   var stepAxis = { label: "step", values: function (u, vals) { return vals.map(function (v) { return Number.isInteger(v) ? String(v) : ""; }); } };
 
   // --- run page ----------------------------------------------------------
-  var shownStep = null, lastSkillKey = null;
+  // The step panel follows the newest step until a row is clicked.
+  var shownStep = null, followLatest = true, lastSkillKey = null;
 
   function runView(v) {
     $("title").textContent = "Run " + v.name + (v.benchmark ? " · " + v.benchmark : "") + (v.run_id ? " · " + v.run_id : "");
@@ -201,7 +202,7 @@
     table($("steps"), ["step", "epoch", "action", "candidate", "current", "best", "merged", "ranked", "applied", "not applied", "tokens", "wall"],
       v.steps.slice().reverse().map(function (s) {
         return {
-          attrs: { class: "row " + (s.verdict || "") + (shownStep === s.step ? " sel" : ""), "data-step": String(s.step), onclick: function () { showStep(s.step); } },
+          attrs: { class: "row " + (s.verdict || "") + (shownStep === s.step ? " sel" : ""), "data-step": String(s.step), onclick: function () { followLatest = false; showStep(s.step); } },
           cells: [String(s.step), String(s.epoch), s.action, s.candidate != null ? num(s.candidate) : (s.note || "–"), num(s.current), num(s.best),
             String(s.merged), String(s.ranked), String(s.applied), String(s.skipped_edits), tokens(s.tokens), dur(s.wall_s)]
         };
@@ -224,7 +225,8 @@
       loadSkill("current");
       loadSkill("best");
     }
-    if (shownStep == null && v.steps.length) showStep(v.steps[v.steps.length - 1].step, true);
+    var newest = v.steps.length ? v.steps[v.steps.length - 1].step : null;
+    if (newest != null && (shownStep == null || (followLatest && newest !== shownStep))) showStep(newest, true);
   }
 
   function loadSkill(which) {

@@ -70,7 +70,7 @@ func New(t testing.TB) *Browser {
 		// the network would show it.
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
 		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.WindowSize(1280, 1800),
+		chromedp.WindowSize(1280, 1400),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
@@ -125,11 +125,15 @@ func (b *Browser) WaitFor(expr string, timeout time.Duration) error {
 	return fmt.Errorf("waited %s for %s (last error %v); page state %s", timeout, expr, last, state)
 }
 
-// Screenshot writes a PNG of the whole page.
-func (b *Browser) Screenshot(path string) error {
+// Screenshot writes a PNG of the window (full: of the whole page).
+func (b *Browser) Screenshot(path string, full bool) error {
 	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
 	defer cancel()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.CaptureScreenshot()
+	if full {
+		shot = chromedp.FullScreenshot(100)
+	}
+	png, err := chromedp.Run(ctx, shot)
 	if err != nil {
 		return err
 	}
