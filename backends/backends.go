@@ -83,6 +83,10 @@ func New(spec Spec, deps Deps) (llm.Model, error) {
 		}
 		opts = append(opts, WithLimiter(l, LimitKey{Backend: spec.Backend, Endpoint: endpoint, Model: spec.Model}, lim))
 	}
+	opts = append(opts, WithDeadline(deadlinePolicy(o, spec.Timeout)))
+	if hp, ok := hedgePolicy(o); ok {
+		opts = append(opts, WithHedge(hp))
+	}
 	if err := o.err(); err != nil {
 		return nil, err
 	}

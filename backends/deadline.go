@@ -1,0 +1,245 @@
+package backends
+
+import (
+	"context"
+
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// DeadlinePolicy configures [Deadline], the stall deadline of each attempt.
+// Zero fields take the defaults noted.
+type DeadlinePolicy struct {
+	// Off disables the adaptive deadline (latencies are still observed,
+	// for hedging).
+	Off bool
+	// Fixed, when set, is the deadline of every attempt instead of one
+	// derived from observed latencies.
+	Fixed time.Duration
+	// Multiplier scales the observed 99th percentile of a stage's
+	// successful attempts into its deadline (default 4).
+	Multiplier float64
+	// MinSamples is how many successful attempts a stage needs before its
+	// latencies set a deadline (default 20). A stage with fewer uses the
+	// model's latencies over every stage, times FallbackMultiplier; with
+	// fewer than MinSamples of those too, there is no deadline but Ceiling.
+	MinSamples int
+	// FallbackMultiplier widens the model-wide estimate used for a stage
+	// with too few samples of its own (default 4).
+	FallbackMultiplier float64
+	// Floor is the shortest deadline ever set (default 2s).
+	Floor time.Duration
+	// Ceiling is the longest (model.timeout; 0 = none).
+	Ceiling time.Duration
+	// Window is how many recent latencies are kept per stage (default 512).
+	Window int
+	// Check is how often a waiting attempt compares its age with the
+	// current deadline (default 100ms): an attempt that started before
+	// enough latencies were known is still abandoned once they are.
+	Check time.Duration
+}
+
+func (p DeadlinePolicy) withDefaults() DeadlinePolicy {
+	p.Multiplier = cmpOr(p.Multiplier, 4)
+	p.MinSamples = cmpOr(p.MinSamples, 20)
+	p.FallbackMultiplier = cmpOr(p.FallbackMultiplier, 4)
+	p.Floor = cmpOr(p.Floor, 2*time.Second)
+	p.Window = cmpOr(p.Window, 512)
+	p.Check = cmpOr(p.Check, 100*time.Millisecond)
+	return p
+}
+
+// Latencies keeps the recent latencies of successful attempts, per stage
+// and over all stages. It is safe for concurrent use.
+type Latencies struct {
+	window int
+	mu     sync.Mutex
+	by     map[string]*ring
+	all    ring
+}
+
+type ring struct {
+	v    []time.Duration
+	next int
+	n    int64 // ever observed
+}
+
+func (r *ring) add(d time.Duration, window int) {
+	r.n++
+	if len(r.v) < window {
+		r.v = append(r.v, d)
+		return
+	}
+	r.v[r.next] = d
+	r.next = (r.next + 1) % window
+}
+
+// NewLatencies keeps the last window latencies per stage (default 512).
+func NewLatencies(window int) *Latencies {
+	return &Latencies{window: cmpOr(window, 512), by: map[string]*ring{}, all: ring{}}
+}
+
+// Observe records one successful attempt's latency.
+func (l *Latencies) Observe(stage string, d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := l.by[stage]
+	if r == nil {
+		r = &ring{}
+		l.by[stage] = r
+	}
+	r.add(d, l.window)
+	l.all.add(d, l.window)
+}
+
+// Quantile returns the q-quantile (0 < q <= 1) of stage's kept latencies
+// ("" for every stage) and how many there are.
+func (l *Latencies) Quantile(stage string, q float64) (time.Duration, int) {
+	l.mu.Lock()
+	r := &l.all
+	if stage != "" {
+		r = l.by[stage]
+	}
+	if r == nil || len(r.v) == 0 {
+		l.mu.Unlock()
+		return 0, 0
+	}
+	v := slices.Clone(r.v)
+	l.mu.Unlock()
+	slices.Sort(v)
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[min(max(i, 0), len(v)-1)], len(v)
+}
+
+// Deadline abandons an attempt that gets no reply within its stall
+// deadline — derived from the observed latencies of its stage, with the
+// model's timeout as the ceiling — and fails it as a retryable timeout
+// whose cause is llm.CauseStall, so [Retry] tries again at once. The
+// deadline of retry n is 2^(n-1) times the first's, so a call that is
+// really slow is not abandoned over and over. It also records the latency
+// of every successful attempt in its [Latencies].
+type Deadline struct {
+	model llm.Model
+	p     DeadlinePolicy
+	lat   *Latencies
+}
+
+var _ llm.Model = (*Deadline)(nil)
+
+// NewDeadline wraps m; lat may be shared with a [Hedge] layer (nil = own).
+func NewDeadline(m llm.Model, p DeadlinePolicy, lat *Latencies) *Deadline {
+	p = p.withDefaults()
+	if lat == nil {
+		lat = NewLatencies(p.Window)
+	}
+	return &Deadline{model: m, p: p, lat: lat}
+}
+
+// Latencies returns the layer's latency record.
+func (d *Deadline) Latencies() *Latencies { return d.lat }
+
+// String describes the layer.
+func (d *Deadline) String() string { return "deadline(" + describe(d.model) + ")" }
+
+// For returns the stall deadline of an attempt of stage (0 = none yet).
+func (d *Deadline) For(stage string, attempt int) time.Duration {
+	if d.p.Off {
+		return 0
+	}
+	var dl time.Duration
+	switch {
+	case d.p.Fixed > 0:
+		dl = d.p.Fixed
+	default:
+		if q, n := d.lat.Quantile(stage, 0.99); n >= d.p.MinSamples {
+			dl = time.Duration(float64(q) * d.p.Multiplier)
+		} else if q, n := d.lat.Quantile("", 0.99); n >= d.p.MinSamples {
+			dl = time.Duration(float64(q) * d.p.Multiplier * d.p.FallbackMultiplier)
+		} else {
+			return 0
+		}
+		dl = max(dl, d.p.Floor)
+	}
+	dl <<= min(max(attempt-1, 0), 10)
+	if d.p.Ceiling > 0 && dl >= d.p.Ceiling {
+		return 0 // the call's own timeout comes first
+	}
+	return dl
+}
+
+// Chat implements llm.Model.
+func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	start := time.Now()
+	attempt := attemptOf(ctx)
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	watched := make(chan struct{})
+	var abandonedAfter atomic.Int64
+	if !d.p.Off {
+		go func() {
+			t := time.NewTicker(d.p.Check)
+			defer t.Stop()
+			for {
+				select {
+				case <-watched:
+					return
+				case <-cctx.Done():
+					return
+				case <-t.C:
+					if dl := d.For(req.Stage, attempt); dl > 0 && time.Since(start) >= dl {
+						abandonedAfter.Store(int64(dl))
+						cancel(llm.ErrStalled)
+						return
+					}
+				}
+			}
+		}()
+	}
+	resp, err := d.model.Chat(cctx, req)
+	close(watched)
+	if err == nil {
+		d.lat.Observe(req.Stage, time.Since(start))
+		return resp, nil
+	}
+	if ctx.Err() == nil && context.Cause(cctx) == llm.ErrStalled {
+		return nil, &llm.Error{Kind: llm.KindTimeout,
+			Msg: "no reply within the stall deadline of " + time.Duration(abandonedAfter.Load()).Round(time.Millisecond).String() + " (abandoned, attempt " + strconv.Itoa(attempt) + ")",
+			Err: llm.ErrStalled}
+	}
+	return nil, err
+}
+
+// deadlinePolicy reads the stall-deadline options of a spec:
+// stall_deadline (auto, off, or a fixed duration), stall_multiplier,
+// stall_min_samples, stall_floor.
+func deadlinePolicy(o *options, ceiling time.Duration) DeadlinePolicy {
+	p := DeadlinePolicy{Ceiling: ceiling}
+	switch v := o.str("stall_deadline", "auto"); v {
+	case "auto":
+	case "off":
+		p.Off = true
+	default:
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			o.bad("stall_deadline", `auto, off, or a positive duration such as "90s"`)
+		}
+		p.Fixed = d
+	}
+	if v := o.str("stall_multiplier", ""); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 1 {
+			o.bad("stall_multiplier", "a number >= 1")
+		} else {
+			p.Multiplier = f
+		}
+	}
+	p.MinSamples = int(o.int("stall_min_samples", 0))
+	p.Floor = o.duration("stall_floor", 0)
+	return p
+}

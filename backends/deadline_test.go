@@ -1,0 +1,170 @@
+package backends
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// scripted answers each attempt after the delay its script gives (by call
+// number, from 1); a negative delay stalls until the context ends.
+type scripted struct {
+	n     atomic.Int32
+	delay func(n int) time.Duration
+}
+
+func (s *scripted) Chat(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	n := int(s.n.Add(1))
+	d := s.delay(n)
+	if d < 0 {
+		<-ctx.Done()
+		return nil, &llm.Error{Kind: llm.KindCancelled, Err: ctx.Err()}
+	}
+	select {
+	case <-time.After(d):
+		return &llm.Response{Content: "ok", Usage: llm.Usage{InputTokens: 7, OutputTokens: 2}, Attempts: 1}, nil
+	case <-ctx.Done():
+		return nil, &llm.Error{Kind: llm.KindCancelled, Err: ctx.Err()}
+	}
+}
+
+func warm(t *testing.T, m llm.Model, stage string, n int) {
+	t.Helper()
+	for range n {
+		if _, err := m.Chat(context.Background(), &llm.Request{Stage: stage}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestStalledAttemptIsAbandonedAndRetried: once a stage has enough
+// latencies, an attempt that never answers is abandoned at its deadline,
+// counted as a stall, and the retry answers.
+func TestStalledAttemptIsAbandonedAndRetried(t *testing.T) {
+	s := &scripted{delay: func(n int) time.Duration {
+		if n == 6 {
+			return -1
+		}
+		return 5 * time.Millisecond
+	}}
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 50 * time.Millisecond, Check: 5 * time.Millisecond, Ceiling: time.Minute}, nil)
+	m := NewRetry(d, RetryPolicy{MaxRetries: 2, Base: time.Millisecond, Cap: time.Millisecond})
+	warm(t, m, "rollout", 5)
+	start := time.Now()
+	resp, err := m.Chat(context.Background(), &llm.Request{Stage: "rollout"})
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 2 || resp.FailedCauses[llm.CauseStall] != 1 {
+		t.Fatalf("attempts %d, causes %v; want 2 attempts, one stall", resp.Attempts, resp.FailedCauses)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the stalled call took %v; its deadline was 50ms", took)
+	}
+	if dl := d.For("rollout", 1); dl != 50*time.Millisecond {
+		t.Fatalf("deadline %v, want the 50ms floor over 4 x ~5ms", dl)
+	}
+	if d1, d2 := d.For("rollout", 1), d.For("rollout", 2); d2 != 2*d1 {
+		t.Fatalf("retry deadline %v, want twice the first %v", d2, d1)
+	}
+}
+
+// TestSlowCallBeforeEnoughSamplesIsNotAbandoned: with too few latencies
+// known there is no deadline but the call's own timeout, so a slow reply
+// early on is waited for; and a deadline at or past the ceiling is none.
+func TestSlowCallBeforeEnoughSamplesIsNotAbandoned(t *testing.T) {
+	s := &scripted{delay: func(n int) time.Duration {
+		if n == 4 {
+			return 300 * time.Millisecond
+		}
+		return 2 * time.Millisecond
+	}}
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 10 * time.Millisecond, Check: 5 * time.Millisecond}, nil)
+	warm(t, d, "merge", 3)
+	if resp, err := d.Chat(context.Background(), &llm.Request{Stage: "merge"}); err != nil || resp.Content != "ok" {
+		t.Fatalf("slow call with 3 of 5 samples known: %v %v, want its reply", resp, err)
+	}
+	if dl := d.For("merge", 1); dl != 0 {
+		t.Fatalf("deadline %v with 4 samples, want none", dl)
+	}
+	c := NewDeadline(s, DeadlinePolicy{Fixed: time.Minute, Ceiling: time.Minute}, nil)
+	if dl := c.For("x", 1); dl != 0 {
+		t.Fatalf("deadline %v at the ceiling, want none (the call's timeout rules)", dl)
+	}
+}
+
+// TestRunningAttemptGetsTheDeadlineOnceKnown: an attempt that started
+// before its stage had any latency is abandoned once enough are in.
+func TestRunningAttemptGetsTheDeadlineOnceKnown(t *testing.T) {
+	s := &scripted{delay: func(n int) time.Duration {
+		if n == 1 {
+			return -1
+		}
+		return 2 * time.Millisecond
+	}}
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 20 * time.Millisecond, Check: 5 * time.Millisecond}, nil)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := d.Chat(context.Background(), &llm.Request{Stage: "rollout"})
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	warm(t, d, "rollout", 5)
+	select {
+	case err := <-errc:
+		if llm.CauseOf(err) != llm.CauseStall || llm.KindOf(err) != llm.KindTimeout {
+			t.Fatalf("err %v (cause %s), want a stall timeout", err, llm.CauseOf(err))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stalled attempt was never abandoned")
+	}
+}
+
+// TestStageWithFewSamplesUsesTheWiderModelEstimate: a stage with too few
+// latencies of its own falls back to the model's, widened.
+func TestStageWithFewSamplesUsesTheWiderModelEstimate(t *testing.T) {
+	s := &scripted{delay: func(int) time.Duration { return 0 }}
+	lat := NewLatencies(0)
+	for range 30 {
+		lat.Observe("rollout", 100*time.Millisecond)
+	}
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 20, Multiplier: 4, FallbackMultiplier: 4, Floor: time.Millisecond}, lat)
+	if got := d.For("rollout", 1); got != 400*time.Millisecond {
+		t.Fatalf("rollout deadline %v, want 4 x 100ms", got)
+	}
+	if got := d.For("merge", 1); got != 1600*time.Millisecond {
+		t.Fatalf("merge deadline %v, want 4 x 4 x 100ms from the model-wide latencies", got)
+	}
+	if d := NewDeadline(s, DeadlinePolicy{Off: true}, lat); d.For("rollout", 1) != 0 {
+		t.Fatal("deadline off still sets one")
+	}
+}
+
+func TestDeadlineOptions(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		bad  bool
+		want DeadlinePolicy
+	}{
+		{nil, false, DeadlinePolicy{Ceiling: time.Minute}},
+		{map[string]string{"stall_deadline": "off"}, false, DeadlinePolicy{Off: true, Ceiling: time.Minute}},
+		{map[string]string{"stall_deadline": "90s", "stall_floor": "3s", "stall_min_samples": "40", "stall_multiplier": "6"}, false,
+			DeadlinePolicy{Fixed: 90 * time.Second, Floor: 3 * time.Second, MinSamples: 40, Multiplier: 6, Ceiling: time.Minute}},
+		{map[string]string{"stall_deadline": "soon"}, true, DeadlinePolicy{}},
+		{map[string]string{"stall_multiplier": "0.5"}, true, DeadlinePolicy{}},
+	} {
+		o := newOptions(Spec{Backend: "openai", Options: tc.opts})
+		p := deadlinePolicy(o, time.Minute)
+		if (o.err() != nil) != tc.bad {
+			t.Errorf("%v: err %v, want error %v", tc.opts, o.err(), tc.bad)
+			continue
+		}
+		if !tc.bad && p != tc.want {
+			t.Errorf("%v: policy %+v, want %+v", tc.opts, p, tc.want)
+		}
+	}
+}
