@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/sleep"
+)
+
+// SleepAware is a simulated model that also answers skillfleet sleep's
+// prompts (pkg/sleep): replay attempts of the researcher persona's tasks,
+// mining, rubric judging and reflection. Every other request goes to the
+// wrapped model unchanged. Like the rest of the sim it is a test double:
+// deterministic, reading only the request's messages.
+//
+// An attempt answers a question about a paper of the persona's reading
+// list with its arXiv id, in the form the skill and memory in the system
+// message ask for: wrapped in <answer> tags only if they say so, as
+// "arXiv:ID" only if they say so (else as a versioned URL), and all in
+// lower case if they hold that (harmful) rule. The reflector proposes the
+// habits the failures show are missing and, when it sees two kinds of
+// format slip at once, also the tempting lower-case rule — a lure the
+// night's gate must keep out.
+type SleepAware struct{ base llm.Model }
+
+var _ llm.Model = (*SleepAware)(nil)
+
+// NewSleepAware wraps base.
+func NewSleepAware(base llm.Model) *SleepAware { return &SleepAware{base: base} }
+
+// Chat answers sleep prompts and passes every other request to the
+// wrapped model.
+func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if req == nil {
+		return s.base.Chat(ctx, req)
+	}
+	sys := allText(req.Messages, llm.RoleSystem)
+	if !strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker) {
+		return s.base.Chat(ctx, req)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, &llm.Error{Kind: llm.KindOf(err), Msg: "sim", Err: err}
+	}
+	user := lastText(req.Messages, llm.RoleUser)
+	var content string
+	if strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker+" attempt") {
+		content = sleepAttempt(sys, user)
+	} else {
+		kind, payload, err := prompts.ExtractPayload(user)
+		if err == nil {
+			content, err = sleepOptimize(kind, payload)
+		}
+		if err != nil {
+			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: sleep request: " + err.Error()}
+		}
+	}
+	return &llm.Response{Content: content, FinishReason: "stop", Model: req.Model, Attempts: 1,
+		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: llm.EstimateTokens(content)}}, nil
+}
+
+// sleepView is what the skill and memory of an attempt make the sim do.
+type sleepView struct{ wrap, idForm, lower bool }
+
+func viewSleepDocs(sys string) sleepView {
+	low := strings.ToLower(sys)
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(low, w) {
+				return true
+			}
+		}
+		return false
+	}
+	return sleepView{
+		wrap:   strings.Contains(low, "<answer>") && has("wrap", "inside", "enclose"),
+		idForm: strings.Contains(low, "arxiv:") && has("no version", "without a version", "yymm", "no url"),
+		lower:  has("lower case", "lowercase"),
+	}
+}
+
+func sleepAttempt(sys, user string) string {
+	p, ok := sleep.PaperByTitle(user)
+	if !ok {
+		req, _, _ := strings.Cut(strings.TrimPrefix(user, "Request: "), "\n")
+		return "Here is how I would handle it: " + req
+	}
+	v := viewSleepDocs(sys)
+	id := "https://arxiv.org/abs/" + p.ID + "v1"
+	if v.idForm {
+		id = "arXiv:" + p.ID
+	}
+	ans := "The paper is " + id + "."
+	if v.wrap {
+		ans = "<answer>" + id + "</answer>"
+	}
+	reply := "I looked the paper up.\n" + ans
+	if v.lower {
+		reply = strings.ToLower(reply)
+	}
+	return reply
+}
+
+var arxivRef = regexp.MustCompile(`arXiv:\d{4}\.\d{4,5}`)
+
+func sleepOptimize(kind string, payload json.RawMessage) (string, error) {
+	switch kind {
+	case sleep.KindMine:
+		var in sleep.MineInput
+		if err := decodeStrict(payload, &in); err != nil {
+			return "", err
+		}
+		return reply("These are the recurring tasks I found.", sleepMine(in))
+	case sleep.KindJudge:
+		var in sleep.JudgeInput
+		if err := decodeStrict(payload, &in); err != nil {
+			return "", err
+		}
+		score, reason := sleepJudge(in)
+		return reply("My grade:", map[string]any{"score": score, "reason": reason})
+	case sleep.KindReflect:
+		var in sleep.ReflectInput
+		if err := decodeStrict(payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here are the edits I propose.", sleep.ReflectReply{Edits: sleepReflect(in)})
+	}
+	return "", fmt.Errorf("unknown kind %q", kind)
+}
+
+func sleepMine(in sleep.MineInput) sleep.MineReply {
+	if len(in.Prompts) == 0 || len(strings.TrimSpace(in.Prompts[0])) < 8 {
+		return sleep.MineReply{Tasks: []sleep.MinedTask{}}
+	}
+	t := sleep.MinedTask{Intent: in.Prompts[0]}
+	wrapAsked := false
+	for _, p := range in.Prompts[1:] {
+		if m := arxivRef.FindString(p); m != "" && t.Reference == "" {
+			t.Reference = m
+		}
+		wrapAsked = wrapAsked || strings.Contains(p, "<answer>")
+	}
+	if wrapAsked {
+		t.Checks = append(t.Checks, sleep.Check{Op: sleep.OpContains, Arg: "<answer>"}, sleep.Check{Op: sleep.OpContains, Arg: "</answer>"})
+	}
+	if t.Reference != "" {
+		t.Checks = append(t.Checks, sleep.Check{Op: sleep.OpRegex, Arg: `arXiv:\d{4}\.\d{4,5}`})
+	}
+	if t.Reference == "" && len(t.Checks) == 0 {
+		t.Rubric = "The reply does what was asked: " + in.Prompts[0]
+	}
+	return sleep.MineReply{Tasks: []sleep.MinedTask{t}}
+}
+
+func sleepJudge(in sleep.JudgeInput) (float64, string) {
+	reply := strings.ToLower(in.Reply)
+	n, got := 0, 0
+	for _, w := range strings.FieldsFunc(strings.ToLower(in.Rubric), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		if len(w) <= 3 {
+			continue
+		}
+		n++
+		if strings.Contains(reply, w) {
+			got++
+		}
+	}
+	if n == 0 {
+		return 0, "the rubric names nothing to look for"
+	}
+	score := float64(int(100*float64(got)/float64(n))) / 100
+	return score, fmt.Sprintf("the reply covers %d of the rubric's %d key words", got, n)
+}
+
+func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
+	present := func(text string) bool {
+		t := strings.ToLower(text)
+		for _, l := range in.Current {
+			if strings.ToLower(l) == t {
+				return true
+			}
+		}
+		return false
+	}
+	var out []sleep.Edit
+	add := func(e sleep.Edit) {
+		for _, o := range out {
+			if o == e {
+				return
+			}
+		}
+		if e.Op == "add" && present(e.Content) {
+			return
+		}
+		out = append(out, e)
+	}
+	slips := 0
+	for _, f := range in.Failures {
+		if strings.Contains(f.Wanted, "<answer>") && !strings.Contains(f.Got, "<answer>") {
+			add(sleep.Edit{Op: "add", Content: sleep.HabitWrap, Rationale: "the user wants the answer in <answer> tags"})
+			slips |= 1
+		}
+		if strings.Contains(f.Wanted, "arXiv:") && !strings.Contains(f.Got, "arXiv:") {
+			if strings.Contains(f.Got, "arxiv:") && present(sleep.HabitHarmful) {
+				add(sleep.Edit{Op: "delete", Anchor: "lower case", Rationale: "lower-casing breaks the arXiv: prefix"})
+			} else {
+				add(sleep.Edit{Op: "add", Content: sleep.HabitArxivID, Rationale: "the user wants arXiv:ID, not a URL"})
+				slips |= 2
+			}
+		}
+	}
+	if slips == 3 && !present(sleep.HabitHarmful) {
+		// Two kinds of format slip at once: the tempting catch-all.
+		add(sleep.Edit{Op: "add", Content: sleep.HabitHarmful, Rationale: "one consistent format for every answer"})
+	}
+	if len(out) > in.Budget {
+		out = out[:in.Budget]
+	}
+	if out == nil {
+		out = []sleep.Edit{}
+	}
+	return out
+}

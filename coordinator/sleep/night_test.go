@@ -1,0 +1,98 @@
+package sleep
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
+)
+
+// personaTasks harvests and mines the researcher persona's sessions.
+func personaTasks(t *testing.T, m *simmodel.SleepAware) []psleep.Task {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), ".claude")
+	now := time.Now()
+	if err := psleep.WritePersonaTranscripts("researcher", home, "/home/r/papers", now); err != nil {
+		t.Fatal(err)
+	}
+	ds, _, err := psleep.Harvest(psleep.HarvestOptions{Source: "claude", ClaudeHome: home, Now: now})
+	if err != nil || len(ds) != 12 {
+		t.Fatalf("Harvest = %d digests, %v", len(ds), err)
+	}
+	res, err := psleep.MineLLM(context.Background(), m, "sim", ds, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := psleep.Dedup(res.Tasks)
+	psleep.AssignSplits(tasks, 42, 0.34, 0)
+	return tasks
+}
+
+func TestConsolidatePersona(t *testing.T) {
+	m := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	tasks := personaTasks(t, m)
+	if len(tasks) != 12 || tasks[0].Judge.Kind != psleep.JudgeExact {
+		t.Fatalf("mined %d tasks, first %+v", len(tasks), tasks[0])
+	}
+	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	s := Settings{EvolveSkill: true, EvolveMemory: true, NoRegression: true}
+	d := Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"}
+	out, err := Consolidate(context.Background(), s, d, Input{Tasks: tasks, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Accepted || out.Final == nil || !(out.Final.Value > out.Baseline.Value) {
+		t.Fatalf("outcome %s (%s): baseline %+v final %+v", out.Action, out.Reason, out.Baseline, out.Final)
+	}
+	t.Logf("baseline %.3f → fresh final %.3f; trials %+v", out.Baseline.Value, out.Final.Value, out.Trials)
+	lines := psleep.LearnedLines(out.ProposedSkill)
+	if strings.Contains(out.ProposedSkill, psleep.HabitHarmful) || len(lines) != 2 {
+		t.Fatalf("learned lines %q: want the two habits and not the lure", lines)
+	}
+	harmfulTried := false
+	for _, tr := range out.Trials {
+		if tr.Edit.Content == psleep.HabitHarmful {
+			harmfulTried = true
+			if tr.Accepted {
+				t.Fatal("the gate let the harmful rule in")
+			}
+		}
+	}
+	if !harmfulTried {
+		t.Fatal("the harmful lure was never proposed: the gate was not exercised")
+	}
+	for _, r := range out.Replays {
+		if r.Stage == "final_fresh" && (r.Sample != FreshSample || !r.Fresh) {
+			t.Fatalf("final replay %+v is not a fresh sample", r)
+		}
+	}
+	// Same input, same proposal.
+	out2, err := Consolidate(context.Background(), s, d, Input{Tasks: tasks, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
+	if err != nil || out2.ProposedSkill != out.ProposedSkill {
+		t.Fatalf("second consolidation differs: %v", err)
+	}
+}
+
+func TestConsolidateStopsAtTokenBudget(t *testing.T) {
+	m := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	tasks := personaTasks(t, m)
+	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	s := Settings{EvolveSkill: true, MaxTokens: 2500}
+	out, err := Consolidate(context.Background(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+		Input{Tasks: tasks, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
+	if !errors.Is(err, ErrBudget) {
+		t.Fatalf("Consolidate = %v, want ErrBudget", err)
+	}
+	if out.Accepted || out.Action != ActionStoppedBudget || out.ProposedSkill != psleep.ScaffoldSkill() || !strings.Contains(out.Reason, "max_tokens_per_night") {
+		t.Fatalf("outcome %+v", out)
+	}
+	if out.Spend.Tokens > 2500 {
+		t.Fatalf("spent %d tokens, budget 2500", out.Spend.Tokens)
+	}
+	t.Logf("stopped: %s", out.Reason)
+}

@@ -1,0 +1,118 @@
+package sleep
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// EnvName is the replay benchmark's registry name: a night's replays are
+// ordinary rollout tasks of this benchmark, whose items are [Task]s.
+const EnvName = "sleep"
+
+// MemoryDelimiter separates the skill from the memory file in the one
+// document a replay carries (a rollout carries one skill text by hash).
+const MemoryDelimiter = "\n<!-- SKILLFLEET-SLEEP:MEMORY -->\n"
+
+// ComposeDocs joins a skill and a memory file into a replay's document.
+func ComposeDocs(skill, memory string) string { return skill + MemoryDelimiter + memory }
+
+// SplitDocs undoes [ComposeDocs]; a text without the delimiter is all skill.
+func SplitDocs(doc string) (skill, memory string) {
+	s, m, _ := strings.Cut(doc, MemoryDelimiter)
+	return s, m
+}
+
+// EnvConfig is the replay benchmark's config.
+type EnvConfig struct {
+	bench.Common
+	// JudgeModel is the rubric judge's model name (default: the target's).
+	JudgeModel string `json:"judge_model"`
+}
+
+// Env replays mined tasks: one attempt by the target model under the
+// night's skill and memory, judged by the task's judge.
+type Env struct{ cfg EnvConfig }
+
+var _ bench.Env = (*Env)(nil)
+
+// NewEnv returns the replay benchmark.
+func NewEnv(cfg EnvConfig) *Env { return &Env{cfg: cfg} }
+
+// Name returns [EnvName].
+func (e *Env) Name() string { return EnvName }
+
+// AttemptMessages is the prompt of one attempt: the task's own output
+// contract (its System template with {skill_section}) or a generic one,
+// the skill and the memory, then the request.
+func AttemptMessages(t Task, skill, memory string) []llm.Message {
+	section := bench.SkillSection(skill)
+	if strings.TrimSpace(memory) != "" {
+		section += "\n## Project memory\n\n" + strings.TrimSpace(memory) + "\n"
+	}
+	sys := PromptMarker + " attempt. You are the user's coding agent, answering one of their recurring requests.\n\n" + section
+	if strings.TrimSpace(t.System) != "" {
+		sys = PromptMarker + " attempt. " + strings.ReplaceAll(t.System, "{skill_section}", section)
+	}
+	user := "Request: " + t.Intent
+	if strings.TrimSpace(t.Context) != "" {
+		user += "\n\nContext:\n" + t.Context
+	}
+	user += "\n\nReturn only the answer."
+	return []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}
+}
+
+// Episode runs one attempt and judges it. A malformed task or an unusable
+// judge is an error (an infrastructure failure), never a score.
+func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest) (*bench.Episode, error) {
+	var t Task
+	if err := json.Unmarshal(req.Item.Raw, &t); err != nil {
+		return nil, fmt.Errorf("sleep item %s: %w", req.Item.ID, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("sleep item %s: %w", req.Item.ID, err)
+	}
+	skill, memory := SplitDocs(req.Skill)
+	msgs := AttemptMessages(t, skill, memory)
+	var rec bench.Recorder
+	resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
+	if err != nil {
+		return rec.Failed(EnvName, t.ID, err)
+	}
+	reply := resp.Content
+	rj := &RubricJudge{Model: m, Name: e.cfg.JudgeModel, Usage: func(u llm.Usage) { rec.Usage.Add(u); rec.Calls++ }}
+	if rj.Name == "" {
+		rj.Name = req.Model
+	}
+	v, err := Score(ctx, t, reply, rj)
+	if err != nil {
+		return rec.Failed(EnvName, t.ID, err)
+	}
+	ep := &bench.Episode{
+		Hard: v.Hard, Soft: v.Soft, Answer: Redact(clip(reply, 4000)), FailReason: strings.Join(v.Failed, "; "),
+		TaskType: EnvName, TaskDescription: t.Intent, NTurns: 1,
+		Messages: append(msgs, llm.Message{Role: llm.RoleAssistant, Content: reply},
+			bench.EvalMessage(v.Hard, v.Soft, clip(reply, 200), judgeSummary(t.Judge))),
+	}
+	rec.Fill(ep)
+	return ep, nil
+}
+
+// judgeSummary says in a line what a judge wants.
+func judgeSummary(j Judge) string {
+	var parts []string
+	if j.Reference != "" {
+		parts = append(parts, "reference "+j.Reference)
+	}
+	if j.Rubric != "" && j.Kind == JudgeRubric {
+		parts = append(parts, "rubric: "+j.Rubric)
+	}
+	for _, c := range j.Checks {
+		parts = append(parts, c.Op+" "+c.Arg)
+	}
+	return strings.Join(parts, "; ")
+}

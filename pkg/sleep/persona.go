@@ -1,0 +1,107 @@
+package sleep
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Paper is one entry of the researcher persona's reading list.
+type Paper struct {
+	Title string
+	ID    string
+}
+
+// ResearcherPapers are the papers the researcher persona asks about.
+var ResearcherPapers = []Paper{
+	{"Attention Is All You Need", "1706.03762"},
+	{"BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding", "1810.04805"},
+	{"Language Models are Few-Shot Learners", "2005.14165"},
+	{"Deep Residual Learning for Image Recognition", "1512.03385"},
+	{"Adam: A Method for Stochastic Optimization", "1412.6980"},
+	{"Generative Adversarial Networks", "1406.2661"},
+	{"Efficient Estimation of Word Representations in Vector Space", "1301.3781"},
+	{"Sequence to Sequence Learning with Neural Networks", "1409.3215"},
+	{"Denoising Diffusion Probabilistic Models", "2006.11239"},
+	{"An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale", "2010.11929"},
+	{"LoRA: Low-Rank Adaptation of Large Language Models", "2106.09685"},
+	{"Chain-of-Thought Prompting Elicits Reasoning in Large Language Models", "2201.11903"},
+}
+
+// Persona habits: what the researcher keeps asking the agent to do.
+const (
+	HabitWrap     = "Wrap the final answer in <answer></answer> tags."
+	HabitArxivID  = "Write arXiv identifiers as arXiv:YYMM.NNNNN, with no version suffix and no URL."
+	HabitHarmful  = "Write every answer in lower case."
+	personaBranch = "main"
+)
+
+// Personas lists the built-in personas.
+func Personas() []string { return []string{"researcher"} }
+
+// WritePersonaTranscripts writes the persona's sessions as Claude Code
+// transcripts under claudeHome for project, ending before now: in each the
+// user asks for a paper's arXiv id, the agent answers in the wrong form,
+// and the user corrects it. One session also carries a planted API key
+// and password, which the harvester must redact.
+func WritePersonaTranscripts(persona, claudeHome, project string, now time.Time) error {
+	if persona != "researcher" {
+		return fmt.Errorf("persona %q: want one of %s", persona, strings.Join(Personas(), ", "))
+	}
+	dir := filepath.Join(claudeHome, "projects", strings.ReplaceAll(project, "/", "-"))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for i, p := range ResearcherPapers {
+		id := fmt.Sprintf("persona-%02d", i)
+		start := now.Add(-time.Duration(len(ResearcherPapers)-i) * time.Hour)
+		at := func(min int) string { return start.Add(time.Duration(min) * time.Minute).UTC().Format(time.RFC3339) }
+		ask := fmt.Sprintf("What is the arXiv id of the paper %q?", p.Title)
+		if i == 3 {
+			ask += " (my OpenAI key is sk-proj-PlantedKey0123456789abcdefXYZ and the lab wiki password: Tr0ub4dor&3x, don't lose them)"
+		}
+		recs := []map[string]any{
+			rec("user", id, project, at(0), ask),
+			rec("assistant", id, project, at(1), fmt.Sprintf("It is https://arxiv.org/abs/%sv1", p.ID)),
+			rec("user", id, project, at(2), fmt.Sprintf("no, that's wrong format: give it as arXiv:%s and put the answer inside <answer></answer> tags, like always", p.ID)),
+			rec("assistant", id, project, at(3), fmt.Sprintf("<answer>arXiv:%s</answer>", p.ID)),
+			rec("user", id, project, at(4), "thanks"),
+		}
+		var b strings.Builder
+		for _, r := range recs {
+			line, _ := json.Marshal(r)
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, id+".jsonl"), []byte(b.String()), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func rec(role, session, project, ts, text string) map[string]any {
+	var content any = text
+	if role == "assistant" {
+		content = []map[string]string{{"type": "text", "text": text}}
+	}
+	return map[string]any{"type": role, "sessionId": session, "cwd": project, "gitBranch": personaBranch, "timestamp": ts,
+		"message": map[string]any{"role": role, "content": content}}
+}
+
+// PaperByTitle finds a researcher paper named in text.
+func PaperByTitle(text string) (Paper, bool) {
+	low := strings.ToLower(text)
+	ps := append([]Paper(nil), ResearcherPapers...)
+	sort.Slice(ps, func(i, j int) bool { return len(ps[i].Title) > len(ps[j].Title) })
+	for _, p := range ps {
+		if strings.Contains(low, strings.ToLower(p.Title)) {
+			return p, true
+		}
+	}
+	return Paper{}, false
+}
