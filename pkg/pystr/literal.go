@@ -136,7 +136,8 @@ func (p *litParser) skip() {
 			for p.pos < len(p.src) && p.src[p.pos] != '\n' {
 				p.pos++
 			}
-		case c == '\\' && p.pos+1 < len(p.src) && p.src[p.pos+1] == '\n':
+		case c == '\\' && p.pos+2 < len(p.src) && p.src[p.pos+1] == '\n':
+			// A line continuation; one that ends the input is an error.
 			p.pos += 2
 		case c == '\n' && p.depth > 0:
 			p.pos++
@@ -146,17 +147,50 @@ func (p *litParser) skip() {
 	}
 }
 
+// indent moves past the spaces, tabs and form feeds that start a line
+// and returns the column they reach (a form feed resets it to 0).
+func (p *litParser) indent() int {
+	col := 0
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case ' ':
+			col++
+		case '\t':
+			col = (col/8 + 1) * 8
+		case '\f':
+			col = 0
+		default:
+			return col
+		}
+		p.pos++
+	}
+	return col
+}
+
+// blankLine reports whether the line at p.pos (after its indentation) is
+// blank — empty or a comment — and moves past it and its newline.
+func (p *litParser) blankLine() bool {
+	if p.pos < len(p.src) && p.src[p.pos] == '#' {
+		for p.pos < len(p.src) && p.src[p.pos] != '\n' {
+			p.pos++
+		}
+	}
+	if p.pos < len(p.src) && p.src[p.pos] == '\n' {
+		p.pos++
+		return true
+	}
+	return false
+}
+
 // skipLeadingBlankLines drops the blank (or comment-only) lines before the
 // expression; the first line with code must not be indented.
 func (p *litParser) skipLeadingBlankLines() error {
 	for {
-		start := p.pos
-		p.skip()
-		if p.pos < len(p.src) && p.src[p.pos] == '\n' {
-			p.pos++
+		col := p.indent()
+		if p.blankLine() {
 			continue
 		}
-		if p.pos < len(p.src) && p.pos > start && start > 0 {
+		if p.pos < len(p.src) && p.src[p.pos] != '#' && col > 0 {
 			return p.errf("unexpected indent")
 		}
 		return nil
@@ -178,17 +212,30 @@ func (p *litParser) parseTop() (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Only newlines, blanks and comments may follow.
-	for {
-		p.skip()
+	// The rest of the line, then only blank or comment lines may follow;
+	// an indented last line without a newline is an indentation error,
+	// as CPython's tokenizer has it.
+	p.skip()
+	if p.pos >= len(p.src) {
+		return n, nil
+	}
+	if p.src[p.pos] != '\n' {
+		return nil, p.errf("unexpected text after the expression")
+	}
+	p.pos++
+	for p.pos < len(p.src) {
+		col := p.indent()
 		if p.pos >= len(p.src) {
-			return n, nil
+			if col > 0 {
+				return nil, p.errf("unexpected indent")
+			}
+			break
 		}
-		if p.src[p.pos] != '\n' {
+		if !p.blankLine() && p.pos < len(p.src) {
 			return nil, p.errf("unexpected text after the expression")
 		}
-		p.pos++
 	}
+	return n, nil
 }
 
 // parseExprList parses "e1, e2, …" (a bare tuple when there is a comma).
@@ -805,10 +852,11 @@ func convert(n *node) (Value, error) {
 		}
 		im := right.Imag
 		reR := right.Float
+		// The real operand becomes complex(re, +0.0) first.
 		if n.op == '-' {
-			return Value{Kind: KindComplex, Float: re - reR, Imag: -im}, nil
+			return Value{Kind: KindComplex, Float: re - reR, Imag: 0.0 - im}, nil
 		}
-		return Value{Kind: KindComplex, Float: re + reR, Imag: im}, nil
+		return Value{Kind: KindComplex, Float: re + reR, Imag: 0.0 + im}, nil
 	default:
 		return signedNum(n)
 	}

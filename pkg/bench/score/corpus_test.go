@@ -1,100 +1,47 @@
 package score_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
 	"sort"
-	"strings"
+	"sync"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
 	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
 	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
+	"github.com/skillfleet/skillfleet/pkg/bench/score/scorecorpus"
 	"github.com/skillfleet/skillfleet/pkg/bench/searchqa"
 )
 
 // corpusEnv names an uncompressed JSONL corpus to use instead of the
 // copy in testdata.
-const corpusEnv = "SKILLFLEET_SCORER_CORPUS"
+const corpusEnv = scorecorpus.Env
 
-// corpusCase is one line of the corpus: the inputs of one of SkillOpt's
-// scorer functions and what it returned (see testdata/README.md).
-type corpusCase struct {
-	ID      int            `json:"id"`
-	Mode    string         `json:"mode"`
-	Scorer  string         `json:"scorer"`
-	Text    string         `json:"text"`
-	S       string         `json:"s"`
-	Pred    string         `json:"pred"`
-	Gold    string         `json:"gold"`
-	Golds   []string       `json:"golds"`
-	Raw     string         `json:"raw"`
-	Choices []score.Choice `json:"choices"`
-	Correct score.Choice   `json:"correct"`
-
-	SkillOpt      json.RawMessage `json:"skillopt"`
-	SkillOptError json.RawMessage `json:"skillopt_error"`
-
-	line int
-}
+type corpusCase = scorecorpus.Case
 
 // loadCorpus reads the corpus named by $SKILLFLEET_SCORER_CORPUS, else
 // testdata/skillopt-scores.jsonl.gz.
 func loadCorpus(t testing.TB) (cases []corpusCase, path string) {
 	t.Helper()
-	path = os.Getenv(corpusEnv)
-	var r io.Reader
-	if path != "" {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatalf("%s: %v", corpusEnv, err)
-		}
-		defer f.Close()
-		r = f
-	} else {
-		path = "testdata/skillopt-scores.jsonl.gz"
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		r = zr
+	path = scorecorpus.Path("testdata/skillopt-scores.jsonl.gz")
+	corpusOnce.Do(func() { corpusCases, corpusErr = scorecorpus.Load(path) })
+	if corpusErr != nil {
+		t.Fatal(corpusErr)
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, 64<<20)
-	for n := 1; sc.Scan(); n++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var c corpusCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("%s:%d: %v", path, n, err)
-		}
-		if c.Scorer == "" || (c.SkillOpt == nil && c.SkillOptError == nil) {
-			t.Fatalf("%s:%d: case %d has no scorer or no skillopt result", path, n, c.ID)
-		}
-		c.line = n
-		cases = append(cases, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(cases) == 0 {
-		t.Fatalf("%s: no cases", path)
-	}
-	return cases, path
+	return corpusCases, path
 }
+
+// The corpus is read once for all the tests and fuzz seeds.
+var (
+	corpusOnce  sync.Once
+	corpusCases []corpusCase
+	corpusErr   error
+)
 
 // options are the named deviations; the zero value is SkillOpt's scoring.
 type options struct {
@@ -200,18 +147,18 @@ func outcome(t *testing.T, c corpusCase, opt options) (got, want any, ok bool) {
 	t.Helper()
 	res, err := run(c, opt)
 	if err != nil {
-		t.Fatalf("line %d (case %d): %v", c.line, c.ID, err)
+		t.Fatalf("line %d (case %d): %v", c.Line, c.ID, err)
 	}
 	// Through JSON, so both sides have the same shapes.
 	data, err := json.Marshal(res)
 	if err != nil {
-		t.Fatalf("line %d (case %d): %v", c.line, c.ID, err)
+		t.Fatalf("line %d (case %d): %v", c.Line, c.ID, err)
 	}
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
 	if err := json.Unmarshal(c.SkillOpt, &want); err != nil {
-		t.Fatalf("line %d (case %d): skillopt: %v", c.line, c.ID, err)
+		t.Fatalf("line %d (case %d): skillopt: %v", c.Line, c.ID, err)
 	}
 	return got, want, equal(got, want)
 }
@@ -241,7 +188,7 @@ func TestSkillOptScorerCorpus(t *testing.T) {
 		if shown < 25 {
 			shown++
 			t.Errorf("%s line %d (case %d, %s, %s): got %#v, SkillOpt %#v\n  input: text=%q s=%q pred=%q gold=%q golds=%q raw=%q",
-				path, c.line, c.ID, c.Scorer, c.Mode, got, want, c.Text, c.S, c.Pred, c.Gold, c.Golds, c.Raw)
+				path, c.Line, c.ID, c.Scorer, c.Mode, got, want, c.Text, c.S, c.Pred, c.Gold, c.Golds, c.Raw)
 		}
 	}
 	var names []string
