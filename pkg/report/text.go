@@ -79,6 +79,13 @@ func (r *Report) WriteText(w io.Writer) error {
 			p("%-16s %7s %6s %7s %5s %12s %11s %11s %10s\n", s.Stage, count(s.Calls), count(s.FailedCalls), count(s.Retries), count(s.RateLimited),
 				count(s.Input), count(s.CacheRead), count(s.Output), r.usd(s))
 		}
+		if c := total.Causes; c.Total() > 0 {
+			p("\nfailed and retried call attempts by cause:")
+			for _, nc := range c.Named() {
+				p(" %s %s", nc.Name, count(nc.Count))
+			}
+			p("\n")
+		}
 		if total.CacheHits > 0 {
 			p("\nrollout cache: %s results reused from earlier runs, saving %s calls and %s tokens\n",
 				count(total.CacheHits), count(total.SavedCalls), count(total.SavedInput+total.SavedOutput))
