@@ -14,7 +14,7 @@ import (
 
 // synthWorlds are the benchmarks with a synthetic world and a config in
 // configs/synth/.
-var synthWorlds = []string{"searchqa", "jsonl", "livemath"}
+var synthWorlds = []string{"searchqa", "jsonl", "livemath", "docvqa"}
 
 // testRow reads a skill's test score from train's summary table.
 func testRow(out, skill string) (float64, bool) {
