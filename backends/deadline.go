@@ -27,11 +27,13 @@ type DeadlinePolicy struct {
 	Multiplier float64
 	// MinSamples is how many successful attempts a stage needs before its
 	// latencies set a deadline (default 20). A stage with fewer uses the
-	// model's latencies over every stage, times FallbackMultiplier; with
-	// fewer than MinSamples of those too, there is no deadline but Ceiling.
+	// model's latencies over every stage, times FallbackMultiplier; a model
+	// with fewer uses those of every model in the process, times
+	// FallbackMultiplier twice; with fewer than MinSamples of those too,
+	// there is no deadline but Ceiling.
 	MinSamples int
-	// FallbackMultiplier widens the model-wide estimate used for a stage
-	// with too few samples of its own (default 4).
+	// FallbackMultiplier widens an estimate taken from a wider set of
+	// calls than the attempt's own stage (default 4).
 	FallbackMultiplier float64
 	// Floor is the shortest deadline ever set (default 2s).
 	Floor time.Duration
@@ -59,10 +61,15 @@ func (p DeadlinePolicy) withDefaults() DeadlinePolicy {
 // and over all stages. It is safe for concurrent use.
 type Latencies struct {
 	window int
+	parent *Latencies
 	mu     sync.Mutex
 	by     map[string]*ring
 	all    ring
 }
+
+// processLatencies holds the latencies of every model in the process: the
+// last fallback of a model with too few of its own.
+var processLatencies = NewLatencies(0)
 
 type ring struct {
 	v    []time.Duration
@@ -96,6 +103,9 @@ func (l *Latencies) Observe(stage string, d time.Duration) {
 	}
 	r.add(d, l.window)
 	l.all.add(d, l.window)
+	if l.parent != nil {
+		l.parent.Observe(stage, d)
+	}
 }
 
 // Quantile returns the q-quantile (0 < q <= 1) of stage's kept latencies
@@ -115,6 +125,15 @@ func (l *Latencies) Quantile(stage string, q float64) (time.Duration, int) {
 	slices.Sort(v)
 	i := int(math.Ceil(q*float64(len(v)))) - 1
 	return v[min(max(i, 0), len(v)-1)], len(v)
+}
+
+// parentQuantile is the q-quantile of the parent's latencies over every
+// stage (0, 0 without a parent).
+func (l *Latencies) parentQuantile(q float64) (time.Duration, int) {
+	if l.parent == nil {
+		return 0, 0
+	}
+	return l.parent.Quantile("", q)
 }
 
 // Deadline abandons an attempt that gets no reply within its stall
@@ -137,6 +156,7 @@ func NewDeadline(m llm.Model, p DeadlinePolicy, lat *Latencies) *Deadline {
 	p = p.withDefaults()
 	if lat == nil {
 		lat = NewLatencies(p.Window)
+		lat.parent = processLatencies
 	}
 	return &Deadline{model: m, p: p, lat: lat}
 }
@@ -161,6 +181,8 @@ func (d *Deadline) For(stage string, attempt int) time.Duration {
 			dl = time.Duration(float64(q) * d.p.Multiplier)
 		} else if q, n := d.lat.Quantile("", 0.99); n >= d.p.MinSamples {
 			dl = time.Duration(float64(q) * d.p.Multiplier * d.p.FallbackMultiplier)
+		} else if q, n := d.lat.parentQuantile(0.99); n >= d.p.MinSamples {
+			dl = time.Duration(float64(q) * d.p.Multiplier * d.p.FallbackMultiplier * d.p.FallbackMultiplier)
 		} else {
 			return 0
 		}

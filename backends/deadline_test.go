@@ -84,7 +84,8 @@ func TestSlowCallBeforeEnoughSamplesIsNotAbandoned(t *testing.T) {
 		}
 		return 2 * time.Millisecond
 	}}
-	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 10 * time.Millisecond, Check: 5 * time.Millisecond}, nil)
+	// Latencies of its own, without the process-wide fallback.
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 10 * time.Millisecond, Check: 5 * time.Millisecond}, NewLatencies(0))
 	warm(t, d, "merge", 3)
 	if resp, err := d.Chat(context.Background(), &llm.Request{Stage: "merge"}); err != nil || resp.Content != "ok" {
 		t.Fatalf("slow call with 3 of 5 samples known: %v %v, want its reply", resp, err)
@@ -107,7 +108,7 @@ func TestRunningAttemptGetsTheDeadlineOnceKnown(t *testing.T) {
 		}
 		return 2 * time.Millisecond
 	}}
-	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 20 * time.Millisecond, Check: 5 * time.Millisecond}, nil)
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 20 * time.Millisecond, Check: 5 * time.Millisecond}, NewLatencies(0))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := d.Chat(context.Background(), &llm.Request{Stage: "rollout"})
@@ -167,5 +168,23 @@ func TestDeadlineOptions(t *testing.T) {
 		if !tc.bad && p != tc.want {
 			t.Errorf("%v: policy %+v, want %+v", tc.opts, p, tc.want)
 		}
+	}
+}
+
+// TestModelWithFewSamplesUsesTheProcessEstimate: a model with too few
+// latencies of its own borrows those of every model, widened twice.
+func TestModelWithFewSamplesUsesTheProcessEstimate(t *testing.T) {
+	s := &scripted{delay: func(int) time.Duration { return 0 }}
+	parent := NewLatencies(0)
+	busy := NewLatencies(0)
+	busy.parent = parent
+	for range 30 {
+		busy.Observe("", 100*time.Millisecond)
+	}
+	quiet := NewLatencies(0)
+	quiet.parent = parent
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 20, Multiplier: 4, FallbackMultiplier: 4, Floor: time.Millisecond}, quiet)
+	if got := d.For("merge", 1); got != 6400*time.Millisecond {
+		t.Fatalf("deadline %v, want 4 x 4 x 4 x 100ms from the process's latencies", got)
 	}
 }
