@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,5 +100,48 @@ func TestEstimateSkillOptConfigs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEstimateJSONLWithoutIDs: a JSONL file without ids splits and loads
+// (ids by row); with env.id_field naming a field one row lacks, the error
+// names the user's file and line, not the generated split.
+func TestEstimateJSONLWithoutIDs(t *testing.T) {
+	root := repoRoot(t)
+	dir := t.TempDir()
+	var rows []string
+	for i := range 20 {
+		rows = append(rows, fmt.Sprintf(`{"qid":"Q%d","question":"What is %d+1?","answer":"%d"}`, i, i, i+1))
+	}
+	noIDs := strings.ReplaceAll(strings.Join(rows, "\n"), `"qid":`, `"n":`)
+	data := filepath.Join(dir, "my_task.jsonl")
+	if err := os.WriteFile(data, []byte(noIDs+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := func(extra ...string) []string {
+		return append([]string{"train", "--config", filepath.Join(root, "configs/jsonl.yaml"), "--estimate",
+			"--set", "env.data_path=" + data, "--set", "env.skill_init=" + filepath.Join(root, "configs/skills/generic_seed.md"),
+			"--set", "env.split_output_dir=" + filepath.Join(dir, "split")}, extra...)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(args(), &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "(4 train / 2 val / 14 test items)") {
+		t.Errorf("estimate:\n%s", stdout.String())
+	}
+
+	rows[12] = `{"question":"no qid","answer":"x"}`
+	if err := os.WriteFile(data, []byte(strings.Join(rows, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	args2 := args("--set", "env.id_field=qid", "--set", "env.split_output_dir="+filepath.Join(dir, "split2"))
+	if code := run(args2, &stdout, &stderr); code == exitOK {
+		t.Fatalf("row without qid accepted:\n%s", stdout.String())
+	}
+	if msg := stderr.String(); !strings.Contains(msg, data+":13: missing qid (env.id_field)") || strings.Contains(msg, "split2") {
+		t.Errorf("error = %q, want it to name %s:13 and not the generated split", msg, data)
 	}
 }

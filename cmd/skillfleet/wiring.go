@@ -59,7 +59,7 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 	if dir == "" {
 		return nil, usageError{fmt.Errorf("config: %s: env.split_dir: required (a directory with train/, val/ and test/), or env.data_path with split_mode: ratio", cfg.File)}
 	}
-	s, err := registry.LoadSplits(cfg.Env.Name, dir, cfg.Env.Limit)
+	s, err := registry.LoadSplitsIDField(cfg.Env.Name, dir, cfg.Env.Limit, cfg.Env.IDField)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +78,7 @@ func modelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec
 		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{
 			Limiter: limiter,
 			Extra: map[string]func(backends.Spec) (llm.Model, error){
-				"sim": func(backends.Spec) (llm.Model, error) { return simmodel.New(simmodel.Options{}), nil },
+				"sim": func(backends.Spec) (llm.Model, error) { return simmodel.NewSleepAware(simmodel.New(simmodel.Options{})), nil },
 			},
 		})
 		if err != nil || tel == nil {

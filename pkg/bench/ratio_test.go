@@ -169,7 +169,7 @@ func TestLoadSplitDirNormalizesAndStoresID(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = bench.LoadSplitDir(dir, bench.LoadOptions{IDFields: []string{"uid"}, Files: []string{"*.csv"}, Normalize: norm})
-	if err == nil || !strings.Contains(err.Error(), "val/items.csv: item 0: q: empty") {
+	if err == nil || !strings.Contains(err.Error(), "val/items.csv:2: q: empty") {
 		t.Errorf("normalize error = %v", err)
 	}
 }

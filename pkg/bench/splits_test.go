@@ -38,7 +38,7 @@ func TestLoadSplitDir(t *testing.T) {
 			writeSplit(t, d, "train", `[{"id":"a"},{"question":"q"}]`)
 			writeSplit(t, d, "val", `[{"id":"v"}]`)
 			writeSplit(t, d, "test", `[{"id":"t"}]`)
-		}, "train/items.json: item 1: missing id"},
+		}, "train/items.json:1: missing id (other items have one"},
 		{"overlap", func(d string) {
 			writeSplit(t, d, "train", `[{"id":"a"}]`)
 			writeSplit(t, d, "val", `[{"id":"a"}]`)

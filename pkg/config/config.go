@@ -347,6 +347,10 @@ type Env struct {
 	MaxCompletionTokens int `yaml:"max_completion_tokens"`
 	// MaxTurns is the agent's turn limit (0 = benchmark default).
 	MaxTurns int `yaml:"max_turns"`
+	// IDField names the item field that holds each item's id ("" = the
+	// benchmark's own id fields; data where no item has one is numbered
+	// by row: row-N, or <split>-row-N in a split directory).
+	IDField string `yaml:"id_field"`
 
 	// Extra holds every other env key, decoded as YAML scalars, lists and
 	// maps. Values of secret-like keys (*_api_key, *_token, ...) are Secrets.

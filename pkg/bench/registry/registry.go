@@ -83,10 +83,18 @@ func LoadOptions(name string, limit int) bench.LoadOptions {
 
 // LoadSplits reads a benchmark's split directory.
 func LoadSplits(name, dir string, limit int) (*bench.Splits, error) {
+	return LoadSplitsIDField(name, dir, limit, "")
+}
+
+// LoadSplitsIDField is LoadSplits reading ids from idField only
+// (env.id_field; "" = the benchmark's id fields).
+func LoadSplitsIDField(name, dir string, limit int, idField string) (*bench.Splits, error) {
 	if _, ok := entries()[name]; !ok {
 		return nil, fmt.Errorf("unknown benchmark %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
-	return bench.LoadSplitDir(dir, LoadOptions(name, limit))
+	o := LoadOptions(name, limit)
+	o.IDField = idField
+	return bench.LoadSplitDir(dir, o)
 }
 
 // AnalystNotes returns every benchmark's analyst-prompt additions by name.
