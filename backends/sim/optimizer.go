@@ -274,7 +274,7 @@ func (m *Model) temptation(skill, meta string, p simbench.Pitfall, kinds int, r 
 	if !ok || kinds < 2 || !r.Chance(min(1, 5*m.o.HarmfulRate)) {
 		return proposal{}, false
 	}
-	if namedHarmful(meta, g) || simbench.ViewSkill(skill).Broken(g.ID) {
+	if namedHarmful(meta, g) || viewSkill(skill).Broken(g.ID) {
 		return proposal{}, false
 	}
 	return proposal{kind: propLure, pitfall: g.ID, edit: prompts.Item{Op: "append", Content: "- " + g.Harmful}}, true
@@ -291,7 +291,7 @@ func (m *Model) mistake(skill, meta string, p *simbench.Pitfall, r *simbench.RNG
 	}
 	harmful := r.Chance(harmfulShare)
 	plat := simbench.Platitudes()[r.IntN(len(simbench.Platitudes()))]
-	if harmful && p != nil && !namedHarmful(meta, *p) && !simbench.ViewSkill(skill).Broken(p.ID) {
+	if harmful && p != nil && !namedHarmful(meta, *p) && !viewSkill(skill).Broken(p.ID) {
 		return proposal{kind: propHarmful, pitfall: p.ID, edit: prompts.Item{Op: "append", Content: "- " + p.Harmful}}, true
 	}
 	return proposal{kind: propIrrelevant, edit: prompts.Item{Op: "append", Content: "- " + plat}}, true
@@ -308,7 +308,7 @@ func namedHarmful(meta string, p simbench.Pitfall) bool {
 // through the line by itself, does a failure analyst blame such a line.
 func knownHarmful(meta string, buf []prompts.BufferEntry) map[string]bool {
 	known := map[string]bool{}
-	for _, p := range simbench.Catalogue() {
+	for _, p := range allPitfalls() {
 		if namedHarmful(meta, p) {
 			known[p.ID] = true
 		}
@@ -326,7 +326,7 @@ func knownHarmful(meta string, buf []prompts.BufferEntry) map[string]bool {
 			if op := strings.ToLower(strings.TrimSpace(ed.Op)); op == "delete" || op == "remove" {
 				added = ""
 			}
-			for _, id := range simbench.ViewSkill(added).BrokenIDs() {
+			for _, id := range viewSkill(added).BrokenIDs() {
 				known[id] = true
 			}
 		}
@@ -355,7 +355,7 @@ type failureGroup struct {
 }
 
 func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
-	view := simbench.ViewSkill(in.Skill)
+	view := viewSkill(in.Skill)
 	rejected := newRejectedSet(in.StepBuffer)
 	known := knownHarmful(in.MetaSkill, in.StepBuffer)
 	byID := map[string]*failureGroup{}
@@ -390,7 +390,7 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	// makes a sweeping rule for the category tempting.
 	kinds := map[string]int{}
 	for _, g := range groups {
-		if p, _ := simbench.Lookup(g.id); !view.Covered(g.id) && !view.Broken(g.id) {
+		if p, _ := lookupPitfall(g.id); !view.Covered(g.id) && !view.Broken(g.id) {
 			kinds[p.Category]++
 		}
 	}
@@ -399,7 +399,7 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	var summary []prompts.FailureType
 	var notes []string
 	for _, g := range groups {
-		p, _ := simbench.Lookup(g.id)
+		p, _ := lookupPitfall(g.id)
 		desc := p.Description
 		broken := view.Broken(g.id)
 		// A harmful line reads like the skill's rule on its topic: the
@@ -496,7 +496,7 @@ func (m *Model) speculate(in *prompts.AnalystInput, props []proposal, r *simbenc
 	if in.Mode == prompts.ModeFullRewrite {
 		return nil
 	}
-	view := simbench.ViewSkill(in.Skill)
+	view := viewSkill(in.Skill)
 	seen := map[string]bool{}
 	for _, p := range props {
 		seen[p.edit.Content] = true
@@ -544,7 +544,7 @@ func failureReasoning(groups []*failureGroup, unexplained, n int) string {
 // line stating a rule already stated, drop a vague line whose rule is
 // present, shorten a long rule to its shortest wording.
 func compressions(skill string) []proposal {
-	view := simbench.ViewSkill(skill)
+	view := viewSkill(skill)
 	lines := editableLines(skill)
 	var out []proposal
 	for _, l := range lines {
@@ -563,7 +563,7 @@ func compressions(skill string) []proposal {
 		}
 		seen[k] = true
 	}
-	for _, p := range simbench.Catalogue() {
+	for _, p := range allPitfalls() {
 		if !view.Covered(p.ID) {
 			continue
 		}
@@ -579,7 +579,7 @@ func compressions(skill string) []proposal {
 		if !strings.HasPrefix(k, "rule:") {
 			continue
 		}
-		p, _ := simbench.Lookup(k[5:])
+		p, _ := lookupPitfall(k[5:])
 		short := slices.MinFunc(p.Texts(), func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 		if text := bulletText(l); len(text) > len(short)+8 {
 			out = append(out, proposal{kind: propCompress, pitfall: p.ID, edit: prompts.Item{Op: "replace", Target: text, Content: short}})
@@ -596,17 +596,17 @@ func isFiller(line string) bool {
 }
 
 func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
-	view := simbench.ViewSkill(in.Skill)
+	view := viewSkill(in.Skill)
 	var patterns []string
 	var seen []string
 	for _, tr := range in.Trajectories {
 		if tr.Hard < 1 {
 			continue
 		}
-		for _, id := range simbench.PitfallsInQuestion(tr.Task) {
+		for _, id := range pitfallsInTask(tr.Task) {
 			if view.Covered(id) && !slices.Contains(seen, id) && len(patterns) < 5 {
 				seen = append(seen, id)
-				p, _ := simbench.Lookup(id)
+				p, _ := lookupPitfall(id)
 				patterns = append(patterns, "Applied the rule: "+p.Rule)
 			}
 		}
@@ -616,7 +616,7 @@ func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	}
 	kinds := map[string]int{}
 	for _, id := range seen {
-		p, _ := simbench.Lookup(id)
+		p, _ := lookupPitfall(id)
 		kinds[p.Category]++
 	}
 	over := m.o.LengthBudget > 0 && llm.EstimateTokens(in.Skill) > int64(m.o.LengthBudget)
@@ -625,7 +625,7 @@ func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *promp
 	if r.Chance(0.3) || over {
 		var pf *simbench.Pitfall
 		if len(seen) > 0 {
-			p, _ := simbench.Lookup(seen[r.IntN(len(seen))])
+			p, _ := lookupPitfall(seen[r.IntN(len(seen))])
 			pf = &p
 		}
 		// The lure of a category reads as a generalisation of the rules
@@ -942,8 +942,8 @@ func rank(in *prompts.RankInput) *prompts.RankReply {
 
 // pitfallsIn returns the pitfalls whose rule or harmful rule a text states.
 func pitfallsIn(text string) (rules, harms []string) {
-	v := simbench.ViewSkill(text)
-	for _, p := range simbench.Catalogue() {
+	v := viewSkill(text)
+	for _, p := range allPitfalls() {
 		if v.Covered(p.ID) {
 			rules = append(rules, p.ID)
 		}
@@ -964,7 +964,7 @@ func learningRate(in *prompts.LRInput) *prompts.LRReply {
 		}
 		// A suggestion is described by its title, which names its pitfall.
 		for _, word := range strings.FieldsFunc(s, func(c rune) bool { return !(c == '_' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') }) {
-			if _, ok := simbench.Lookup(word); ok {
+			if _, ok := lookupPitfall(word); ok {
 				distinct[word] = true
 			}
 		}
@@ -1015,9 +1015,12 @@ func troubled(in *prompts.EpochInput) (ids []string, counts map[string]int) {
 		}
 		g, ok := simbench.GoldFromFeedback(p.Curr.FailReason, p.Prev.FailReason)
 		if !ok {
+			g, ok = worldGold(p.Curr.FailReason, p.Prev.FailReason)
+		}
+		if !ok {
 			continue
 		}
-		id, ok := simbench.IdentifyPitfall(p.Curr.PredictedAnswer, g)
+		id, ok := identifyValue(p.Curr.PredictedAnswer, g)
 		if !ok {
 			continue
 		}
@@ -1044,7 +1047,7 @@ func slowUpdate(in *prompts.EpochInput) *prompts.SlowUpdateReply {
 	var lines, why []string
 	has := map[string]bool{}
 	for _, id := range ids[:min(len(ids), maxGuidance)] {
-		p, _ := simbench.Lookup(id)
+		p, _ := lookupPitfall(id)
 		lines = append(lines, "- "+p.Rule)
 		has[id] = true
 		why = append(why, fmt.Sprintf("%s (%d)", id, counts[id]))
@@ -1056,7 +1059,7 @@ func slowUpdate(in *prompts.EpochInput) *prompts.SlowUpdateReply {
 	kept := 0
 	for _, l := range strings.Split(in.Previous, "\n") {
 		k := ruleKey(bulletText(l))
-		if !strings.HasPrefix(k, "rule:") || has[k[5:]] || simbench.Covered(head, k[5:]) {
+		if !strings.HasPrefix(k, "rule:") || has[k[5:]] || viewSkill(head).Covered(k[5:]) {
 			continue
 		}
 		has[k[5:]] = true
@@ -1083,13 +1086,13 @@ func metaSkill(in *prompts.EpochInput) *prompts.MetaSkillReply {
 		}
 	}
 	ids, _ := troubled(in)
-	view := simbench.ViewSkill(in.Skill)
+	view := viewSkill(in.Skill)
 	var harmful []string
 	for _, id := range ids {
 		if !view.Broken(id) {
 			continue
 		}
-		p, _ := simbench.Lookup(id)
+		p, _ := lookupPitfall(id)
 		harmful = append(harmful, id)
 		if l := neverPrefix + `"` + p.Harmful + `" (it broke ` + id + ` tasks).`; !slices.Contains(lines, l) {
 			lines = append(lines, l)

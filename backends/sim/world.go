@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
@@ -200,33 +201,58 @@ func (m *Model) worldResponse(req *llm.Request, content string, calls []llm.Tool
 	}
 }
 
-// worldGold reads the gold answer from the evaluation message every
-// benchmark appends ([bench.EvalMessage]: "...; gold answer X"), taking
-// the first element when X is a JSON list.
+// worldGold reads the gold answer from a benchmark's feedback: the
+// evaluation message every benchmark appends ([bench.EvalMessage]: "...;
+// gold answer X", X a JSON list, a quoted string or bare), or a fail
+// reason's "expected [...]" list.
 func worldGold(texts ...string) (string, bool) {
-	const marker = "; gold answer "
 	for _, t := range texts {
-		at := strings.LastIndex(t, marker)
-		if at < 0 {
-			continue
-		}
-		rest := strings.TrimSpace(t[at+len(marker):])
-		var list []string
-		if strings.HasPrefix(rest, "[") && json.Unmarshal([]byte(rest), &list) == nil {
-			if len(list) > 0 {
-				return strings.TrimSpace(list[0]), true
+		if at := strings.LastIndex(t, "; gold answer "); at >= 0 {
+			rest := strings.TrimSpace(t[at+len("; gold answer "):])
+			if g, ok := firstGold(rest); ok {
+				return g, true
 			}
 			continue
 		}
-		if rest != "" {
-			return rest, true
+		for _, marker := range []string{"expected one of ", "expected "} {
+			if at := strings.LastIndex(t, marker); at >= 0 && strings.HasPrefix(t[at+len(marker):], "[") {
+				if g, ok := firstGold(t[at+len(marker):]); ok {
+					return g, true
+				}
+			}
 		}
 	}
 	return "", false
 }
 
-// identifyWorld names the rule behind a failed trajectory of a world whose
-// failures a wrong answer alone does not explain (each world's identify).
+// firstGold reads the first gold of a rendered gold list or string: a JSON
+// list, a Python list literal, a quoted string, or the bare text.
+func firstGold(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	var list []string
+	switch {
+	case s == "":
+		return "", false
+	case strings.HasPrefix(s, "[") && json.Unmarshal([]byte(s), &list) == nil:
+		if len(list) == 0 {
+			return "", false
+		}
+		return strings.TrimSpace(list[0]), true
+	case strings.HasPrefix(s, "['"):
+		if end := strings.Index(s[2:], "'"); end >= 0 {
+			return s[2 : 2+end], true
+		}
+	case strings.HasPrefix(s, `"`):
+		if g, err := strconv.Unquote(s); err == nil {
+			return strings.TrimSpace(g), true
+		}
+	}
+	return s, true
+}
+
+// identifyWorld names the rule behind a failed trajectory of a world: a
+// world's own reading of the trajectory, else the rule whose wrong answer
+// the trajectory's answer is (the worlds' rules included).
 func identifyWorld(tr prompts.Trajectory) (string, bool) {
 	for _, w := range worlds {
 		if w.identify == nil {
@@ -235,6 +261,9 @@ func identifyWorld(tr prompts.Trajectory) (string, bool) {
 		if id, ok := w.identify(tr); ok {
 			return id, true
 		}
+	}
+	if g, ok := worldGold(systemTexts(tr)...); ok {
+		return identifyValue(answerOf(tr), g)
 	}
 	return "", false
 }

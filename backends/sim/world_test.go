@@ -98,4 +98,4 @@ func TestWorldJSONL(t *testing.T) {
 	checkWorld(t, "jsonl", map[string]any{"prompt_template": synth.JSONLTemplate, "scorer": "exact"}, 3)
 }
 func TestWorldLiveMath(t *testing.T) { checkWorld(t, "livemath", nil, 3) }
-func TestWorldDocVQA(t *testing.T) { checkWorld(t, "docvqa", nil, 3) }
+func TestWorldDocVQA(t *testing.T)   { checkWorld(t, "docvqa", nil, 3) }
