@@ -206,3 +206,43 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("unsafe opt-in: %v, %q", err, logged)
 	}
 }
+
+// TestHostUID: seen from the host, every sandboxed process runs as an
+// unprivileged user (nobody for a root worker), never as root.
+func TestHostUID(t *testing.T) {
+	s := newBox(t)
+	mark := fmt.Sprintf("uid-probe-%d", time.Now().UnixNano())
+	done := make(chan *Result, 1)
+	go func() {
+		r, _ := s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/sh", "-c", "sleep 3", mark}, Limits: Limits{Wall: 20 * time.Second}})
+		done <- r
+	}()
+	want := os.Geteuid()
+	if want == 0 {
+		want = Nobody
+	}
+	seen := 0
+	for deadline := time.Now().Add(2500 * time.Millisecond); time.Now().Before(deadline) && seen == 0; time.Sleep(50 * time.Millisecond) {
+		for _, p := range procsWith(mark) {
+			pid, _, _ := strings.Cut(p, ":")
+			st, err := os.ReadFile(filepath.Join("/proc", pid, "status"))
+			if err != nil {
+				continue
+			}
+			for _, l := range strings.Split(string(st), "\n") {
+				if f := strings.Fields(l); len(f) == 5 && f[0] == "Uid:" {
+					seen++
+					for _, u := range f[1:] {
+						if u != fmt.Sprint(want) {
+							t.Errorf("pid %s runs as %v on the host, want %d", pid, f[1:], want)
+						}
+					}
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("the sandboxed process was not found on the host")
+	}
+	<-done
+}

@@ -1,13 +1,19 @@
 package spreadsheet
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"runtime/debug"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
@@ -38,7 +44,9 @@ type ReadLimits struct {
 }
 
 // DefaultOutputLimits bound reading a program's output workbook.
-var DefaultOutputLimits = ReadLimits{MaxFile: 32 << 20, MaxUnzip: 64 << 20, MaxXML: 16 << 20}
+// Parsing a worksheet takes several times its XML size in memory: a
+// hostile 30 MiB sheet of tiny cells peaks near 250 MiB.
+var DefaultOutputLimits = ReadLimits{MaxFile: 32 << 20, MaxUnzip: 32 << 20, MaxXML: 16 << 20}
 
 // GoldLimits bound reading a gold workbook (trusted, but not unbounded).
 var GoldLimits = ReadLimits{MaxFile: 256 << 20, MaxUnzip: 1 << 30, MaxXML: 64 << 20}
@@ -90,15 +98,26 @@ func (u *unreadableError) Error() string {
 }
 
 // Scorer compares output workbooks with gold ones, treating the output as
-// hostile.
+// hostile: the comparison runs in a child process (this executable again,
+// see scorerMain) under a memory rlimit, killed at the timeout, with its
+// temporary files in a directory removed after it is gone.
 type Scorer struct {
-	Limits  ReadLimits    // default DefaultOutputLimits
-	Timeout time.Duration // the whole comparison (default 30s)
+	Limits   ReadLimits    // default DefaultOutputLimits
+	Timeout  time.Duration // the whole comparison (default 30s)
+	MemoryMB int           // the child's data limit (default 1024)
+}
+
+// ScoreStats describe one comparison's cost.
+type ScoreStats struct {
+	Elapsed time.Duration
+	PeakRSS int64 // the comparing process's peak resident set, bytes
 }
 
 // Score checks the answer cells of the collected output entry against
-// the gold workbook. The error is for problems on the gold side only.
-func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positions string) (Outcome, string, error) {
+// the gold workbook. The error is for problems on the host side only
+// (the gold unreadable, the child not starting).
+func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positions string) (Outcome, string, ScoreStats, error) {
+	var st ScoreStats
 	lim := s.Limits
 	if lim.MaxFile <= 0 {
 		lim = DefaultOutputLimits
@@ -107,53 +126,133 @@ func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positio
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
+	mem := s.MemoryMB
+	if mem <= 0 {
+		mem = 1024
+	}
 	switch {
 	case out == nil:
-		return OutcomeNoOutput, "the program did not save OUTPUT_PATH", nil
+		return OutcomeNoOutput, "the program did not save OUTPUT_PATH", st, nil
 	case out.Type != "file":
-		return OutcomeNotRegular, fmt.Sprintf("OUTPUT_PATH is a %s, not a regular file", out.Type), nil
+		return OutcomeNotRegular, fmt.Sprintf("OUTPUT_PATH is a %s, not a regular file", out.Type), st, nil
 	case out.TooLarge || out.Size > lim.MaxFile:
-		return OutcomeTooLarge, fmt.Sprintf("the output workbook is larger than %d MB", lim.MaxFile>>20), nil
+		return OutcomeTooLarge, fmt.Sprintf("the output workbook is larger than %d MB", lim.MaxFile>>20), st, nil
 	}
-	ranges, err := ParsePositions(positions)
-	if err != nil {
-		return "", "", err
+	if _, err := ParsePositions(positions); err != nil {
+		return "", "", st, err
 	}
 	gold, err := ReadRegular(goldPath, GoldLimits.MaxFile)
 	if err != nil {
-		return "", "", fmt.Errorf("gold workbook: %w", err)
+		return "", "", st, fmt.Errorf("gold workbook: %w", err)
 	}
-	type answer struct {
-		diff string
-		err  error
+	req, err := json.Marshal(scoreRequest{Pred: out.Data, Gold: gold, GoldPath: goldPath, Positions: positions, Limits: lim, MemoryMB: mem,
+		CPUSeconds: int(timeout/time.Second) + 1})
+	if err != nil {
+		return "", "", st, err
 	}
-	ch := make(chan answer, 1)
-	go func() {
-		// On a timeout this goroutine runs on alone: it owns its temp dir.
-		tmp, err := os.MkdirTemp("", "skillfleet-score-")
-		if err != nil {
-			ch <- answer{err: err}
-			return
-		}
-		defer os.RemoveAll(tmp)
-		d, err := compareData(out.Data, gold, goldPath, ranges, lim, tmp)
-		ch <- answer{d, err}
-	}()
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "", st, fmt.Errorf("scorer: %w", err)
+	}
+	tmp, err := os.MkdirTemp("", "skillfleet-score-")
+	if err != nil {
+		return "", "", st, err
+	}
+	defer os.RemoveAll(tmp)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	select {
-	case a := <-ch:
-		var u *unreadableError
-		switch {
-		case errors.As(a.err, &u):
-			return OutcomeUnreadable, u.Error(), nil
-		case a.err != nil:
-			return "", "", a.err
-		case a.diff != "":
-			return OutcomeWrong, a.diff, nil
+	cmd := exec.CommandContext(cctx, exe)
+	cmd.Env = []string{scorerEnv + "=1", "TMPDIR=" + tmp}
+	cmd.Dir = tmp
+	cmd.Stdin = bytes.NewReader(req)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	start := time.Now()
+	err = cmd.Run()
+	st.Elapsed = time.Since(start)
+	if ps := cmd.ProcessState; ps != nil {
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			st.PeakRSS = ru.Maxrss << 10
 		}
-		return OutcomePass, "", nil
-	case <-ctx.Done():
-		return OutcomeCompareTimeout, fmt.Sprintf("comparing the output workbook took longer than %s", timeout), nil
 	}
+	if cctx.Err() != nil && ctx.Err() == nil {
+		return OutcomeCompareTimeout, fmt.Sprintf("comparing the output workbook took longer than %s", timeout), st, nil
+	}
+	if ctx.Err() != nil {
+		return "", "", st, ctx.Err()
+	}
+	var ans scoreAnswer
+	if jerr := json.Unmarshal(stdout.Bytes(), &ans); err != nil || jerr != nil {
+		// Out of memory (the Go runtime aborts), or killed by the CPU limit.
+		return OutcomeUnreadable, fmt.Sprintf("the output workbook could not be compared within %d MB of memory (%v)", mem, err), st, nil
+	}
+	switch {
+	case ans.GoldErr != "":
+		return "", "", st, errors.New(ans.GoldErr)
+	case ans.Unreadable != "":
+		return OutcomeUnreadable, ans.Unreadable, st, nil
+	case ans.Diff != "":
+		return OutcomeWrong, ans.Diff, st, nil
+	}
+	return OutcomePass, "", st, nil
+}
+
+// scorerEnv makes this executable the comparing child (see init).
+const scorerEnv = "SKILLFLEET_SPREADSHEET_SCORER"
+
+type scoreRequest struct {
+	Pred, Gold           []byte
+	GoldPath, Positions  string
+	Limits               ReadLimits
+	MemoryMB, CPUSeconds int
+}
+
+type scoreAnswer struct {
+	Diff, Unreadable, GoldErr string
+}
+
+func init() {
+	// Any binary holding this package can be the scorer's child.
+	if os.Getenv(scorerEnv) == "1" {
+		os.Exit(scorerMain(os.Stdin, os.Stdout))
+	}
+}
+
+// scorerMain is the child: limits itself, compares, answers in JSON.
+func scorerMain(in io.Reader, out io.Writer) int {
+	var req scoreRequest
+	if err := json.NewDecoder(in).Decode(&req); err != nil {
+		fmt.Fprintln(os.Stderr, "scorer: request:", err)
+		return 2
+	}
+	mem := uint64(req.MemoryMB) << 20
+	// Anonymous memory counts against RLIMIT_DATA: past it the runtime
+	// cannot grow the heap and aborts; the soft limit makes the GC try
+	// hard first.
+	syscall.Setrlimit(unix.RLIMIT_DATA, &syscall.Rlimit{Cur: mem + 256<<20, Max: mem + 256<<20})
+	syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: uint64(req.CPUSeconds), Max: uint64(req.CPUSeconds)})
+	debug.SetMemoryLimit(int64(mem))
+	ranges, err := ParsePositions(req.Positions)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "scorer:", err)
+		return 2
+	}
+	var ans scoreAnswer
+	diff, err := compareData(req.Pred, req.Gold, req.GoldPath, ranges, req.Limits, os.TempDir())
+	var u *unreadableError
+	switch {
+	case errors.As(err, &u):
+		ans.Unreadable = u.Error()
+	case err != nil:
+		ans.GoldErr = err.Error()
+	default:
+		ans.Diff = diff
+	}
+	if err := json.NewEncoder(out).Encode(ans); err != nil {
+		return 2
+	}
+	return 0
 }

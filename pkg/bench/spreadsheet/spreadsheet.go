@@ -57,9 +57,12 @@ type Config struct {
 	// WorkMB sizes each run's work directory (a tmpfs; default 128).
 	WorkMB int `json:"work_mb"`
 	// MaxOutputMB and MaxUnzipMB bound the output workbook the scorer
-	// reads: its size and its parts' uncompressed size (defaults 32, 64).
+	// reads: its size and its parts' uncompressed size (defaults 32, 32).
 	MaxOutputMB int `json:"max_output_mb"`
 	MaxUnzipMB  int `json:"max_unzip_mb"`
+	// CompareSeconds bounds one comparison (default 30), run in a child
+	// process that is killed at the limit.
+	CompareSeconds int `json:"compare_seconds"`
 	// UnsafeNoSandbox runs generated code WITHOUT kernel isolation (when
 	// bubblewrap or user namespaces are unavailable): an explicit opt-in,
 	// logged. Never use it with a model you do not trust.
@@ -182,7 +185,7 @@ func New(cfg Config) (*Env, error) {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"cpu_seconds", cfg.CPUSeconds}, {"memory_mb", cfg.MemoryMB}, {"work_mb", cfg.WorkMB}, {"max_output_mb", cfg.MaxOutputMB}, {"max_unzip_mb", cfg.MaxUnzipMB}} {
+	}{{"cpu_seconds", cfg.CPUSeconds}, {"memory_mb", cfg.MemoryMB}, {"work_mb", cfg.WorkMB}, {"max_output_mb", cfg.MaxOutputMB}, {"max_unzip_mb", cfg.MaxUnzipMB}, {"compare_seconds", cfg.CompareSeconds}} {
 		if f.v < 0 {
 			return nil, fmt.Errorf("env.%s: %d is negative", f.name, f.v)
 		}
@@ -203,7 +206,7 @@ func New(cfg Config) (*Env, error) {
 	if cfg.MaxUnzipMB > 0 {
 		lim.MaxUnzip = int64(cfg.MaxUnzipMB) << 20
 	}
-	return &Env{cfg: cfg, box: box, scorer: Scorer{Limits: lim}}, nil
+	return &Env{cfg: cfg, box: box, scorer: Scorer{Limits: lim, Timeout: time.Duration(cfg.CompareSeconds) * time.Second}}, nil
 }
 
 // Name returns "spreadsheet".
@@ -452,6 +455,7 @@ type CaseResult struct {
 	// Detail says what happened (wrong cells include the gold values).
 	Detail string
 	Run    RunResult
+	Score  ScoreStats // the comparison's cost (zero when none ran)
 }
 
 // RunCase runs code on one test case and scores what it leaves at
@@ -474,7 +478,7 @@ func (e *Env) RunCase(ctx context.Context, code string, c Case, positions string
 	case res.ExitCode != 0:
 		cr.Outcome, cr.Detail = OutcomeError, fmt.Sprintf("the program failed (exit %d):\n%s", res.ExitCode, tail(res.Output, 2000))
 	default:
-		cr.Outcome, cr.Detail, err = e.scorer.Score(ctx, res.Workbook, c.Gold, positions)
+		cr.Outcome, cr.Detail, cr.Score, err = e.scorer.Score(ctx, res.Workbook, c.Gold, positions)
 		if err != nil {
 			return cr, err
 		}
