@@ -9,13 +9,17 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
+// fuzzSeedsPerScorer bounds the corpus seeds taken from each scorer, so
+// that fuzzing starts quickly.
+const fuzzSeedsPerScorer = 300
+
 func corpusSeeds(f *testing.F, field string, scorers ...string) {
 	f.Helper()
 	cases, err := scorecorpus.Load(scorecorpus.Path("../score/testdata/skillopt-scores.jsonl.gz"))
 	if err != nil {
 		f.Fatal(err)
 	}
-	for _, s := range scorecorpus.Inputs(cases, field, 0, scorers...) {
+	for _, s := range scorecorpus.Inputs(cases, field, fuzzSeedsPerScorer, scorers...) {
 		f.Add(s)
 	}
 }

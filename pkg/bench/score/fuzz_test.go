@@ -10,11 +10,15 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
+// fuzzSeedsPerScorer bounds the corpus seeds taken from each scorer, so
+// that fuzzing starts quickly.
+const fuzzSeedsPerScorer = 300
+
 // seeds adds the corpus inputs of the given scorers to a fuzz target.
 func seeds(f *testing.F, field string, scorers ...string) {
 	f.Helper()
 	cases, _ := loadCorpus(f)
-	in := scorecorpus.Inputs(cases, field, 0, scorers...)
+	in := scorecorpus.Inputs(cases, field, fuzzSeedsPerScorer, scorers...)
 	if len(in) == 0 {
 		f.Fatalf("no %s seeds for %v", field, scorers)
 	}

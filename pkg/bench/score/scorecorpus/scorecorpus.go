@@ -97,9 +97,10 @@ func Load(path string) ([]Case, error) {
 
 // Inputs returns the distinct values of one input field ("text", "s",
 // "pred", "gold", "raw") over the cases of the given scorers, in file
-// order, at most limit of them (0: all).
+// order, at most limit from each scorer (0: all).
 func Inputs(cases []Case, field string, limit int, scorers ...string) []string {
 	seen := map[string]bool{}
+	taken := map[string]int{}
 	var out []string
 	for _, c := range cases {
 		ok := false
@@ -124,14 +125,12 @@ func Inputs(cases []Case, field string, limit int, scorers ...string) []string {
 		default:
 			panic("scorecorpus: unknown field " + field)
 		}
-		if seen[v] {
+		if seen[v] || (limit > 0 && taken[c.Scorer] >= limit) {
 			continue
 		}
 		seen[v] = true
+		taken[c.Scorer]++
 		out = append(out, v)
-		if limit > 0 && len(out) == limit {
-			break
-		}
 	}
 	return out
 }
