@@ -39,6 +39,7 @@ func commands() []command {
 		{"coordinator", "run the training loop against external NATS and workers", runCoordinator},
 		{"worker", "run a worker that executes tasks", runWorker},
 		{"eval", "score a skill on a split (and the baselines with --baseline)", runEval},
+		{"sleep", "improve your agent's skill overnight from your own sessions (sleep run|dry-run|status|harvest|adopt|schedule|unschedule)", runSleep},
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
 		{"ui", "serve the dashboard for run and campaign directories (ui DIR...)", runUI},

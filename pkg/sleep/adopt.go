@@ -74,7 +74,7 @@ func checkLive(e ManifestEntry, roots []string) error {
 	} else if err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("%s: not a regular file", p)
 	}
-	realDir, err := filepath.EvalSymlinks(filepath.Dir(p))
+	realDir, err := resolveDir(filepath.Dir(p))
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)
 	}
@@ -85,7 +85,7 @@ func checkLive(e ManifestEntry, roots []string) error {
 		return fmt.Errorf("%w: no allowed roots given", ErrOutsideRoot)
 	}
 	for _, r := range roots {
-		rr, err := filepath.EvalSymlinks(r)
+		rr, err := resolveDir(r)
 		if err != nil {
 			continue
 		}

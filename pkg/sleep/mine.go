@@ -103,13 +103,13 @@ type MineResult struct {
 // MineLLM asks model for at most 3 recurring tasks per session, each with
 // checks, a reference or a rubric. A session whose reply is unusable falls
 // back to the heuristic miner; a task with an unknown check op is dropped
-// and reported. Before each call, spend (if set) is asked whether the
-// night's budget allows it.
-func MineLLM(ctx context.Context, m llm.Model, name string, ds []Digest, spend func() error) (*MineResult, error) {
+// and reported. Before each call, spend (if set) is given the usage so far
+// and asked whether the night's budget allows another call.
+func MineLLM(ctx context.Context, m llm.Model, name string, ds []Digest, spend func(used llm.Usage) error) (*MineResult, error) {
 	res := &MineResult{}
 	for _, d := range ds {
 		if spend != nil {
-			if err := spend(); err != nil {
+			if err := spend(res.Usage); err != nil {
 				return res, err
 			}
 		}

@@ -127,7 +127,7 @@ func Stage(in StageInput) (string, error) {
 		if ContainsSecret(p.Text) {
 			return "", fmt.Errorf("stage: proposal %s holds a secret-shaped string; not staged", p.Name)
 		}
-		realDir, err := filepath.EvalSymlinks(filepath.Dir(p.LivePath))
+		realDir, err := resolveDir(filepath.Dir(p.LivePath))
 		if err != nil {
 			return "", fmt.Errorf("stage: proposal %s: %w", p.Name, err)
 		}
@@ -168,6 +168,22 @@ func Stage(in StageInput) (string, error) {
 		return "", err
 	}
 	return dir, nil
+}
+
+// resolveDir resolves the symlinks of dir, or of its nearest existing
+// ancestor when dir does not exist yet (the rest is joined unchanged).
+func resolveDir(dir string) (string, error) {
+	rest := ""
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		r, err := filepath.EvalSymlinks(d)
+		if err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || d == filepath.Dir(d) {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // ReadManifest reads a staging dir's manifest; a dir without one was never

@@ -1,0 +1,127 @@
+package sleep
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is a night's configuration: built-in defaults, then the config
+// file, then command-line flags.
+type Config struct {
+	// Source of transcripts: claude, codex, cursor or all.
+	Source string `yaml:"source"`
+	// LookbackHours is how far the first night of a project looks back.
+	LookbackHours float64 `yaml:"lookback_hours"`
+	// MaxSessions caps the sessions mined per night (0 = 3 × MaxTasks).
+	MaxSessions int `yaml:"max_sessions_per_night"`
+	// MaxTasks caps the tasks replayed per night.
+	MaxTasks int `yaml:"max_tasks_per_night"`
+	// MaxTokens bounds the tokens a night spends (mining, replays, judges,
+	// reflection). 0 = no bound.
+	MaxTokens int64 `yaml:"max_tokens_per_night"`
+	// MaxUSD bounds the dollars a night spends at the price table's prices.
+	MaxUSD float64 `yaml:"max_usd_per_night"`
+	// ValFraction and TestFraction split tasks by a stable hash of their id.
+	ValFraction  float64 `yaml:"val_fraction"`
+	TestFraction float64 `yaml:"test_fraction"`
+	// Backend is the model backend: sim (the simulated model, a test
+	// double), openai, openai_compatible, azure, anthropic or exec.
+	Backend string `yaml:"backend"`
+	// Model is the target model; OptimizerModel the miner's, reflector's
+	// and judge's (default Model).
+	Model          string `yaml:"model"`
+	OptimizerModel string `yaml:"optimizer_model"`
+	BaseURL        string `yaml:"base_url"`
+	// APIKeyEnv names the environment variable holding the key.
+	APIKeyEnv string `yaml:"api_key_env"`
+	// GateMetric is hard, soft or mixed; GateMixedWeight weighs hard in mixed.
+	GateMetric      string  `yaml:"gate_metric"`
+	GateMixedWeight float64 `yaml:"gate_mixed_weight"`
+	// GateNoRegression refuses an edit under which any val task scores lower.
+	GateNoRegression bool `yaml:"gate_no_regression"`
+	// EditBudget caps the edits one reflection proposes.
+	EditBudget   int   `yaml:"edit_budget"`
+	EvolveSkill  *bool `yaml:"evolve_skill"`
+	EvolveMemory *bool `yaml:"evolve_memory"`
+	// LLMMine mines with the model (else the heuristic miner).
+	LLMMine *bool `yaml:"llm_mine"`
+	// SkillPath is the live skill (default
+	// ~/.claude/skills/skillfleet-sleep-learned/SKILL.md); MemoryPath the
+	// live memory file (default <project>/CLAUDE.md).
+	SkillPath  string `yaml:"skill_path"`
+	MemoryPath string `yaml:"memory_path"`
+	// AutoAdopt adopts an accepted night at once (opt-in).
+	AutoAdopt bool  `yaml:"auto_adopt"`
+	Seed      int64 `yaml:"seed"`
+	// Preferences are house rules shown to the reflector.
+	Preferences string `yaml:"preferences"`
+}
+
+// Backends lists the backend names a night accepts.
+var Backends = []string{"sim", "openai", "openai_compatible", "azure", "anthropic", "exec"}
+
+// DefaultConfig is the built-in configuration.
+func DefaultConfig() Config {
+	t := true
+	return Config{Source: "all", LookbackHours: 72, MaxTasks: 40, MaxTokens: 400000, ValFraction: 0.34,
+		GateMetric: "mixed", GateMixedWeight: 0.5, EditBudget: 4, EvolveSkill: &t, EvolveMemory: &t, LLMMine: &t, Seed: 42}
+}
+
+// LoadConfig reads a YAML config file over the defaults; unknown keys are
+// errors naming the file and key. A missing file at an implicit path is
+// not an error (explicit=false).
+func LoadConfig(path string, explicit bool) (Config, error) {
+	c := DefaultConfig()
+	if path == "" {
+		return c, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) && !explicit {
+		return c, nil
+	}
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return c, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Validate checks every field; errors name the field.
+func (c Config) Validate() error {
+	switch {
+	case c.Source != "all" && !slices.Contains(Sources(), c.Source):
+		return fmt.Errorf("source: %q: want one of %s or all", c.Source, strings.Join(Sources(), ", "))
+	case c.Backend != "" && !slices.Contains(Backends, c.Backend):
+		return fmt.Errorf("backend: %q is not a known backend (want one of %s)", c.Backend, strings.Join(Backends, ", "))
+	case c.LookbackHours <= 0:
+		return fmt.Errorf("lookback_hours: %v: must be positive", c.LookbackHours)
+	case c.MaxTasks <= 0:
+		return fmt.Errorf("max_tasks_per_night: %d: must be positive", c.MaxTasks)
+	case c.MaxSessions < 0 || c.MaxTokens < 0 || c.MaxUSD < 0:
+		return errors.New("max_sessions_per_night, max_tokens_per_night, max_usd_per_night: must not be negative")
+	case c.ValFraction < 0 || c.TestFraction < 0 || c.ValFraction+c.TestFraction >= 1:
+		return fmt.Errorf("val_fraction %v + test_fraction %v: each ≥ 0, sum < 1", c.ValFraction, c.TestFraction)
+	case !slices.Contains([]string{"hard", "soft", "mixed"}, c.GateMetric):
+		return fmt.Errorf("gate_metric: %q: want hard, soft or mixed", c.GateMetric)
+	case c.GateMixedWeight < 0 || c.GateMixedWeight > 1:
+		return fmt.Errorf("gate_mixed_weight: %v: want 0..1", c.GateMixedWeight)
+	case c.EditBudget <= 0:
+		return fmt.Errorf("edit_budget: %d: must be positive", c.EditBudget)
+	}
+	return nil
+}
