@@ -99,3 +99,7 @@ func TestWorldJSONL(t *testing.T) {
 }
 func TestWorldLiveMath(t *testing.T) { checkWorld(t, "livemath", nil, 3) }
 func TestWorldDocVQA(t *testing.T)   { checkWorld(t, "docvqa", nil, 3) }
+
+func TestWorldOfficeQA(t *testing.T) {
+	checkWorld(t, "officeqa", map[string]any{"docs_dir": "docs"}, 3)
+}

@@ -14,7 +14,7 @@ import (
 
 // synthWorlds are the benchmarks with a synthetic world and a config in
 // configs/synth/.
-var synthWorlds = []string{"searchqa", "jsonl", "livemath", "docvqa"}
+var synthWorlds = []string{"searchqa", "jsonl", "livemath", "docvqa", "officeqa"}
 
 // testRow reads a skill's test score from train's summary table.
 func testRow(out, skill string) (float64, bool) {
