@@ -48,7 +48,7 @@ type HubOptions struct {
 	Meters *telemetry.Meters
 	// Advertise is the gRPC address workers dial (default: the listener's
 	// address). Give it when the coordinator listens on 0.0.0.0 or behind
-	// a service name.
+	// a service name; a host without a port takes the listener's port.
 	Advertise string
 	// Weight is the run's share of the fleet relative to other runs (default 1).
 	Weight float64
@@ -68,6 +68,8 @@ type Hub struct {
 	runs    jetstream.KeyValue
 	// unannounce withdraws the run from the run directory.
 	unannounce func()
+	// peers is the run directory as this hub sees it (for fair shares).
+	peers *queue.RunTable
 
 	mu     sync.RWMutex
 	skills map[string]string
@@ -96,6 +98,10 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	}
 	if o.Advertise == "" {
 		o.Advertise = advertised(o.GRPCListener.Addr().String())
+	} else if _, _, err := net.SplitHostPort(o.Advertise); err != nil {
+		// A host alone: the port is the listener's.
+		_, port, _ := net.SplitHostPort(o.GRPCListener.Addr().String())
+		o.Advertise = net.JoinHostPort(o.Advertise, port)
 	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return nil, fmt.Errorf("run dir: %w", err)
@@ -104,7 +110,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}, runs: runs}
+	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}, runs: runs, peers: queue.NewRunTable()}
 	prefix := ""
 	if o.RunID != "" {
 		prefix = o.RunID + "/"
@@ -112,7 +118,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	h.D = dispatch.New(dispatch.Options{
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
-		Cache: o.Cache, Addr: o.Advertise,
+		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow,
 	})
 	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
 	h.grpc = grpc.NewServer(o.GRPCServerOptions...)
@@ -173,6 +179,36 @@ func advertised(listen string) string {
 	return listen
 }
 
+// minBulkWindow is the smallest bulk window, so a run that starts before
+// any worker registered still keeps a fleet busy.
+const minBulkWindow = 48
+
+// bulkWindow is this run's fair share of bulk work in flight: twice the
+// target slots of the workers serving it, times its weight over the
+// weights of every live run.
+func (h *Hub) bulkWindow() int {
+	slots := 0
+	for _, w := range h.RPC.Workers(30 * time.Second) {
+		slots += w.Concurrency
+	}
+	own := h.o.Weight
+	if own <= 0 {
+		own = 1
+	}
+	total := own
+	for _, r := range h.peers.Live() {
+		if r.RunID == h.o.RunID {
+			continue
+		}
+		w := r.Weight
+		if w <= 0 {
+			w = 1
+		}
+		total += w
+	}
+	return max(minBulkWindow, int(2*float64(slots)*own/total+0.999))
+}
+
 // Purge removes every task of this run still in the stream (a finished
 // run leaves nothing for workers to pull).
 func (h *Hub) Purge(ctx context.Context) error {
@@ -212,6 +248,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}()
 	dctx, dstop := context.WithCancel(ctx)
 	go func() { errc <- h.D.Run(dctx) }()
+	go func() { _ = h.peers.Watch(dctx, h.runs) }()
 
 	if h.o.Meters != nil {
 		go h.sample(dctx, 2*time.Second)

@@ -25,7 +25,14 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *skillPath == "" {
 		return usageError{errors.New("eval: --skill is required")}
 	}
-	text, err := os.ReadFile(*skillPath)
+	return evalSkill(ctx, o, *skillPath, *split, *baseline, stdout, stderr)
+}
+
+// evalSkill scores the skill file on a split (with the no-skill and seed
+// baselines when baseline is set) and writes eval_summary.json in the run dir.
+func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, baselineToo bool, stdout, stderr io.Writer) error {
+	split, baseline := &splitName, &baselineToo
+	text, err := os.ReadFile(skillPath)
 	if err != nil {
 		return usageError{fmt.Errorf("eval: --skill: %w", err)}
 	}

@@ -39,6 +39,7 @@ func commands() []command {
 		{"coordinator", "run the training loop against external NATS and workers", runCoordinator},
 		{"worker", "run a worker that executes tasks", runWorker},
 		{"eval", "score a skill on a split (and the baselines with --baseline)", runEval},
+		{"campaign", "run a matrix of training runs (configs x models x harnesses x seeds) on one fleet", runCampaign},
 		{"sleep", "improve your agent's skill overnight from your own sessions (sleep run|dry-run|status|harvest|adopt|schedule|unschedule)", runSleep},
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
@@ -63,7 +64,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun `skillfleet <command> --help` for a command's flags.")
 	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 bad usage or config, 3 budget reached, 4 stopped on request,")
 	fmt.Fprintln(w, "5 --assert-improves failed, 6 too few items scored (infrastructure failures),")
-	fmt.Fprintln(w, "7 the run dir is in use by another coordinator.")
+	fmt.Fprintln(w, "7 the run dir is in use by another coordinator, 10+N a campaign in which N cells failed.")
 }
 
 func main() {

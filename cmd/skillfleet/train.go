@@ -60,6 +60,25 @@ type trainOpts struct {
 	// registry, set when a shared store is in use, is listed by /status.
 	registry store.Registry
 	ui       uiFlags // --ui, --ui-insecure (ui.go)
+	// exposure is --http-tls-* and --insecure-* (exposure.go).
+	exposure exposureFlags
+	// advertise is the gRPC address workers are told to dial.
+	advertise string
+	// ackWait is the task consumers' AckWait.
+	ackWait time.Duration
+	// weight is the run's share of a shared fleet.
+	weight float64
+	// hooks let a campaign watch and stop the run (nil for a plain run).
+	hooks *runHooks
+}
+
+// runHooks let a caller that runs many trainings in one process (a
+// campaign) see each run's trainer and stop it at a phase boundary.
+type runHooks struct {
+	// started sees the trainer once it exists.
+	started func(tr *coordinator.Trainer)
+	// stop is consulted with the run's own stop checks.
+	stop func() error
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -68,6 +87,9 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.out, "out", "", "run directory (default env.out_root, else runs/<env>-<time>); re-run with the same --out to resume")
 	fs.StringVar(&o.natsURL, "nats", "", "NATS URL of an external server (default: start an embedded one)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:0", "address the coordinator's gRPC service listens on")
+	fs.StringVar(&o.advertise, "advertise-addr", "", "gRPC address workers dial, announced in the run directory (default: the listen address; give it when listening on 0.0.0.0 or behind a service name)")
+	fs.DurationVar(&o.ackWait, "ack-wait", queue.DefaultAckWait, "how long a task delivered to a worker that stopped heart-beating (a dead worker) waits before it goes to another worker")
+	fs.Float64Var(&o.weight, "weight", 1, "the run's share of bulk work on a fleet shared with other runs")
 	if !coordinatorOnly {
 		fs.IntVar(&o.workers, "workers", -1, "in-process workers (default runtime.workers; 0 = only external workers)")
 	}
@@ -81,6 +103,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	fs.BoolVar(&o.traceContent, "trace-content", false, "record prompt and completion text in model-call spans")
 	o.grpcTLS.register(fs)
+	o.exposure.register(fs, true)
 	o.redis.register(fs, "the rollout cache shared across runs and the run's leader lease")
 	o.nats.register(fs)
 	fs.BoolVar(&o.noRolloutCache, "no-rollout-cache", false, "with --redis: do not read or fill the shared rollout cache")
@@ -174,6 +197,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := o.exposure.check(log, o.exposureOf()); err != nil {
+		return usageError{err}
+	}
 	cfg, err := loadConfig(o.config, o.sets)
 	if err != nil {
 		return err
@@ -265,7 +291,22 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if at := os.Getenv("SKILLFLEET_CRASH_AT"); at != "" {
 		prog.Observe(crashAt(at))
 	}
-	tr.SetStopCheck(stopCheck(ctx, runDir, s, tr, prices))
+	check := stopCheck(ctx, runDir, s, tr, prices)
+	if h := o.hooks; h != nil {
+		if h.started != nil {
+			h.started(tr)
+		}
+		if h.stop != nil {
+			own := check
+			check = func() error {
+				if err := own(); err != nil {
+					return err
+				}
+				return h.stop()
+			}
+		}
+	}
+	tr.SetStopCheck(check)
 	if err := pw.attach(ctx, o.ui, o.prices, runDir, prog, tr, sess.hub, o.registry, log, stderr); err != nil {
 		return err
 	}
@@ -412,7 +453,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 			sess.close()
 		}
 	}()
-	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log)
+	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log, o.exposure.metricsTLS)
 	if err != nil {
 		return nil, err
 	}
@@ -468,8 +509,8 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
 		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
 		GRPCServerOptions: append(grpcOpts, grpcServerTracing(tel)...), Propagator: tel.Propagator, Meters: tel.Meters,
-		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: 30 * time.Second},
-		Cache:    cache,
+		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: o.ackWait},
+		Cache:    cache, Advertise: o.advertise, Weight: o.weight,
 	})
 	if err != nil {
 		return nil, err
@@ -511,7 +552,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	}
 
 	if o.healthAddr != "" {
-		stop, err := serveHealth(ctx, o.healthAddr, hub, o.registry, log)
+		stop, err := serveHealth(ctx, o.healthAddr, hub, o.registry, log, o.exposure)
 		if err != nil {
 			return nil, fmt.Errorf("--health-addr: %w", err)
 		}

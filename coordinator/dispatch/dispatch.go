@@ -51,6 +51,9 @@ type Options struct {
 	// Cache, if set, serves tasks measured before instead of publishing
 	// them, and keeps every fresh successful result for later.
 	Cache *Cache
+	// BulkWindow, if set, bounds this run's bulk tasks (baseline and test
+	// evaluations) in the stream or running at once; see window.go.
+	BulkWindow func() int
 	// Addr is the coordinator's advertised gRPC address, written into
 	// every task so a worker that does not find the run in the run
 	// directory still knows where its result goes.
@@ -82,6 +85,11 @@ type Dispatcher struct {
 	// cacheKeys holds the cache key of each pending cached task.
 	cacheKeys map[string]string
 	closed    bool
+	// held are bulk tasks waiting for the bulk window; bulkOut the bulk
+	// tasks published and not yet answered.
+	held     []heldTask
+	bulkOut  map[string]bool
+	pumpBell chan struct{}
 }
 
 // Future is the eventual result of one task.
@@ -135,6 +143,8 @@ func New(o Options) *Dispatcher {
 		recording: map[string]bool{},
 		pending:   map[string]*Future{},
 		seqs:      map[uint64]string{},
+		bulkOut:   map[string]bool{},
+		pumpBell:  make(chan struct{}, 1),
 	}
 	for _, r := range o.Recorded {
 		d.recorded[r.GetTaskId()] = r
@@ -157,6 +167,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if d.o.Stream != nil {
 		go d.sweepEvery(ctx, SweepEvery)
+	}
+	if d.o.BulkWindow != nil {
+		go d.pump(ctx)
 	}
 	<-ctx.Done()
 	stop()
@@ -361,6 +374,10 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			data = protowire.AppendString(data, d.o.Addr)
 		}
 		class := queue.ClassOf(t)
+		if d.windowed(class) {
+			d.hold(t, futs[i], data)
+			continue
+		}
 		classes[class] = true
 		msg := d.taskMsg(ctx, t, class, data, "")
 		paf, err := d.o.JS.PublishMsgAsync(msg)
@@ -509,6 +526,9 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		d.recorded[id] = res
 		f := d.pending[id]
 		delete(d.pending, id)
+		if d.releaseBulkLocked(id) {
+			d.kick()
+		}
 		if f != nil && f.seq != 0 {
 			delete(d.seqs, f.seq)
 		}
@@ -559,6 +579,9 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 			continue
 		}
 		delete(d.pending, id)
+		if d.releaseBulkLocked(id) {
+			d.kick()
+		}
 		if d.cancels == nil {
 			d.cancels = map[string]int{}
 		}
