@@ -124,8 +124,8 @@ type Deps struct {
 
 // Worker pulls and runs tasks.
 type Worker struct {
-	cfg  Config
-	deps Deps
+	cfg    Config
+	deps   Deps
 	log    *slog.Logger
 	coords *coordinators
 	// bells wake the pull loops when a coordinator published work.

@@ -648,4 +648,3 @@ func readSpend(dir string, prices *pricing.Table) (calls, tokens int64, usd floa
 	}
 	return tf.Total.Calls, tf.Total.InputTokens + tf.Total.OutputTokens, usd, priced
 }
-

@@ -3,8 +3,8 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"io"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"

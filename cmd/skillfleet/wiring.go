@@ -78,7 +78,9 @@ func modelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec
 		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{
 			Limiter: limiter,
 			Extra: map[string]func(backends.Spec) (llm.Model, error){
-				"sim": func(backends.Spec) (llm.Model, error) { return simmodel.NewSleepAware(simmodel.New(simmodel.Options{})), nil },
+				"sim": func(backends.Spec) (llm.Model, error) {
+					return simmodel.NewSleepAware(simmodel.New(simmodel.Options{})), nil
+				},
 			},
 		})
 		if err != nil || tel == nil {

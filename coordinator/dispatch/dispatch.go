@@ -94,15 +94,15 @@ type Dispatcher struct {
 
 // Future is the eventual result of one task.
 type Future struct {
-	id   string
-	seq  uint64
+	id  string
+	seq uint64
 	// msg and published are the task's message and when it went out
 	// (for the lost-task sweep).
 	msg       *nats.Msg
 	published time.Time
-	done chan struct{}
-	res  *pb.Result
-	once sync.Once
+	done      chan struct{}
+	res       *pb.Result
+	once      sync.Once
 }
 
 // ID is the task id.
