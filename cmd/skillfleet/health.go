@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net"
 	"net/http"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 //
 // With a shared store, /status also lists its worker registry: every
 // worker process announcing itself there, whichever coordinator it serves.
-func serveHealth(ctx context.Context, addr string, hub *coordinator.Hub, reg store.Registry, log *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+func serveHealth(ctx context.Context, addr string, hub *coordinator.Hub, reg store.Registry, log *slog.Logger, x exposureFlags) (stop func(), err error) {
+	ln, err := x.listenHTTP(addr)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ var telemetryHook func(*telemetry.Options)
 
 // setupTelemetry starts tracing (exported only when OTEL_EXPORTER_OTLP_*
 // is set) and, with metricsAddr, a Prometheus endpoint.
-func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, traceContent bool, log *slog.Logger) (*telemetry.Telemetry, func(), error) {
+func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, traceContent bool, log *slog.Logger, opts ...func(*telemetry.Options)) (*telemetry.Telemetry, func(), error) {
 	var secrets []string
 	for _, v := range keyVars {
 		if s := os.Getenv(v); s != "" {
@@ -33,6 +33,9 @@ func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, 
 	o := telemetry.Options{
 		ServiceName: service, ServiceVersion: version, InstanceID: instance, TraceContent: traceContent,
 		Secrets: secrets, MetricsAddr: metricsAddr, SetGlobal: true, Logger: log,
+	}
+	for _, f := range opts {
+		f(&o)
 	}
 	if telemetryHook != nil {
 		telemetryHook(&o)

@@ -35,6 +35,8 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
 	var tlsFlags grpcClientTLS
 	tlsFlags.register(fs)
+	var exf exposureFlags
+	exf.register(fs, false)
 	var redisF redisFlags
 	redisF.register(fs, "rate limits shared by every worker")
 	var natsF natsFlags
@@ -49,7 +51,10 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-worker", *id, *metricsAddr, *traceContent, log)
+	if err := exf.check(log, workerExposure(*health, *metricsAddr, *natsURL, natsF, redisF, *coord, tlsFlags)); err != nil {
+		return usageError{err}
+	}
+	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-worker", *id, *metricsAddr, *traceContent, log, exf.metricsTLS)
 	if err != nil {
 		return err
 	}
@@ -103,7 +108,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			}
 			fmt.Fprintf(rw, "ok %s completed=%d\n", w.ID(), w.Completed())
 		})}
-		go func() { _ = srv.ListenAndServe() }()
+		go exf.serveHTTP(srv, log)
 		defer srv.Close()
 	}
 	if shared != nil {

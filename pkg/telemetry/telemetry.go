@@ -20,6 +20,7 @@ package telemetry
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,8 @@ type Options struct {
 	// (--metrics-addr). A bare port (":9464" or "9464") binds 127.0.0.1;
 	// give "0.0.0.0:9464" to listen on every interface. Empty: no endpoint.
 	MetricsAddr string
+	// MetricsTLS, when set, serves the metrics endpoint over HTTPS.
+	MetricsTLS *tls.Config
 	// SpanExporter, when set, receives every span synchronously, in
 	// addition to any OTLP exporter (tests: tracetest.NewInMemoryExporter).
 	SpanExporter sdktrace.SpanExporter
@@ -187,6 +190,9 @@ func Setup(ctx context.Context, o Options) (_ *Telemetry, shutdown func(context.
 		ln, err := net.Listen("tcp", metricsListenAddr(o.MetricsAddr))
 		if err != nil {
 			return nil, nil, fmt.Errorf("telemetry: metrics endpoint: %w", err)
+		}
+		if o.MetricsTLS != nil {
+			ln = tls.NewListener(ln, o.MetricsTLS)
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsH)
