@@ -134,7 +134,11 @@ type Spec struct {
 	Env     []string
 	Files   []File
 	Network Network
-	Limits  Limits
+	// Forwards offer host endpoints inside a NetNone sandbox at
+	// 127.0.0.1:Port (the loopback-only mode for agent CLIs: their model
+	// endpoint and nothing else).
+	Forwards []Forward
+	Limits   Limits
 	// Stdin is the program's standard input (default: none).
 	Stdin io.Reader
 	// Collect names work-directory files to hand back in Result.Files;
@@ -277,7 +281,7 @@ func New(o Options) (*Sandbox, error) {
 func (s *Sandbox) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	args := s.bwrapArgs(NetNone, Limits{}.WithDefaults(), nil)
+	args := s.bwrapArgs(NetNone, Limits{}.WithDefaults(), nil, nil)
 	args = append(args, "/usr/bin/true")
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.SysProcAttr = s.sysProcAttr()
@@ -332,8 +336,9 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 }
 
 // bwrapArgs is the isolation: namespaces, the filesystem, the
-// environment. files are (fd, name, mode) for --file.
-func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD) []string {
+// environment. files are (fd, name, mode) for --file; roBinds extra
+// host paths (source, destination) bound read-only.
+func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD, roBinds [][2]string) []string {
 	size := strconv.FormatInt(int64(l.WorkMB)<<20, 10)
 	a := []string{
 		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
@@ -353,6 +358,9 @@ func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD) []string {
 	}
 	for _, p := range s.ro {
 		a = append(a, "--ro-bind", p, p)
+	}
+	for _, b := range roBinds {
+		a = append(a, "--ro-bind", b[0], b[1])
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev",
 		"--size", size, "--perms", "0755", "--tmpfs", WorkDir,
@@ -526,14 +534,34 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 	}
 	sort.Strings(order)
 	if s.unsafe {
+		if len(spec.Forwards) > 0 {
+			return nil, nil, errors.New("sandbox: forwards need the isolation (unsafe mode has the host network)")
+		}
 		return s.unsafeCommand(ctx, spec, l, script, collectW, env, order)
 	}
 	var fds []fileFD
 	extra := []*os.File{collectW}
+	var fw *forwarding
 	closeAll := func() {
 		for _, f := range extra[1:] {
-			f.Close()
+			if fw == nil || f != fw.exe {
+				f.Close()
+			}
 		}
+		if fw != nil {
+			fw.close()
+		}
+	}
+	if len(spec.Forwards) > 0 {
+		if spec.Network != NetNone {
+			return nil, nil, errForwardNetwork
+		}
+		var err error
+		if fw, err = startForwards(spec.Forwards); err != nil {
+			return nil, nil, err
+		}
+		extra = append(extra, fw.exe)
+		script = fw.script(2+len(extra)) + fmt.Sprintf("exec %d>&-\n", 2+len(extra)) + script
 	}
 	for _, f := range spec.Files {
 		name, err := cleanName(f.Name)
@@ -553,7 +581,11 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 		extra = append(extra, mfd)
 		fds = append(fds, fileFD{fd: 2 + len(extra), name: name, mode: mode})
 	}
-	args := s.bwrapArgs(spec.Network, l, fds)
+	var binds [][2]string
+	if fw != nil {
+		binds = append(binds, [2]string{fw.dir, forwardDir})
+	}
+	args := s.bwrapArgs(spec.Network, l, fds, binds)
 	for _, k := range order {
 		args = append(args, "--setenv", k, env[k])
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -245,4 +247,139 @@ func TestHostUID(t *testing.T) {
 		t.Error("the sandboxed process was not found on the host")
 	}
 	<-done
+}
+
+// BenchmarkOverhead: /usr/bin/true in the sandbox (namespaces, mounts,
+// rlimits, collecting one file) against exec'ing it directly; the metric
+// is the difference of the medians.
+func BenchmarkOverhead(b *testing.B) {
+	s := newBox(b)
+	var boxed, direct []time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		r, err := s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/true"}, Files: []File{{Name: "in", Data: []byte("x")}}, Collect: []string{"in"}})
+		if err != nil || r.Failed() || r.Files["in"] == nil {
+			b.Fatal(err, r)
+		}
+		boxed = append(boxed, time.Since(start))
+		start = time.Now()
+		if err := exec.Command("/usr/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		direct = append(direct, time.Since(start))
+	}
+	med := func(d []time.Duration) time.Duration {
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return d[len(d)/2]
+	}
+	mb, md := med(boxed), med(direct)
+	b.ReportMetric(float64(mb.Microseconds())/1000, "ms-sandboxed-median")
+	b.ReportMetric(float64((mb-md).Microseconds())/1000, "ms-overhead-median")
+}
+
+// TestCommandPipes: the long-lived use (an environment bridge, an agent
+// CLI): the caller drives the sandboxed process over stdin/stdout.
+func TestCommandPipes(t *testing.T) {
+	s := newBox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd, cleanup, err := s.Command(ctx, Spec{Argv: sh(`while read line; do echo "got $line in $(pwd) as $(id -u)"; done`),
+		Files: []File{{Name: "bridge.py", Data: []byte("pass\n")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	in, _ := cmd.StdinPipe()
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(in, "hello")
+	fmt.Fprintln(in, "world")
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "got hello in /work as 65534\ngot world in /work as 65534\n" {
+		t.Errorf("bridge output %q", out.String())
+	}
+}
+
+// TestUnsafeMode: the explicit opt-out runs the same spec as a plain
+// process in a temporary directory standing for /work, then removes it.
+func TestUnsafeMode(t *testing.T) {
+	tmp := t.TempDir()
+	os.Chmod(tmp, 0o755) // a root worker runs the program as nobody
+	os.Chmod(filepath.Dir(tmp), 0o755)
+	t.Setenv("TMPDIR", tmp)
+	s, err := New(Options{Unsafe: true, Logf: func(string, ...any) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run(context.Background(), Spec{Argv: sh(`cat "$IN"; echo made > out.txt; pwd`), Env: []string{"IN=/work/in.txt"},
+		Files: []File{{Name: "in.txt", Data: []byte("data\n")}}, Collect: []string{"out.txt"}, Limits: Limits{Wall: 10 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Output), "\n")
+	if r.ExitCode != 0 || len(lines) != 2 || lines[0] != "data" || !strings.HasPrefix(lines[1], os.Getenv("TMPDIR")) || r.Isolation != "none (unsafe opt-in)" {
+		t.Errorf("unsafe run: %+v", r)
+	}
+	if e := r.Files["out.txt"]; e == nil || string(e.Data) != "made\n" {
+		t.Errorf("collected: %+v", r.Files)
+	}
+	if ents, _ := os.ReadDir(os.Getenv("TMPDIR")); len(ents) != 0 {
+		t.Errorf("left behind: %v", ents)
+	}
+}
+
+// TestForwards: the loopback-only mode. A forwarded host endpoint answers
+// at 127.0.0.1:PORT inside; the same host listener is not reachable
+// directly, nor is any other.
+func TestForwards(t *testing.T) {
+	s := newBox(t)
+	if _, err := os.Stat("/usr/bin/bash"); err != nil {
+		t.Skip("no /usr/bin/bash for the probe")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 64)
+				n, _ := c.Read(buf)
+				fmt.Fprintf(c, "pong to %s", strings.TrimSpace(string(buf[:n])))
+			}()
+		}
+	}()
+	other, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	otherPort := other.Addr().(*net.TCPAddr).Port
+	probe := fmt.Sprintf(`exec 5<>/dev/tcp/127.0.0.1/8089 && echo ping >&5 && cat <&5; echo
+(exec 6<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo DIRECT-REACHED
+(exec 7<>/dev/tcp/127.0.0.1/%d) 2>/dev/null && echo OTHER-REACHED
+exit 0`, port, otherPort)
+	r := run(t, s, Spec{Argv: []string{"/usr/bin/bash", "-c", probe}, Forwards: []Forward{{Port: 8089, Target: ln.Addr().String()}}})
+	if !strings.Contains(r.Output, "pong to ping") || strings.Contains(r.Output, "REACHED") || r.ExitCode != 0 {
+		t.Errorf("forward: %+v", r)
+	}
+	if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Network: NetHost, Forwards: []Forward{{Port: 1, Target: "x:1"}}}); err == nil {
+		t.Error("forwards with NetHost accepted")
+	}
+	if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Forwards: []Forward{{Port: 80, Target: "no-port"}}}); err == nil {
+		t.Error("a target without a port accepted")
+	}
 }

@@ -41,7 +41,7 @@ const date1904Key = "@1904"
 
 // book writes a workbook: cells maps "Sheet!A1" to a value. Sheets are
 // created in name order; the default Sheet1 is dropped when no cell uses it.
-func book(t *testing.T, path string, cells map[string]any) string {
+func book(t testing.TB, path string, cells map[string]any) string {
 	t.Helper()
 	f := excelize.NewFile()
 	defer f.Close()
@@ -126,7 +126,7 @@ func book(t *testing.T, path string, cells map[string]any) string {
 
 // rewriteCells replaces cells of xl/worksheets/sheet1.xml in the saved
 // workbook with raw XML.
-func rewriteCells(t *testing.T, path string, raws map[string]rawCell) {
+func rewriteCells(t testing.TB, path string, raws map[string]rawCell) {
 	t.Helper()
 	zr, err := zip.OpenReader(path)
 	if err != nil {
@@ -360,7 +360,7 @@ func TestPyRound(t *testing.T) {
 }
 
 // findPython returns an interpreter that can import openpyxl.
-func findPython(t *testing.T) string {
+func findPython(t testing.TB) string {
 	t.Helper()
 	for _, p := range []string{"/usr/bin/python3", "python3"} {
 		if exec.Command(p, "-c", "import openpyxl").Run() == nil {

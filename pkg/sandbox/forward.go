@@ -1,0 +1,188 @@
+package sandbox
+
+// Forwards: the loopback-only network mode. A NetNone sandbox has only
+// its own loopback; each Forward makes one host endpoint (a model API, a
+// local proxy) reachable at 127.0.0.1:Port inside it and nothing else.
+// Inside, a forwarder (this executable again, see init) listens on the
+// port and passes each connection through a Unix socket bound into the
+// sandbox; outside, the worker dials the target for each connection.
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Forward is one host endpoint offered inside the sandbox.
+type Forward struct {
+	Port   int    // on the sandbox's loopback (127.0.0.1)
+	Target string // host:port the worker dials, e.g. "127.0.0.1:8089" or "api.example.com:443"
+}
+
+const (
+	forwardEnv   = "SKILLFLEET_SANDBOX_FORWARD"
+	forwardDir   = "/run/sandbox-forward"
+	forwardReady = "/tmp/.sandbox-forward-ready"
+)
+
+func init() {
+	// Any binary holding this package can be the in-sandbox forwarder.
+	if spec := os.Getenv(forwardEnv); spec != "" {
+		os.Exit(forwarderMain(spec))
+	}
+}
+
+// forwarderMain listens on each "port=socket" pair of spec and copies
+// every connection to the Unix socket; it runs until killed.
+func forwarderMain(spec string) int {
+	for _, pair := range strings.Split(spec, ",") {
+		port, sock, ok := strings.Cut(pair, "=")
+		if !ok {
+			fmt.Fprintln(os.Stderr, "sandbox forwarder: bad pair", pair)
+			return 2
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox forwarder:", err)
+			return 2
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					u, err := net.Dial("unix", sock)
+					if err != nil {
+						c.Close()
+						return
+					}
+					splice(c, u)
+				}()
+			}
+		}()
+	}
+	if f, err := os.Create(forwardReady); err == nil {
+		f.Close()
+	}
+	select {}
+}
+
+// splice copies both ways until either side ends.
+func splice(a, b net.Conn) {
+	done := make(chan struct{}, 2)
+	cp := func(dst, src net.Conn) {
+		io.Copy(dst, src)
+		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		done <- struct{}{}
+	}
+	go cp(a, b)
+	go cp(b, a)
+	<-done
+	<-done
+	a.Close()
+	b.Close()
+}
+
+// forwarding is the host side of a run's forwards.
+type forwarding struct {
+	dir       string
+	listeners []net.Listener
+	exe       *os.File
+	spec      string
+	wg        sync.WaitGroup
+}
+
+// startForwards listens on one Unix socket per forward in a fresh host
+// directory (bound into the sandbox) and dials the target per connection.
+func startForwards(fs []Forward) (*forwarding, error) {
+	exePath, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("sandbox forward: %w", err)
+	}
+	exe, err := os.Open(exePath)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox forward: the forwarder (this executable): %w", err)
+	}
+	dir, err := os.MkdirTemp("", "skillfleet-forward-")
+	if err != nil {
+		exe.Close()
+		return nil, err
+	}
+	os.Chmod(dir, 0o711) // a root worker's bwrap runs as nobody
+	f := &forwarding{dir: dir, exe: exe}
+	var pairs []string
+	seen := map[int]bool{}
+	for i, fw := range fs {
+		if fw.Port <= 0 || fw.Port > 65535 || seen[fw.Port] {
+			f.close()
+			return nil, fmt.Errorf("sandbox forward %d: port %d is out of range or repeated", i, fw.Port)
+		}
+		if _, _, err := net.SplitHostPort(fw.Target); err != nil {
+			f.close()
+			return nil, fmt.Errorf("sandbox forward %d: target %q: %w", i, fw.Target, err)
+		}
+		seen[fw.Port] = true
+		name := strconv.Itoa(i) + ".sock"
+		ln, err := net.Listen("unix", filepath.Join(dir, name))
+		if err != nil {
+			f.close()
+			return nil, fmt.Errorf("sandbox forward %d: %w", i, err)
+		}
+		os.Chmod(filepath.Join(dir, name), 0o777)
+		f.listeners = append(f.listeners, ln)
+		pairs = append(pairs, strconv.Itoa(fw.Port)+"="+path.Join(forwardDir, name))
+		target := fw.Target
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					t, err := net.DialTimeout("tcp", target, 30*time.Second)
+					if err != nil {
+						c.Close()
+						return
+					}
+					splice(c, t)
+				}()
+			}
+		}()
+	}
+	f.spec = strings.Join(pairs, ",")
+	return f, nil
+}
+
+func (f *forwarding) close() {
+	for _, ln := range f.listeners {
+		ln.Close()
+	}
+	f.wg.Wait()
+	f.exe.Close()
+	os.RemoveAll(f.dir)
+}
+
+// script starts the forwarder (fd exeFD inside) and waits until it
+// listens.
+func (f *forwarding) script(exeFD int) string {
+	return fmt.Sprintf("%s=%s /proc/self/fd/%d </dev/null >/dev/null 2>&1 &\n"+
+		"i=0; while [ ! -e %s ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"+
+		"[ -e %s ] || { echo 'sandbox: the network forwarder did not start' >&2; exit 125; }\n",
+		forwardEnv, shellQuote(f.spec), exeFD, forwardReady, forwardReady)
+}
+
+var errForwardNetwork = errors.New("sandbox: forwards need Network NetNone (with NetHost the host network is there anyway)")
