@@ -144,63 +144,64 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 	t.prog.Phase("final evaluation")
 	t.fill.stop()
 	same := t.st.CurrentHash == t.st.BestHash
-	var finalVal *measure
-	tests := map[string][]rollResult{}
-	type job struct {
-		name, skill string
-	}
-	jobs := []job{}
-	if t.s.EvalTest {
-		jobs = append(jobs, job{"baseline", t.s.SkillInit}, job{"best", t.st.Best})
-		if !same {
-			jobs = append(jobs, job{"final", t.st.Current})
-		}
-	}
-	results := make([][]rollResult, len(jobs))
-	fns := []func() error{}
-	if !same {
-		fns = append(fns, func() error {
-			m, ok := t.selCache[t.st.CurrentHash]
-			if !ok {
-				var err error
-				m, _, err = t.measureSel(ctx, "final_selection", t.st.TotalSteps, t.st.Current, -1)
-				if err != nil {
-					return err
-				}
-			}
-			finalVal = &m
-			return nil
-		})
-	}
-	for i, j := range jobs {
-		fns = append(fns, func() (err error) {
-			results[i], _, err = t.rollout(ctx, rolloutReq{Stage: "test_" + j.name, Step: t.st.TotalSteps, Skill: j.skill, Items: t.testItems(), Split: bench.SplitTest})
-			return err
-		})
-	}
-	if err := parallel(fns...); err != nil {
-		return nil, err
-	}
-	for i, j := range jobs {
-		tests[j.name] = results[i]
-	}
+	// The final selection comes first: it decides whether the final skill
+	// is promoted, and so which skills are measured on test.
 	if same {
 		v := round6(t.st.BestScore)
 		sum.FinalScore = &v
-	} else if finalVal != nil {
-		v := round6(finalVal.Score)
+	} else {
+		m, ok := t.selCache[t.st.CurrentHash]
+		if !ok {
+			var err error
+			m, _, err = t.measureSel(ctx, "final_selection", t.st.TotalSteps, t.st.Current, -1)
+			if err != nil {
+				return nil, err
+			}
+		}
+		v := round6(m.Score)
 		sum.FinalScore = &v
-		if finalVal.Score > t.st.BestScore {
+		if m.Score > t.st.BestScore {
 			sum.Promoted = true
-			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, finalVal.Score, t.st.TotalSteps, t.st.CurrentOrigin
+			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, m.Score, t.st.TotalSteps, t.st.CurrentOrigin
 			t.rd.writeFile("best_skill.md", t.st.Best)
 		}
 	}
-	if _, ok := tests["final"]; !ok && t.s.EvalTest {
-		tests["final"] = tests["best"]
-	}
-	if sum.Promoted {
-		tests["best"] = tests["final"]
+	// Then each distinct skill that is reported — baseline, best (after
+	// any promotion), final — is measured on test once, all at once.
+	tests := map[string][]rollResult{}
+	if t.s.EvalTest {
+		type job struct {
+			names []string
+			skill string
+		}
+		var jobs []*job
+		byHash := map[string]*job{}
+		for _, n := range []struct{ name, skill string }{{"baseline", t.s.SkillInit}, {"best", t.st.Best}, {"final", t.st.Current}} {
+			h := skillHash(n.skill)
+			if j, ok := byHash[h]; ok {
+				j.names = append(j.names, n.name)
+				continue
+			}
+			j := &job{names: []string{n.name}, skill: n.skill}
+			byHash[h] = j
+			jobs = append(jobs, j)
+		}
+		results := make([][]rollResult, len(jobs))
+		fns := make([]func() error, len(jobs))
+		for i, j := range jobs {
+			fns[i] = func() (err error) {
+				results[i], _, err = t.rollout(ctx, rolloutReq{Stage: "test_" + j.names[0], Step: t.st.TotalSteps, Skill: j.skill, Items: t.testItems(), Split: bench.SplitTest})
+				return err
+			}
+		}
+		if err := parallel(fns...); err != nil {
+			return nil, err
+		}
+		for i, j := range jobs {
+			for _, n := range j.names {
+				tests[n] = results[i]
+			}
+		}
 	}
 	sum.BestScore, sum.BestStep, sum.BestOrigin, sum.CurrentOrigin = round6(t.st.BestScore), t.st.BestStep, t.st.BestOrigin, t.st.CurrentOrigin
 	sum.BestSkillHash, sum.FinalSkillHash = t.st.BestHash, t.st.CurrentHash
