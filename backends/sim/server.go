@@ -123,6 +123,7 @@ type Server struct {
 
 	mu    sync.Mutex
 	stats Stats
+	log   []LoggedRequest
 }
 
 // NewServer returns the HTTP face of m.
@@ -147,6 +148,13 @@ func NewServer(m *Model, o ServerOptions) *Server {
 	for _, p := range []string{"/v1/chat/completions", "/chat/completions"} {
 		s.mux.HandleFunc("POST "+p, s.chat)
 	}
+	for _, p := range []string{"/v1/responses", "/responses"} {
+		s.mux.HandleFunc("POST "+p, s.agent(APIResponses))
+	}
+	for _, p := range []string{"/v1/messages", "/messages"} {
+		s.mux.HandleFunc("POST "+p, s.agent(APIMessages))
+	}
+	s.mux.HandleFunc("GET /v1/requests", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.RequestLog()) })
 	s.mux.HandleFunc("GET /v1/models", s.models)
 	s.mux.HandleFunc("GET /v1/stats", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, s.Stats()) })
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {

@@ -401,9 +401,12 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		rep.Sessions, rep.Skipped = len(ds), sk
 		log.Info("harvested", "sessions", len(ds), "malformed_lines", sk.MalformedLines, "headless", sk.Headless, "subagent", sk.SubAgent)
 		if *r.cfg.LLMMine {
-			res, err := sleep.MineLLM(ctx, optimizer, optSpec.GetModel(), ds, func(u llm.Usage) error {
-				if used := u.InputTokens + u.OutputTokens; r.cfg.MaxTokens > 0 && used >= r.cfg.MaxTokens {
-					return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent mining", sleepdrv.ErrBudget, r.cfg.MaxTokens, used)
+			res, err := sleep.MineLLM(ctx, optimizer, optSpec.GetModel(), ds, func(u llm.Usage, next int64) error {
+				if used := u.InputTokens + u.OutputTokens; r.cfg.MaxTokens > 0 && used+next > r.cfg.MaxTokens {
+					return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent mining, the next session needs about %d more", sleepdrv.ErrBudget, r.cfg.MaxTokens, used, next)
+				}
+				if u := (llm.Usage{InputTokens: u.InputTokens + next}); cost != nil && r.cfg.MaxUSD > 0 && cost("optimizer", u) >= r.cfg.MaxUSD {
+					return fmt.Errorf("%w: max_usd_per_night $%.4f reached while mining", sleepdrv.ErrBudget, r.cfg.MaxUSD)
 				}
 				return nil
 			})

@@ -166,7 +166,13 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []psleep.Ta
 	if len(tasks) == 0 {
 		return nil, nil
 	}
-	if err := n.afford(stage, int64(n.perTask*float64(len(tasks)))); err != nil {
+	skill, memory := psleep.SplitDocs(doc)
+	var est int64
+	for _, t := range tasks {
+		est += psleep.EstimateReplay(t, skill, memory)
+	}
+	est = max(est, int64(n.perTask*float64(len(tasks))))
+	if err := n.afford(stage, est); err != nil {
 		return nil, err
 	}
 	rs, err := n.d.Replayer.Replay(ctx, ReplayRequest{Stage: stage, Doc: doc, Tasks: tasks, Sample: sample})
@@ -301,7 +307,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		if doc == "memory" {
 			text = memory
 		}
-		if err := n.afford("reflect_"+doc, 0); err != nil {
+		if err := n.afford("reflect_"+doc, reflectEstimate(text, fails)); err != nil {
 			return out, err
 		}
 		edits, u, calls, err := psleep.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, psleep.ReflectInput{
@@ -434,4 +440,17 @@ func firstErr(rs []Replay) string {
 		}
 	}
 	return ""
+}
+
+// reflectEstimate is a reflection's expected tokens: its document, the
+// failures shown (at most 8) and a reply allowance.
+func reflectEstimate(doc string, fails []psleep.Failure) int64 {
+	n := len(doc) + 1200
+	for i, f := range fails {
+		if i == 8 {
+			break
+		}
+		n += min(len(f.Intent), 400) + min(len(f.Wanted), 400) + min(len(f.Got), 600) + min(len(f.Why), 300) + 80
+	}
+	return int64(n/4) + 800
 }

@@ -104,15 +104,11 @@ type MineResult struct {
 // checks, a reference or a rubric. A session whose reply is unusable falls
 // back to the heuristic miner; a task with an unknown check op is dropped
 // and reported. Before each call, spend (if set) is given the usage so far
-// and asked whether the night's budget allows another call.
-func MineLLM(ctx context.Context, m llm.Model, name string, ds []Digest, spend func(used llm.Usage) error) (*MineResult, error) {
+// and the next call's expected tokens, and asked whether the night's
+// budget allows it.
+func MineLLM(ctx context.Context, m llm.Model, name string, ds []Digest, spend func(used llm.Usage, next int64) error) (*MineResult, error) {
 	res := &MineResult{}
 	for _, d := range ds {
-		if spend != nil {
-			if err := spend(res.Usage); err != nil {
-				return res, err
-			}
-		}
 		in := MineInput{Kind: KindMine, Project: d.Project, MaxTasks: 3, Feedback: d.FeedbackSignals}
 		for i, p := range d.UserPrompts {
 			if i == 6 {
@@ -129,6 +125,11 @@ func MineLLM(ctx context.Context, m llm.Model, name string, ds []Digest, spend f
 				"Answer with one JSON object {\"tasks\": [{\"intent\", \"context\", \"checks\": [{\"op\", \"arg\"}], \"reference\", \"rubric\"}]}.", in)
 		if err != nil {
 			return res, err
+		}
+		if spend != nil {
+			if err := spend(res.Usage, EstimateCall(msgs, 600)); err != nil {
+				return res, err
+			}
 		}
 		zero := 0.0
 		resp, err := m.Chat(ctx, &llm.Request{Model: name, Messages: msgs, Temperature: &zero, Stage: "sleep_mine"})

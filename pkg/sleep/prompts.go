@@ -36,3 +36,23 @@ func payloadMessages(role, instructions string, payload any) ([]llm.Message, err
 		{Role: llm.RoleUser, Content: user},
 	}, nil
 }
+
+// EstimateCall is the tokens a call is expected to spend: its prompt (four
+// bytes a token) and a reply allowance.
+func EstimateCall(msgs []llm.Message, reply int64) int64 {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Text())
+	}
+	return int64((n+3)/4) + reply
+}
+
+// EstimateReplay is the tokens one replay of t under skill and memory is
+// expected to spend: the attempt, and the rubric judge's call if any.
+func EstimateReplay(t Task, skill, memory string) int64 {
+	est := EstimateCall(AttemptMessages(t, skill, memory), 300)
+	if t.Judge.Kind == JudgeRubric {
+		est += 2*EstimateCall(nil, 300) + int64(len(t.Judge.Rubric)+len(t.Intent))/4 + 300
+	}
+	return est
+}

@@ -162,7 +162,7 @@ func TestMineLLMAndFallback(t *testing.T) {
 		t.Errorf("MineLLM(unusable) = %d fallbacks, %d tasks", res.Fallback, len(res.Tasks))
 	}
 	stop := errors.New("budget")
-	if _, err := MineLLM(context.Background(), rec, "m", ds, func(llm.Usage) error { return stop }); !errors.Is(err, stop) {
+	if _, err := MineLLM(context.Background(), rec, "m", ds, func(llm.Usage, int64) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("MineLLM(spend refuses) = %v", err)
 	}
 }

@@ -1,0 +1,490 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// Conversation is a request of an agent API (the Responses API, the
+// Messages API) read into one form: the system text, the turns in order
+// and the tools offered.
+type Conversation struct {
+	Model string
+	// System holds the instructions and the system and developer messages.
+	System []string
+	Turns  []Turn
+	Tools  []ToolDef
+	// MaxTokens caps the reply (0 = none).
+	MaxTokens int
+	// Seed is the sample seed, when the API carries one.
+	Seed *int64
+	// Size is the request's size in bytes, counted by the APIs' decoders
+	// as the text of the conversation plus the tool definitions.
+	Size int
+}
+
+// Turn is one entry of a conversation: a text of a role, an assistant's
+// tool call, or a tool's output.
+type Turn struct {
+	// Role is user, assistant or tool.
+	Role string
+	Text string
+	// Call is an assistant's tool call.
+	Call *ToolCall
+	// CallID and Output are a tool's result (Role tool).
+	CallID string
+	Output string
+}
+
+// ToolDef is a tool the client offers.
+type ToolDef struct {
+	Name        string
+	Description string
+	// Params is the JSON schema of the arguments.
+	Params json.RawMessage
+}
+
+// ToolCall is a call the model asks the client to run.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Args is the JSON object of the arguments.
+	Args string
+}
+
+// AgentReply is the model's turn: a text, tool calls, or both.
+type AgentReply struct {
+	Text  string
+	Calls []ToolCall
+	// Action says what the turn does: "answer", "read_skill", "read_file"
+	// or "chat" (a request without tools).
+	Action string
+	// Finish is "stop", "tool_calls" or "length".
+	Finish string
+	Usage  llm.Usage
+}
+
+// InputTokens is the sim's prompt token count of a conversation: its
+// size, one token per four bytes, rounded up.
+func (c *Conversation) InputTokens() int64 { return int64((c.Size + 3) / 4) }
+
+// maxAgentCalls bounds the tool calls of one task: past it the agent
+// answers with what it has.
+const maxAgentCalls = 6
+
+// Agent answers one turn of an agent CLI's conversation. A conversation
+// without tools is an ordinary request (a sim benchmark prompt or an
+// optimizer prompt) and gets [Model.Chat]'s reply. With tools, the sim
+// acts as a model driving the CLI's tool loop on a sim benchmark task:
+//
+//   - the task is the sim benchmark's question (the text that ends with
+//     the answer instruction) in a user message or in the output of a
+//     file read; when no question is visible and a user message names a
+//     file (task.md), the agent reads that file with a shell command;
+//   - a skill the CLI lists by name and description is opened when its
+//     description asks to be read before starting ("read it before", "before
+//     you start"), as skillfleet's skills do: with the CLI's skill tool (Skill) when it has
+//     one, else with a shell read of its SKILL.md (Codex lists a path);
+//   - then it answers as the sim target does ([Model.Chat] on the sim
+//     benchmark prompt) under the skill text it read, so the answer is
+//     right only when the loaded skill carries the rules the question
+//     needs. No skill read means no skill.
+//
+// One tool call per turn, at most maxAgentCalls per task. A request with
+// tools but no readable task fails with KindInvalidRequest naming what it
+// saw, as the sim does for any request it cannot read.
+func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error) {
+	if len(c.Tools) == 0 {
+		return m.plain(ctx, c)
+	}
+	st := readAgentState(c)
+	seed := int64(0)
+	if c.Seed != nil {
+		seed = *c.Seed
+	}
+	calls := len(st.calls)
+	if calls < maxAgentCalls {
+		if !st.skillRead {
+			if sk, ok := st.pickSkill(c); ok {
+				if call, ok := openSkillCall(c, sk, calls); ok {
+					return m.toolTurn(c, call, "read_skill", "I'll open the "+sk.name+" skill first."), nil
+				}
+			}
+		}
+		if st.question == "" {
+			if f := st.unreadTaskFile(); f != "" {
+				if call, ok := shellCall(c, f, calls); ok {
+					return m.toolTurn(c, call, "read_file", "The task is in "+f+"; reading it."), nil
+				}
+			}
+		}
+	}
+	if st.question == "" {
+		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf(
+			"sim: agent request (%d turns, %d tools): no sim benchmark question (a text ending %q) in a user message or tool output, and no unread task file named",
+			len(c.Turns), len(c.Tools), simbench.AnswerInstruction)}
+	}
+	req := &llm.Request{Model: c.Model, Seed: &seed, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: simbench.SystemPrompt(st.skill)},
+		{Role: llm.RoleUser, Content: simbench.UserPrompt(st.question)},
+	}}
+	resp, err := m.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	r := &AgentReply{Text: resp.Content, Action: "answer", Finish: resp.FinishReason}
+	if c.MaxTokens > 0 && llm.EstimateTokens(r.Text) > int64(c.MaxTokens) {
+		r.Text = strings.ToValidUTF8(r.Text[:min(len(r.Text), c.MaxTokens*4)], "")
+		r.Finish = "length"
+	}
+	r.Usage = llm.Usage{InputTokens: c.InputTokens(), OutputTokens: llm.EstimateTokens(r.Text)}
+	return r, nil
+}
+
+// plain answers a conversation without tools through Model.Chat.
+func (m *Model) plain(ctx context.Context, c *Conversation) (*AgentReply, error) {
+	req := &llm.Request{Model: c.Model, Seed: c.Seed, MaxTokens: c.MaxTokens}
+	if s := strings.Join(c.System, "\n\n"); s != "" {
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: s})
+	}
+	for _, t := range c.Turns {
+		switch {
+		case t.Role == "tool":
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleUser, Content: t.Output})
+		case t.Call != nil:
+		default:
+			req.Messages = append(req.Messages, llm.Message{Role: t.Role, Content: t.Text})
+		}
+	}
+	resp, err := m.Chat(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &AgentReply{Text: resp.Content, Action: "chat", Finish: resp.FinishReason,
+		Usage: llm.Usage{InputTokens: c.InputTokens(), OutputTokens: llm.EstimateTokens(resp.Content)}}, nil
+}
+
+func (m *Model) toolTurn(c *Conversation, call ToolCall, action, text string) *AgentReply {
+	return &AgentReply{Text: text, Calls: []ToolCall{call}, Action: action, Finish: "tool_calls",
+		Usage: llm.Usage{InputTokens: c.InputTokens(), OutputTokens: llm.EstimateTokens(text + call.Name + call.Args)}}
+}
+
+// agentState is what the conversation so far tells the agent.
+type agentState struct {
+	calls     []ToolCall
+	skillRead bool
+	skill     string
+	question  string
+	filesRead []string
+	// taskFiles are files the user messages point to.
+	taskFiles []string
+}
+
+var (
+	// taskFileRe finds a file the task points to, such as task.md.
+	taskFileRe = regexp.MustCompile(`\b([A-Za-z0-9_.-]+\.(?:md|txt))\b`)
+	// skillFileRe finds a SKILL.md path in a shell command or a path argument.
+	skillFileRe = regexp.MustCompile(`SKILL\.md\b`)
+)
+
+func readAgentState(c *Conversation) agentState {
+	var st agentState
+	byID := map[string]*ToolCall{}
+	purpose := map[string]string{} // call id -> "skill" or "file:<name>"
+	lastSkillCall := ""
+	for i := range c.Turns {
+		t := &c.Turns[i]
+		switch {
+		case t.Call != nil:
+			call := *t.Call
+			st.calls = append(st.calls, call)
+			byID[call.ID] = &call
+			switch {
+			case isSkillCall(call):
+				purpose[call.ID] = "skill"
+				lastSkillCall = call.ID
+			default:
+				if f := readTarget(call); f != "" {
+					purpose[call.ID] = "file:" + path.Base(f)
+				}
+			}
+		case t.Role == "tool":
+			p := purpose[t.CallID]
+			switch {
+			case p == "skill":
+				st.skillRead = true
+				st.skill = joinSkill(st.skill, t.Output)
+			case strings.HasPrefix(p, "file:"):
+				st.filesRead = append(st.filesRead, strings.TrimPrefix(p, "file:"))
+			}
+			if q, ok := findQuestion(t.Output); ok {
+				st.question = q
+			}
+		case t.Role == "user":
+			// Claude Code sends a loaded skill's text as a user message
+			// right after the Skill tool's result.
+			if lastSkillCall != "" && i > 0 && c.Turns[i-1].Role == "tool" && c.Turns[i-1].CallID == lastSkillCall && !strings.Contains(t.Text, simbench.AnswerInstruction) {
+				st.skill = joinSkill(st.skill, t.Text)
+				continue
+			}
+			if q, ok := findQuestion(t.Text); ok {
+				st.question = q
+			}
+			for _, m := range taskFileRe.FindAllStringSubmatch(t.Text, -1) {
+				if name := m[1]; !strings.EqualFold(name, "SKILL.md") && !strings.EqualFold(name, "AGENTS.md") && !strings.EqualFold(name, "CLAUDE.md") && !slices.Contains(st.taskFiles, name) {
+					st.taskFiles = append(st.taskFiles, name)
+				}
+			}
+		}
+	}
+	return st
+}
+
+// joinSkill adds a skill text read by a tool to what was read before. A
+// shell's header before the skill's front matter (Codex prints "Chunk
+// ID: ... Output:") is dropped, and so is the front matter.
+func joinSkill(have, more string) string {
+	if i := strings.Index(more, "---\nname:"); i > 0 {
+		more = more[i:]
+	}
+	more = stripFrontMatter(strings.TrimSpace(more))
+	if have == "" {
+		return more
+	}
+	return have + "\n\n" + more
+}
+
+// stripFrontMatter drops a leading "---" ... "---" block.
+func stripFrontMatter(s string) string {
+	rest, ok := strings.CutPrefix(s, "---\n")
+	if !ok {
+		return s
+	}
+	if _, after, ok := strings.Cut(rest, "\n---"); ok {
+		return strings.TrimSpace(after)
+	}
+	return s
+}
+
+// findQuestion returns the sim benchmark question in a text: the
+// paragraph before the answer instruction.
+func findQuestion(text string) (string, bool) {
+	at := strings.LastIndex(text, simbench.AnswerInstruction)
+	if at < 0 {
+		return "", false
+	}
+	before := strings.TrimSpace(text[:at])
+	if i := strings.LastIndex(before, "\n\n"); i >= 0 {
+		before = strings.TrimSpace(before[i+2:])
+	}
+	if _, ok := simbench.BaseValue(before); !ok {
+		return "", false
+	}
+	return before, true
+}
+
+func (st *agentState) unreadTaskFile() string {
+	for _, f := range st.taskFiles {
+		if !slices.Contains(st.filesRead, f) {
+			return f
+		}
+	}
+	return ""
+}
+
+// listedSkill is a skill the CLI lists.
+type listedSkill struct {
+	name, description string
+	// file is the SKILL.md path when the listing gives one.
+	file string
+}
+
+var (
+	// Codex: "- name: description (file: r1/name/SKILL.md)" with a roots
+	// table "- `r1` = `/abs/path`".
+	codexSkillRe = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.:-]+): (.*) \(file: ([^)]+)\)$`)
+	codexRootRe  = regexp.MustCompile("(?m)^- `([A-Za-z0-9_]+)` = `([^`]+)`$")
+	// Claude Code: "The following skills are available for use with the
+	// Skill tool:" then "- name: description" lines.
+	claudeListRe  = regexp.MustCompile(`(?s)skills are available for use with the Skill tool:\s*\n(.*)`)
+	claudeSkillRe = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.:/-]+): (.*)$`)
+)
+
+// listedSkills reads the skill listings of the system text and messages.
+func listedSkills(c *Conversation) []listedSkill {
+	var out []listedSkill
+	texts := slices.Clone(c.System)
+	for _, t := range c.Turns {
+		if t.Role != "tool" && t.Call == nil {
+			texts = append(texts, t.Text)
+		}
+	}
+	for _, tool := range c.Tools {
+		texts = append(texts, tool.Description)
+	}
+	seen := map[string]bool{}
+	for _, text := range texts {
+		roots := map[string]string{}
+		for _, m := range codexRootRe.FindAllStringSubmatch(text, -1) {
+			roots[m[1]] = m[2]
+		}
+		for _, m := range codexSkillRe.FindAllStringSubmatch(text, -1) {
+			file := m[3]
+			if root, rest, ok := strings.Cut(file, "/"); ok && roots[root] != "" {
+				file = path.Join(roots[root], rest)
+			}
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, listedSkill{name: m[1], description: m[2], file: file})
+			}
+		}
+		if lm := claudeListRe.FindStringSubmatch(text); lm != nil {
+			block := lm[1]
+			if end := strings.Index(block, "\n\n"); end >= 0 {
+				block = block[:end]
+			}
+			for _, m := range claudeSkillRe.FindAllStringSubmatch(block, -1) {
+				if !seen[m[1]] {
+					seen[m[1]] = true
+					out = append(out, listedSkill{name: m[1], description: m[2]})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// pickSkill returns the listed skill the task calls for, if any.
+func (st *agentState) pickSkill(c *Conversation) (listedSkill, bool) {
+	for _, sk := range listedSkills(c) {
+		d := strings.ToLower(sk.description)
+		if strings.Contains(d, "read it before") || strings.Contains(d, "before you start") {
+			return sk, true
+		}
+	}
+	return listedSkill{}, false
+}
+
+// isSkillCall reports whether a call loads a skill: the skill tool, or a
+// read of a SKILL.md.
+func isSkillCall(call ToolCall) bool {
+	if call.Name == "Skill" {
+		return true
+	}
+	return skillFileRe.MatchString(readTarget(call))
+}
+
+// readTarget returns the file a shell or read call reads ("" if none).
+func readTarget(call ToolCall) string {
+	var args map[string]any
+	if json.Unmarshal([]byte(call.Args), &args) != nil {
+		return ""
+	}
+	for _, k := range []string{"file_path", "path"} {
+		if s, ok := args[k].(string); ok {
+			return s
+		}
+	}
+	var cmd string
+	switch v := firstOf(args, "cmd", "command").(type) {
+	case string:
+		cmd = v
+	case []any:
+		if len(v) > 0 {
+			cmd, _ = v[len(v)-1].(string)
+		}
+	}
+	if f, ok := strings.CutPrefix(strings.TrimSpace(cmd), "cat "); ok {
+		return strings.Trim(strings.TrimSpace(f), `'"`)
+	}
+	return ""
+}
+
+func firstOf(m map[string]any, keys ...string) any {
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			return v
+		}
+	}
+	return nil
+}
+
+// openSkillCall is the call that loads sk: the Skill tool when the CLI has
+// one, else a shell read of its file.
+func openSkillCall(c *Conversation, sk listedSkill, n int) (ToolCall, bool) {
+	if td, ok := findTool(c, "Skill"); ok && schemaHas(td, "skill") {
+		return ToolCall{ID: callID(c, n), Name: "Skill", Args: mustJSON(map[string]string{"skill": sk.name})}, true
+	}
+	if sk.file == "" {
+		return ToolCall{}, false
+	}
+	return shellCall(c, sk.file, n)
+}
+
+// shellCall is a shell command (or a file read tool) that prints file.
+func shellCall(c *Conversation, file string, n int) (ToolCall, bool) {
+	cmd := "cat " + shellQuote(file)
+	for _, td := range c.Tools {
+		switch {
+		case td.Name == "exec_command" && schemaHas(td, "cmd"):
+			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"cmd": cmd})}, true
+		case (td.Name == "shell" || td.Name == "local_shell") && schemaHas(td, "command"):
+			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": []string{"bash", "-lc", cmd}})}, true
+		case (td.Name == "Bash" || td.Name == "shell_command") && schemaHas(td, "command"):
+			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": cmd, "description": "Print " + path.Base(file)})}, true
+		}
+	}
+	return ToolCall{}, false
+}
+
+func findTool(c *Conversation, name string) (ToolDef, bool) {
+	for _, td := range c.Tools {
+		if td.Name == name {
+			return td, true
+		}
+	}
+	return ToolDef{}, false
+}
+
+// schemaHas reports whether a tool's parameter schema has a property.
+func schemaHas(td ToolDef, prop string) bool {
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(td.Params, &s) != nil {
+		return false
+	}
+	_, ok := s.Properties[prop]
+	return ok
+}
+
+// callID is a reproducible call id: the conversation's turn count and the
+// call's number.
+func callID(c *Conversation, n int) string {
+	return fmt.Sprintf("call_sim_%d_%d", len(c.Turns), n+1)
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/sleep"
+)
+
+// The planted secrets of the researcher persona's transcripts.
+var plantedSecrets = []string{"sk-proj-PlantedKey0123456789abcdefXYZ", "PlantedKey0123", "Tr0ub4dor&3x", "Tr0ub4dor"}
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func personaArgs(state string, extra ...string) []string {
+	return append([]string{"sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state}, extra...)
+}
+
+func stagingRoot(state string) string {
+	return filepath.Join(state, "persona-researcher", "project", ".skillfleet-sleep", "staging")
+}
+
+func TestSleepPersonaProofRunImprovesAndReplays(t *testing.T) {
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, personaArgs(state, "--assert-improves")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "action: accept") || !strings.Contains(out, "rejected skill add \"Write every answer in lower case.\"") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	dir1, err := sleep.Latest(stagingRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sleep.ReadManifest(dir1)
+	if err != nil || !m.Accepted || len(m.Proposals) != 1 || m.Proposals[0].Name != "skill" {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+	prop1, _ := os.ReadFile(filepath.Join(dir1, "proposed_SKILL.md"))
+	if strings.Contains(string(prop1), sleep.HabitHarmful) || !strings.Contains(string(prop1), sleep.HabitArxivID) {
+		t.Fatalf("proposal:\n%s", prop1)
+	}
+	var rep struct {
+		Outcome struct {
+			Baseline struct{ Score float64 } `json:"baseline"`
+			Final    struct{ Score float64 } `json:"final_fresh"`
+		} `json:"outcome"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir1, "report.json"))
+	if err := json.Unmarshal(b, &rep); err != nil || !(rep.Outcome.Final.Score > rep.Outcome.Baseline.Score) {
+		t.Fatalf("report scores %+v, %v", rep.Outcome, err)
+	}
+	t.Logf("val score %.3f → %.3f (fresh replays)", rep.Outcome.Baseline.Score, rep.Outcome.Final.Score)
+	// Every final replay was a fresh sample, not a cache hit.
+	ev, _ := os.ReadFile(filepath.Join(dir1, "evidence.jsonl"))
+	finals := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(ev)), "\n") {
+		var r struct {
+			Stage string `json:"stage"`
+			Fresh bool   `json:"fresh"`
+		}
+		_ = json.Unmarshal([]byte(line), &r)
+		if r.Stage == "final_fresh" {
+			finals++
+			if !r.Fresh {
+				t.Fatalf("a final replay was not fresh: %s", line)
+			}
+		}
+	}
+	if finals == 0 {
+		t.Fatal("no final replays in the evidence")
+	}
+	// The same night again from its state (none before night 1): the same
+	// proposal.
+	if err := os.Remove(filepath.Join(state, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := runCLI(t, personaArgs(state)...); code != exitOK {
+		t.Fatalf("re-run exit %d\n%s\n%s", code, out, errOut)
+	}
+	dir2, _ := sleep.Latest(stagingRoot(state))
+	if dir2 == dir1 {
+		t.Fatal("the re-run staged nothing new")
+	}
+	prop2, _ := os.ReadFile(filepath.Join(dir2, "proposed_SKILL.md"))
+	if !bytes.Equal(prop1, prop2) {
+		t.Fatalf("re-run proposal differs:\n%s\n---\n%s", prop1, prop2)
+	}
+	// Adopt it, then a second night finds nothing new (cursor) and exits 0.
+	if code, out, errOut := runCLI(t, "sleep", "adopt", "--persona", "researcher", "--state-dir", state); code != exitOK {
+		t.Fatalf("adopt exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, _ = runCLI(t, personaArgs(state)...)
+	if code != exitOK || !strings.Contains(out, "action: no_tasks") {
+		t.Fatalf("night 2 exit %d:\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "sleep", "status", "--persona", "researcher", "--state-dir", state)
+	if code != exitOK || !strings.Contains(out, "night 2") || !strings.Contains(out, "adopted ") {
+		t.Fatalf("status exit %d:\n%s", code, out)
+	}
+}
+
+// recordingServer is an OpenAI-compatible endpoint over the sleep-aware
+// sim that keeps every request body.
+type recordingServer struct {
+	mu     sync.Mutex
+	bodies []string
+	m      llm.Model
+}
+
+func (s *recordingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+		Seed *int64 `json:"seed"`
+	}
+	var raw bytes.Buffer
+	if err := json.NewDecoder(ioTee(r, &raw)).Decode(&req); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.bodies = append(s.bodies, raw.String())
+	s.mu.Unlock()
+	lr := &llm.Request{Model: req.Model, Seed: req.Seed}
+	for _, m := range req.Messages {
+		lr.Messages = append(lr.Messages, llm.Message{Role: m.Role, Content: m.Content})
+	}
+	resp, err := s.m.Chat(r.Context(), lr)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"id": "x", "object": "chat.completion", "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": resp.Content}}},
+		"usage":   map[string]any{"prompt_tokens": resp.Usage.InputTokens, "completion_tokens": resp.Usage.OutputTokens, "total_tokens": resp.Usage.InputTokens + resp.Usage.OutputTokens},
+	})
+}
+
+type teeReader struct {
+	r   *http.Request
+	buf *bytes.Buffer
+}
+
+func ioTee(r *http.Request, buf *bytes.Buffer) *teeReader { return &teeReader{r, buf} }
+func (t *teeReader) Read(p []byte) (int, error) {
+	n, err := t.r.Body.Read(p)
+	t.buf.Write(p[:n])
+	return n, err
+}
+
+func TestSleepSecretsNeverLeaveTheHarvester(t *testing.T) {
+	rs := &recordingServer{m: simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))}
+	srv := httptest.NewServer(rs)
+	defer srv.Close()
+	t.Setenv("SLEEP_TEST_KEY", "not-a-real-key")
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, "sleep", "run", "--persona", "researcher", "--state-dir", state, "--backend", "openai_compatible",
+		"--base-url", srv.URL+"/v1", "--model", "sim", "--api-key-env", "SLEEP_TEST_KEY", "--log-level", "debug", "--assert-improves")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	rs.mu.Lock()
+	prompts := strings.Join(rs.bodies, "\n")
+	n := len(rs.bodies)
+	rs.mu.Unlock()
+	if n < 20 || !strings.Contains(prompts, "[REDACTED:api_key]") {
+		t.Fatalf("%d requests; the persona's redacted session never reached the miner", n)
+	}
+	check := func(where, text string) {
+		t.Helper()
+		for _, s := range plantedSecrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds the planted secret %q", where, s)
+			}
+		}
+	}
+	check("a prompt", prompts)
+	check("stdout", out)
+	check("the logs", errOut)
+	box := filepath.Join(state, "persona-researcher")
+	err := filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, filepath.Join(box, "claude")) {
+			return err // the transcripts themselves hold the secrets
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		check(p, string(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(state, "state.json")); err != nil {
+		t.Fatal("no state file was written")
+	}
+	t.Logf("%d model requests checked, staging dir, state file, stdout and debug logs clean", n)
+}
+
+func TestSleepTokenBudgetStopsCleanly(t *testing.T) {
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, personaArgs(state, "--max-tokens", "8000")...)
+	if code != exitBudget {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitBudget, out, errOut)
+	}
+	if !strings.Contains(errOut, "max_tokens_per_night") || !strings.Contains(errOut, "nothing was accepted") || !strings.Contains(out, "action: stopped_budget") {
+		t.Fatalf("the night does not say why it stopped:\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	dir, err := sleep.Latest(stagingRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sleep.ReadManifest(dir)
+	if err != nil || m.Accepted || m.Action != "stopped_budget" || len(m.Proposals) != 0 {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "proposed_SKILL.md")); err == nil {
+		t.Fatal("a proposal was staged")
+	}
+	var rep struct {
+		Outcome struct {
+			Spend struct{ Tokens int64 } `json:"spend"`
+		} `json:"outcome"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	_ = json.Unmarshal(b, &rep)
+	if rep.Outcome.Spend.Tokens == 0 || rep.Outcome.Spend.Tokens > 8000 {
+		t.Fatalf("spent %d tokens with a budget of 8000", rep.Outcome.Spend.Tokens)
+	}
+	if code, _, errOut := runCLI(t, "sleep", "adopt", "--persona", "researcher", "--state-dir", state); code == exitOK || !strings.Contains(errOut, "not accepted") {
+		t.Fatalf("adopt of a stopped night: exit %d, %s", code, errOut)
+	}
+	st, _ := sleep.LoadState(filepath.Join(state, "state.json"))
+	if len(st.LastHarvest) != 0 || st.Night != 1 || st.History[0].Action != "stopped_budget" {
+		t.Fatalf("state after a stopped night %+v: the cursor must not advance", st)
+	}
+	t.Logf("stopped after %d tokens: %s", rep.Outcome.Spend.Tokens, strings.TrimSpace(errOut))
+}
+
+func TestSleepRefusesUnknownBackendAndBadInput(t *testing.T) {
+	state := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sleep", "run", "--backend", "mock", "--state-dir", state}, `"mock" is not a known backend`},
+		{[]string{"sleep", "run", "--state-dir", state}, "--backend is required"},
+		{[]string{"sleep", "run", "--backend", "sim", "--source", "vscode", "--state-dir", state}, `"vscode"`},
+		{[]string{"sleep", "frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"sleep", "harvest", "--state-dir", state}, "--output is required"},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		if code != exitUsage || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d naming %s", tc.args, code, errOut, exitUsage, tc.want)
+		}
+	}
+	cfg := filepath.Join(state, "bad.yaml")
+	if err := os.WriteFile(cfg, []byte("backend: sim\nmax_tokens_per_nite: 5\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "sleep", "run", "--config", cfg, "--state-dir", state); code != exitUsage || !strings.Contains(errOut, cfg) || !strings.Contains(errOut, "max_tokens_per_nite") {
+		t.Errorf("bad config: exit %d, %q", code, errOut)
+	}
+}
+
+func TestSleepScheduleUsesTheGivenCrontab(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "table")
+	prog := filepath.Join(dir, "crontab")
+	script := "#!/bin/sh\nT=" + table + "\nif [ \"$1\" = -l ]; then [ -f \"$T\" ] || { echo 'no crontab for tester' >&2; exit 1; }; cat \"$T\"; exit 0; fi\nif [ \"$1\" = - ]; then cat > \"$T\"; exit 0; fi\nexit 2\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proj := filepath.Join(dir, "proj")
+	code, out, errOut := runCLI(t, "sleep", "schedule", "--crontab", prog, "--at", "02:30", "--backend", "sim", "--project", proj, "--state-dir", dir)
+	if code != exitOK {
+		t.Fatalf("schedule exit %d: %s %s", code, out, errOut)
+	}
+	b, _ := os.ReadFile(table)
+	if !strings.HasPrefix(string(b), "30 2 * * * ") || !strings.Contains(string(b), "sleep run --project "+proj) || !strings.Contains(string(b), "# skillfleet-sleep:skillfleet-sleep") {
+		t.Fatalf("crontab:\n%s", b)
+	}
+	if code, _, _ := runCLI(t, "sleep", "unschedule", "--crontab", prog, "--state-dir", dir); code != exitOK {
+		t.Fatal("unschedule failed")
+	}
+	if b, _ := os.ReadFile(table); strings.TrimSpace(string(b)) != "" {
+		t.Fatalf("crontab after unschedule: %q", b)
+	}
+}
