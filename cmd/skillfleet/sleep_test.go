@@ -309,3 +309,20 @@ func TestSleepScheduleUsesTheGivenCrontab(t *testing.T) {
 		t.Fatalf("crontab after unschedule: %q", b)
 	}
 }
+
+func TestSleepDryRunWritesNothing(t *testing.T) {
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, "sleep", "dry-run", "--persona", "researcher", "--backend", "sim", "--state-dir", state)
+	if code != exitOK || !strings.Contains(out, "dry run of night 1") || !strings.Contains(out, "action: accept") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(state, "state.json")); err == nil {
+		t.Error("dry-run wrote the state file")
+	}
+	if _, err := os.Stat(stagingRoot(state)); err == nil {
+		t.Error("dry-run staged a night")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(state, "runs")); len(ents) != 0 {
+		t.Errorf("dry-run left run dirs %v", ents)
+	}
+}

@@ -96,3 +96,22 @@ func TestConsolidateStopsAtTokenBudget(t *testing.T) {
 	}
 	t.Logf("stopped: %s", out.Reason)
 }
+
+func TestConsolidateEvolvesOnlyTheMemoryWhenAsked(t *testing.T) {
+	m := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	tasks := personaTasks(t, m)
+	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	skill := "# My own skill\n\nNever touched.\n"
+	memory := "# Project notes\n\nUser text stays.\n\n" + psleep.LearnedStart + "\n" + psleep.LearnedEnd + "\n"
+	out, err := Consolidate(context.Background(), Settings{EvolveMemory: true}, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+		Input{Tasks: tasks, Skill: skill, Memory: memory})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Accepted || out.SkillChanged || !out.MemoryChanged || out.ProposedSkill != skill {
+		t.Fatalf("outcome %s (%s): skill changed %t, memory changed %t", out.Action, out.Reason, out.SkillChanged, out.MemoryChanged)
+	}
+	if psleep.OutsideBlock(out.ProposedMemory) != psleep.OutsideBlock(memory) || len(psleep.LearnedLines(out.ProposedMemory)) != 2 {
+		t.Fatalf("memory:\n%s", out.ProposedMemory)
+	}
+}

@@ -167,3 +167,31 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+func TestMineHeuristicFixtures(t *testing.T) {
+	home := copyTree(t)
+	ds, _, err := Harvest(fixtureOptions(home))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := MineHeuristic(ds)
+	type row struct{ ID, Intent, Outcome, Kind, Hint string }
+	var got []row
+	for _, tk := range tasks {
+		if err := tk.Validate(); err != nil {
+			t.Errorf("task %s: %v", tk.ID, err)
+		}
+		got = append(got, row{tk.ID, tk.Intent, tk.Outcome, tk.Judge.Kind, tk.SkillHint})
+	}
+	p := "/home/dev/webapp"
+	want := []row{
+		{TaskID("task_", p, "Add a dark mode toggle to the settings page"), "Add a dark mode toggle to the settings page", "success", JudgeRubric, ""},
+		{TaskID("task_", p, "Fix the login test; the API key is [REDACTED:api_key] and the db password=[REDACTED:secret]"),
+			"Fix the login test; the API key is [REDACTED:api_key] and the db password=[REDACTED:secret]", "mixed", JudgeRubric, "webapp-testing"},
+		{TaskID("task_", p, "Write a changelog entry for the login fix; export GITHUB_TOKEN=[REDACTED:github_token] first"),
+			"Write a changelog entry for the login fix; export GITHUB_TOKEN=[REDACTED:github_token] first", "fail", JudgeRubric, ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("MineHeuristic (-want +got):\n%s", diff)
+	}
+}
