@@ -174,7 +174,7 @@ func TestMultiHostRunSurvivesACutLink(t *testing.T) {
 	model := "http://" + hubIP + ":8089/v1"
 	dir := filepath.Join(t.TempDir(), "run")
 	coord := n.in(n.hub, binary, "coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", dir,
-		"--nats", "nats://127.0.0.1:4222", "--grpc-addr", "0.0.0.0:7000", "--redis", "redis://127.0.0.1:6379/0",
+		"--nats", "nats://127.0.0.1:4222", "--grpc-addr", "0.0.0.0:7000", "--insecure-grpc", "--redis", "redis://127.0.0.1:6379/0",
 		"--log-level", "warn",
 		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
 		"--set", "runtime.sim_llm=false", "--set", "runtime.idle_fill=false",
