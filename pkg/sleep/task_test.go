@@ -234,3 +234,21 @@ func TestStateLockAndAtomicSave(t *testing.T) {
 		t.Fatalf("LoadState(torn) = %v, want an error naming the file", err)
 	}
 }
+
+func TestShippedConfigLoads(t *testing.T) {
+	c, err := LoadConfig("../../configs/sleep/config.yaml", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := DefaultConfig()
+	if c.MaxTokens != d.MaxTokens || c.Backend != "sim" || c.ValFraction != d.ValFraction {
+		t.Errorf("shipped config %+v", c)
+	}
+	bad := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(bad, []byte("backend: mock\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(bad, true); err == nil || !strings.Contains(err.Error(), `"mock"`) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("LoadConfig(backend mock) = %v", err)
+	}
+}
