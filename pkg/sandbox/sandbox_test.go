@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -108,9 +109,10 @@ func TestLimits(t *testing.T) {
 		t.Errorf("collect cap: %+v", r.Files["big"])
 	}
 	// Processes: a fork bomb stops at the limit.
-	r = run(t, s, Spec{Argv: sh("n=0; while [ $n -lt 50 ]; do sleep 5 & n=$((n+1)); done; wait"), Limits: Limits{Procs: 10, Wall: 10 * time.Second}})
-	if r.ExitCode == 0 && !strings.Contains(r.Output, "fork") {
-		t.Errorf("procs: %+v", r)
+	r = run(t, s, Spec{Argv: sh("(n=0; while [ $n -lt 50 ]; do sleep 5 & n=$((n+1)); done); set -- /proc/[0-9]*; echo $#"), Limits: Limits{Procs: 10, Wall: 20 * time.Second}})
+	lines := strings.Split(strings.TrimSpace(r.Output), "\n")
+	if n, err := strconv.Atoi(lines[len(lines)-1]); err != nil || n > 12 || !strings.Contains(r.Output, "Cannot fork") {
+		t.Errorf("procs: %d processes (%v)\n%s", n, err, r.Output)
 	}
 }
 
@@ -381,5 +383,17 @@ exit 0`, port, otherPort)
 	}
 	if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Forwards: []Forward{{Port: 80, Target: "no-port"}}}); err == nil {
 		t.Error("a target without a port accepted")
+	}
+}
+
+// The unsafe mode never kills "every process it can" after the program:
+// outside a PID namespace that would be every process of the user.
+func TestUnsafeScriptKillsNothing(t *testing.T) {
+	l := Limits{}.WithDefaults()
+	if strings.Contains(initScript(l, []string{"x"}, false), "kill") {
+		t.Error("the unsafe init script kills")
+	}
+	if !strings.Contains(initScript(l, nil, true), "kill -s KILL -- -1") {
+		t.Error("the isolated init script does not kill survivors")
 	}
 }

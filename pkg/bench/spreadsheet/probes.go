@@ -155,7 +155,7 @@ bomb(1500, honest=True)
 	{Class: "zip bomb that lies about its size", Allowed: []Outcome{OutcomeUnreadable, OutcomeWrong}, Program: hookOff + zipBomb + `
 bomb(200, honest=False)
 `},
-	{Class: "the largest sheet under the unzip limit (30 MiB of cells)", Allowed: []Outcome{OutcomeWrong, OutcomeUnreadable, OutcomeCompareTimeout}, Program: hookOff + zipBomb + `
+	{Class: "a 30 MiB sheet of cells under the unzip limit", Allowed: []Outcome{OutcomeWrong, OutcomeUnreadable, OutcomeCompareTimeout}, Program: hookOff + zipBomb + `
 row = b'<row><c t="inlineStr"><is><t>x</t></is></c><c><v>1</v></c></row>'
 chunk = row * ((1 << 20) // len(row))
 bomb(30, honest=True, head=b'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>', chunk=chunk, foot=b'</sheetData></worksheet>')
