@@ -23,17 +23,17 @@ type DeadlinePolicy struct {
 	// derived from observed latencies.
 	Fixed time.Duration
 	// Multiplier scales the observed 99th percentile of a stage's
-	// successful attempts into its deadline (default 4).
+	// successful attempts into its deadline (default 6).
 	Multiplier float64
 	// MinSamples is how many successful attempts a stage needs before its
-	// latencies set a deadline (default 20). A stage with fewer uses the
+	// latencies set a deadline (default 50). A stage with fewer uses the
 	// model's latencies over every stage, times FallbackMultiplier; a model
 	// with fewer uses those of every model in the process, times
 	// FallbackMultiplier twice; with fewer than MinSamples of those too,
 	// there is no deadline but Ceiling.
 	MinSamples int
 	// FallbackMultiplier widens an estimate taken from a wider set of
-	// calls than the attempt's own stage (default 4).
+	// calls than the attempt's own stage (default 2).
 	FallbackMultiplier float64
 	// Floor is the shortest deadline ever set (default 2s).
 	Floor time.Duration
@@ -48,9 +48,9 @@ type DeadlinePolicy struct {
 }
 
 func (p DeadlinePolicy) withDefaults() DeadlinePolicy {
-	p.Multiplier = cmpOr(p.Multiplier, 4)
-	p.MinSamples = cmpOr(p.MinSamples, 20)
-	p.FallbackMultiplier = cmpOr(p.FallbackMultiplier, 4)
+	p.Multiplier = cmpOr(p.Multiplier, 6)
+	p.MinSamples = cmpOr(p.MinSamples, 50)
+	p.FallbackMultiplier = cmpOr(p.FallbackMultiplier, 2)
 	p.Floor = cmpOr(p.Floor, 2*time.Second)
 	p.Window = cmpOr(p.Window, 512)
 	p.Check = cmpOr(p.Check, 100*time.Millisecond)
@@ -197,6 +197,7 @@ func (d *Deadline) For(stage string, attempt int) time.Duration {
 
 // Chat implements llm.Model.
 func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	markEntered(ctx)
 	start := time.Now()
 	attempt := attemptOf(ctx)
 	cctx, cancel := context.WithCancelCause(ctx)

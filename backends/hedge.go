@@ -3,6 +3,7 @@ package backends
 import (
 	"context"
 	"errors"
+	"net/http/httptrace"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -42,7 +43,8 @@ func (p HedgePolicy) withDefaults() HedgePolicy {
 // cancelled. Both are accounted: the reply's Attempts counts two, and the
 // cancelled attempt is a failed attempt of cause llm.CauseHedged whose
 // usage is taken to be the winner's (the same request; a provider bills a
-// request it finished for a client that left). Hedged attempts are capped
+// request it finished for a client that left). An attempt cancelled before
+// its request was written is no call and is not counted. Hedged attempts are capped
 // at MaxExtra of the calls. A ctx marked with llm.WithStop starts no hedge
 // once stopped.
 type Hedge struct {
@@ -83,6 +85,41 @@ type hedgeOut struct {
 	resp *llm.Response
 	err  error
 	i    int
+	sent *sendTrace
+}
+
+// sendTrace learns whether an attempt reached the provider: it entered
+// the bare backend (marked by the [Deadline] layer), and an HTTP backend
+// wrote the request. A hedged attempt cancelled before that is no call.
+type sendTrace struct {
+	entered, dialing, wrote atomic.Bool
+}
+
+type sendTraceKey struct{}
+
+func withSendTrace(ctx context.Context, st *sendTrace) context.Context {
+	ctx = context.WithValue(ctx, sendTraceKey{}, st)
+	return httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		GetConn: func(string) { st.dialing.Store(true) },
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				st.wrote.Store(true)
+			}
+		},
+	})
+}
+
+// markEntered records that an attempt reached the bare backend.
+func markEntered(ctx context.Context) {
+	if st, ok := ctx.Value(sendTraceKey{}).(*sendTrace); ok {
+		st.entered.Store(true)
+	}
+}
+
+// reached reports whether the attempt may have reached the provider (a
+// backend that is not HTTP counts once entered).
+func (st *sendTrace) reached() bool {
+	return st == nil || st.entered.Load() && (!st.dialing.Load() || st.wrote.Load())
 }
 
 // Chat implements llm.Model.
@@ -97,9 +134,11 @@ func (h *Hedge) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 	launch := func(i int) {
 		c, cancel := context.WithCancelCause(ctx)
 		cancels[i] = cancel
+		st := &sendTrace{}
+		c = withSendTrace(c, st)
 		go func() {
 			r, err := h.model.Chat(c, req)
-			ch <- hedgeOut{r, err, i}
+			ch <- hedgeOut{r, err, i, st}
 		}()
 	}
 	defer func() {
@@ -148,6 +187,9 @@ func (h *Hedge) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 // won folds the other attempt (failed or cancelled) into the reply.
 func (h *Hedge) won(resp *llm.Response, others []hedgeOut) *llm.Response {
 	for _, o := range others {
+		if !o.sent.reached() {
+			continue // cancelled before it was sent: no call
+		}
 		cause, usage, limited := h.account(o, resp)
 		resp.Attempts = max(resp.Attempts, 1) + 1
 		resp.RateLimited += limited
