@@ -1,10 +1,103 @@
 #!/usr/bin/env bash
-# The whole test suite: build, vet, generated-code staleness, unit and
-# integration tests (real embedded NATS, real redis-server), and the
-# multi-process tests that start real skillfleet processes.
+# The whole test suite: build, vet, gofmt, docker-compose.yml, generated-code
+# staleness, unit and integration tests (real embedded NATS, real
+# redis-server), and the multi-process tests that start real skillfleet
+# processes.
+#
+# It needs Go and a few tools (redis-server, protoc, docker-compose, ip,
+# chromium, bwrap, /usr/bin/python3 with openpyxl; node and npm for
+# scripts/install-agents.sh). Run as root on Debian/Ubuntu, it installs the
+# missing ones with apt-get (and the agent CLIs with
+# scripts/install-agents.sh); otherwise it stops before running anything,
+# printing one line per missing tool with its install command.
+#
+#   scripts/test.sh           check or install the tools, then run the suite
+#   scripts/test.sh --setup   check or install the tools, then stop
+#
+# SKILLFLEET_TEST_NO_INSTALL=1 reports missing tools instead of installing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
+setup_only=
+case "${1:-}" in
+--setup) setup_only=1 ;;
+"") ;;
+*) echo "usage: scripts/test.sh [--setup]" >&2; exit 2 ;;
+esac
+
+# tool | Debian package(s) | check
+tools=(
+  "redis-server|redis-server|command -v redis-server"
+  "protoc|protobuf-compiler|command -v protoc"
+  "docker-compose|docker-compose|command -v docker-compose"
+  "ip|iproute2|command -v ip"
+  "chromium|chromium|command -v chromium || command -v chromium-browser || test -x /usr/bin/chromium"
+  "bwrap|bubblewrap|command -v bwrap"
+  "python3 with openpyxl|python3 python3-openpyxl|/usr/bin/python3 -c 'import openpyxl'"
+)
+agents=
+if [[ -f scripts/install-agents.sh ]]; then
+  agents=1
+  tools+=("npm|nodejs npm|command -v npm && command -v node")
+fi
+
+missing() {
+  local t name pkgs check
+  for t in "${tools[@]}"; do
+    IFS='|' read -r name pkgs check <<<"$t"
+    if ! (eval "$check") >/dev/null 2>&1; then
+      echo "$name|$pkgs"
+    fi
+  done
+}
+
+if ! command -v go >/dev/null; then
+  echo "missing: go — install Go $(sed -n 's/^go //p' go.mod) or newer from https://go.dev/dl/ and put it on PATH" >&2
+  exit 1
+fi
+
+gaps=$(missing)
+if [[ -n "$gaps" && "$(id -u)" == 0 && -z "${SKILLFLEET_TEST_NO_INSTALL:-}" ]] && command -v apt-get >/dev/null; then
+  pkgs=$(cut -d'|' -f2 <<<"$gaps" | tr '\n' ' ')
+  echo "== installing: $pkgs"
+  export DEBIAN_FRONTEND=noninteractive
+  # shellcheck disable=SC2086 # one word per package
+  if ! { apt-get update -qq && apt-get install -y -qq $pkgs >/dev/null; }; then
+    echo "apt-get install $pkgs failed" >&2
+  fi
+  hash -r
+  gaps=$(missing)
+fi
+if [[ -n "$gaps" ]]; then
+  sudo=
+  [[ "$(id -u)" == 0 ]] || sudo="sudo "
+  while IFS='|' read -r name pkgs; do
+    if command -v apt-get >/dev/null; then
+      echo "missing: $name — install: ${sudo}apt-get install $pkgs" >&2
+    else
+      echo "missing: $name — install the package(s) $pkgs (Debian/Ubuntu names) with your package manager" >&2
+    fi
+  done <<<"$gaps"
+  echo "then run scripts/test.sh again" >&2
+  exit 1
+fi
+if [[ -n "$agents" ]]; then
+  # The agent CLIs (Codex, Claude Code) at pinned versions, into
+  # .tools/agents. Without them their tests skip, unless
+  # SKILLFLEET_REQUIRE_AGENTS=1.
+  if ! scripts/install-agents.sh; then
+    if [[ "${SKILLFLEET_REQUIRE_AGENTS:-}" == 1 ]]; then
+      echo "scripts/install-agents.sh failed (SKILLFLEET_REQUIRE_AGENTS=1)" >&2
+      exit 1
+    fi
+    echo "note: scripts/install-agents.sh failed; the agent CLI tests will skip" >&2
+  fi
+fi
+if [[ -n "$setup_only" ]]; then
+  echo "test prerequisites: all present"
+  exit 0
+fi
+
 echo "== build"
 go build ./...
 echo "== vet"
@@ -12,8 +105,11 @@ go vet ./...
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
 if [[ -n "$unformatted" ]]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
+echo "== docker-compose.yml"
+# Docker's own parser; no engine needed.
+docker-compose -f docker-compose.yml config -q
 echo "== tests"
-go test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/skillfleet-test.log | grep -Ev '^(=== RUN|=== PAUSE|=== CONT|    --- PASS)' 
+go test -race -count=1 -timeout 25m ./... 2>&1 | tee /tmp/skillfleet-test.log | grep -Ev '^(=== RUN|=== PAUSE|=== CONT|    --- PASS)'
 status=${PIPESTATUS[0]}
 passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
