@@ -40,7 +40,7 @@ import (
 const UnicodeVersion = unicodeVersion
 
 // assigned reports whether Python 3.11 knows r.
-func assigned(r rune) bool { return !unicode.Is(unassigned, r) }
+func assigned(r rune) bool { return r < 0x378 || !unicode.Is(unassigned, r) }
 
 // IsSpace reports whether r is whitespace to str.isspace(), str.split()
 // and str.strip(): Unicode White_Space plus U+001C–U+001F (bidi class B
@@ -159,7 +159,10 @@ func Lower(s string) string {
 				b.WriteString(s[i : i+n])
 				continue
 			}
-			b.WriteRune(unicode.ToLower(r))
+			if assigned(r) {
+				r = unicode.ToLower(r)
+			}
+			b.WriteRune(r)
 		}
 	}
 	return b.String()
@@ -205,7 +208,10 @@ func Upper(s string) string {
 			b.WriteString(s[i : i+n])
 			continue
 		}
-		b.WriteRune(unicode.ToUpper(r))
+		if assigned(r) {
+			r = unicode.ToUpper(r)
+		}
+		b.WriteRune(r)
 	}
 	return b.String()
 }

@@ -158,3 +158,44 @@ func TestLevenshtein(t *testing.T) {
 		}
 	}
 }
+
+// TestPythonStringSemantics holds the shortest example of each way the
+// scorers once differed from SkillOpt (issue 23), with SkillOpt's result.
+func TestPythonStringSemantics(t *testing.T) {
+	// 1. splitlines() breaks at U+2028 and a lone \r; split() and strip()
+	// treat U+001C–U+001F as whitespace.
+	for in, want := range map[string]string{
+		"Answer: Paris\u2028(source: doc 3)":         "(source: doc 3)",
+		"I think it is Paris.\rFinal answer: London": "Final answer: London",
+		"<answer>\x1fParis\x1c</answer>":             "Paris",
+	} {
+		if got := ExtractAnswer(in); got != want {
+			t.Errorf("ExtractAnswer(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// 2. \b knows Unicode letters; 4. full lowercasing.
+	for in, want := range map[string]string{
+		"çan!": "çan", "España": "españa", "Peña Nieto": "peña nieto", "Bahía Blanca": "bahía blanca",
+		"ΟΔΟΣ": "οδος", "İ": "i\u0307", "x² + a": "x²", "½ a cup": "½ cup",
+	} {
+		if got := NormalizeSQuAD(in); got != want {
+			t.Errorf("NormalizeSQuAD(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// 3. DocVQA cuts the original at the lowercased copy's code point
+	// positions: Ⱥ keeps its length in code points (not in bytes), İ
+	// does not.
+	for in, want := range map[string]string{
+		"Ⱥ <answer>Total</answer>":                    "Total",
+		"İstanbul branch report. <answer>42</answer>": "2<",
+		"STRAẞE <answer>Main St</answer>":             "Main St",
+	} {
+		if got := ExtractAnswerRfind(in); got != want {
+			t.Errorf("ExtractAnswerRfind(%q) = %q, want %q", in, got, want)
+		}
+	}
+	// 8. A decorated label is normalised.
+	if l := NormalizeLabel(" b) "); l != "B" {
+		t.Errorf("NormalizeLabel = %q", l)
+	}
+}
