@@ -29,6 +29,17 @@ type CampaignCell struct {
 	Name  string `json:"name"`
 	State string `json:"state,omitempty"`
 	Dir   string `json:"dir"`
+	Error string `json:"error,omitempty"`
+	// Results the campaign records (all optional): test scores (hard) of
+	// no skill, the seed skill and the best skill; selection scores;
+	// spend. The cell's run dir is preferred where it has the same.
+	NoSkill          *float64 `json:"no_skill,omitempty"`
+	SeedSkill        *float64 `json:"seed_skill,omitempty"`
+	BestSkill        *float64 `json:"best_skill,omitempty"`
+	SelectionCurrent *float64 `json:"selection_current,omitempty"`
+	SelectionBest    *float64 `json:"selection_best,omitempty"`
+	Tokens           int64    `json:"tokens,omitempty"`
+	USD              *float64 `json:"usd,omitempty"`
 }
 
 // readCampaign lists a campaign's cells, with their dirs made absolute. A
@@ -106,10 +117,13 @@ type CellView struct {
 	// TestDeltaBest/Final: test score (hard) of best/final minus baseline.
 	TestDeltaBest  *float64 `json:"test_delta_best,omitempty"`
 	TestDeltaFinal *float64 `json:"test_delta_final,omitempty"`
-	Tokens         int64    `json:"tokens"`
-	USD            *float64 `json:"usd,omitempty"`
-	ETASeconds     *float64 `json:"eta_s,omitempty"`
-	Error          string   `json:"error,omitempty"`
+	// TestDeltaNoSkill is the best skill's test score minus no skill's,
+	// from campaign.json.
+	TestDeltaNoSkill *float64 `json:"test_delta_no_skill,omitempty"`
+	Tokens           int64    `json:"tokens"`
+	USD              *float64 `json:"usd,omitempty"`
+	ETASeconds       *float64 `json:"eta_s,omitempty"`
+	Error            string   `json:"error,omitempty"`
 }
 
 func campaignFingerprint(dir string) string {
@@ -130,7 +144,13 @@ func (s *Server) campaignView(t *target) (any, error) {
 	var usd float64
 	priced := true
 	for _, c := range idx.Cells {
-		cv := CellView{Name: c.Name, State: c.State}
+		cv := CellView{Name: c.Name, State: c.State, Error: c.Error, Current: c.SelectionCurrent, Best: c.SelectionBest, Tokens: c.Tokens, USD: c.USD}
+		if c.BestSkill != nil && c.SeedSkill != nil {
+			cv.TestDeltaBest = fptr(*c.BestSkill - *c.SeedSkill)
+		}
+		if c.BestSkill != nil && c.NoSkill != nil {
+			cv.TestDeltaNoSkill = fptr(*c.BestSkill - *c.NoSkill)
+		}
 		if !isRunDir(c.Dir) {
 			if cv.State == "" {
 				cv.State = "pending"
@@ -146,6 +166,12 @@ func (s *Server) campaignView(t *target) (any, error) {
 				cv.State = "unreadable"
 			}
 			v.Cells = append(v.Cells, cv)
+			v.TotalTokens += cv.Tokens
+			if cv.USD != nil {
+				usd += *cv.USD
+			} else if cv.Tokens > 0 {
+				priced = false
+			}
 			continue
 		}
 		if cv.State == "" {
@@ -170,7 +196,10 @@ func (s *Server) campaignView(t *target) (any, error) {
 				cv.TestDeltaFinal = fptr(x.Hard - b.Hard)
 			}
 		}
-		cv.Tokens, cv.USD, cv.ETASeconds = rv.Spend.TotalTokens, rv.Spend.TotalUSD, rv.ETASeconds
+		if rv.Spend.TotalTokens > 0 || cv.Tokens == 0 {
+			cv.Tokens, cv.USD = rv.Spend.TotalTokens, rv.Spend.TotalUSD
+		}
+		cv.ETASeconds = rv.ETASeconds
 		v.TotalTokens += cv.Tokens
 		if cv.USD != nil {
 			usd += *cv.USD

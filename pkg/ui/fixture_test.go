@@ -104,6 +104,7 @@ func (r *fakeRun) finish() {
 		"test_soft": map[string]float64{"baseline": 0.3, "best": 0.6, "final": 0.55}})
 	r.writeJSON("tokens.json", map[string]any{"rows": []map[string]any{
 		{"stage": "rollout", "role": "target", "model": "gpt-4o-mini", "calls": 8 * r.steps, "input_tokens": 1000, "output_tokens": 100},
-		{"stage": "merge", "role": "optimizer", "model": "gpt-4o-mini", "calls": r.steps, "input_tokens": 500, "output_tokens": 50, "retries": 2, "rate_limited": 1},
+		{"stage": "merge", "role": "optimizer", "model": "gpt-4o-mini", "calls": r.steps, "input_tokens": 500, "output_tokens": 50, "retries": 2, "rate_limited": 1,
+			"failure_causes": map[string]int{"rate_limited": 1, "stall": 2}},
 	}})
 }

@@ -60,7 +60,7 @@ func (p Progress) StageETA(now time.Time) (time.Duration, bool) {
 
 // ProgressFile keeps progress.json in a run dir up to date: Update stores
 // the latest state and a writer goroutine writes it atomically (temp file +
-// rename) at most every interval, so a busy wave costs a few writes per
+// rename) at most once per interval, so a busy wave costs one write a
 // second, not one per task.
 type ProgressFile struct {
 	path     string
@@ -80,10 +80,10 @@ type ProgressFile struct {
 }
 
 // NewProgressFile starts writing dir/progress.json. interval <= 0 means
-// 500ms. Close it when the run ends.
+// one second. Close it when the run ends.
 func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 	if interval <= 0 {
-		interval = 500 * time.Millisecond
+		interval = time.Second
 	}
 	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
@@ -170,7 +170,7 @@ func (f *ProgressFile) flush() {
 }
 
 func writeAtomic(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}

@@ -125,14 +125,14 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 		t := &target{dir: abs, campaign: isCampaignDir(abs)}
 		t.name = s.uniqueName(filepath.Base(abs))
 		if t.campaign {
-			t.w = newWatch(s.ctx, o.Poll, func() string { return campaignFingerprint(t.dir) }, func() (any, error) { return s.campaignView(t) })
+			t.w = newWatch(s.ctx, o.Poll, func() string { return campaignFingerprint(t.dir) }, one(func() (any, error) { return s.campaignView(t) }))
 		} else {
 			t.w = s.runWatch(t)
 		}
 		s.targets = append(s.targets, t)
 		s.byName[t.name] = t
 	}
-	s.fleet = newWatch(s.ctx, 2*o.Poll, nil, func() (any, error) { return s.fleetView() })
+	s.fleet = newWatch(s.ctx, 2*o.Poll, nil, one(func() (any, error) { return s.fleetView() }))
 
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -215,17 +215,17 @@ func isCampaignDir(dir string) bool {
 }
 
 // runWatch watches a run dir: the view is rebuilt when one of runFiles
-// changes.
+// changes, and sent as its two parts, "base" and "live".
 func (s *Server) runWatch(t *target) *watch {
-	l := &runLoader{dir: t.dir, prices: s.o.Prices}
-	return newWatch(s.ctx, s.o.Poll, func() string { return fingerprint(t.dir, runFiles...) }, func() (any, error) {
-		v, err := l.load()
+	l := newRunLoader(t.dir, s.o.Prices)
+	return newWatch(s.ctx, s.o.Poll, func() string { return fingerprint(t.dir, runFiles...) }, func() ([]part, error) {
+		v, _, err := l.load()
 		if err != nil {
 			return nil, err
 		}
 		v.Name = t.name
 		v.Stop = s.o.Token != ""
-		return v, nil
+		return []part{{"base", v.RunBase}, {"live", v.RunLive}}, nil
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -63,14 +64,20 @@ func sseViews(t *testing.T, ctx context.Context, url string) <-chan RunView {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 16<<20)
 		event := ""
+		var v RunView
 		for sc.Scan() {
 			line := sc.Text()
+			data := []byte(strings.TrimPrefix(line, "data: "))
 			switch {
 			case strings.HasPrefix(line, "event: "):
 				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: ") && event == "view":
-				var v RunView
-				if json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v) == nil {
+			case strings.HasPrefix(line, "data: ") && event == "base":
+				if json.Unmarshal(data, &v.RunBase) == nil {
+					out <- v
+				}
+			case strings.HasPrefix(line, "data: ") && event == "live":
+				v.RunLive = RunLive{}
+				if json.Unmarshal(data, &v.RunLive) == nil {
 					out <- v
 				}
 			}
@@ -87,6 +94,7 @@ func TestEventsFollowTheRunDir(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	views := sseViews(t, ctx, "http://"+s.Addr()+"/run/myrun/events")
+	<-views // base
 	first := <-views
 	if first.LastStep != 1 || len(first.Selection.X) != 2 {
 		t.Fatalf("first view: step %d, %d points", first.LastStep, len(first.Selection.X))
@@ -235,7 +243,7 @@ func TestCampaign(t *testing.T) {
 	b := newFakeRun(t, filepath.Join(camp, "cells", "b"), 4)
 	b.step()
 	if err := os.WriteFile(filepath.Join(camp, CampaignFile), []byte(`{"name":"grid","cells":[
-		{"name":"a","state":"done","dir":"cells/a"},{"name":"b","state":"running","dir":"cells/b"},{"name":"c","state":"pending","dir":"cells/c"}],"extra":1}`), 0o644); err != nil {
+		{"name":"a","state":"done","dir":"cells/a"},{"name":"b","state":"running","dir":"cells/b"},{"name":"c","state":"queued","dir":"cells/c","seed_skill":0.2,"best_skill":0.35,"no_skill":0.1,"tokens":7}],"extra":1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	s := serve(t, Options{}, camp)
@@ -255,7 +263,7 @@ func TestCampaign(t *testing.T) {
 	if cb.Step != 1 || cb.TotalSteps != 4 || cb.ETASeconds == nil || cb.Link != "/run/camp~b/" {
 		t.Errorf("cell b %+v", cb)
 	}
-	if cc.State != "pending" || cc.Link != "" {
+	if cc.State != "queued" || cc.Link != "" || cc.Tokens != 7 || cc.TestDeltaNoSkill == nil || math.Abs(*cc.TestDeltaNoSkill-0.25) > 1e-9 {
 		t.Errorf("cell c %+v", cc)
 	}
 	// A cell's run page works through the campaign.

@@ -1,9 +1,11 @@
 package ui
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,21 +19,50 @@ import (
 )
 
 // RunView is what the Run page shows, built from the run dir's files only
-// (pkg/report's loaders plus state.json, progress.json and the step
-// directories). Everything in it that came from the run is data for the
-// page to insert as text.
+// (pkg/report's loaders and types, plus state.json, progress.json and the
+// step directories). Everything in it that came from the run is data for
+// the page to insert as text.
+//
+// It has two parts, sent to an open page separately: RunBase changes when
+// a decision is recorded (once a step), RunLive whenever progress.json or
+// state.json does (about once a second while a run is live).
 type RunView struct {
+	RunBase
+	RunLive
+}
+
+// RunBase is the part of the view that changes with each decision.
+type RunBase struct {
 	Name      string `json:"name"`
 	RunID     string `json:"run_id"`
 	Benchmark string `json:"benchmark,omitempty"`
 	Dir       string `json:"dir"`
 	// Finished is true once summary.json exists.
 	Finished bool `json:"finished"`
+
+	Selection Series            `json:"selection"`
+	Rollout   Series            `json:"rollout"`
+	Test      map[string]TestAt `json:"test,omitempty"`
+	Steps     []StepRow         `json:"steps"`
+	// Rejected is the rejected-edit buffer: the ranked edits of the steps
+	// rejected in the current epoch, as the optimizer sees them.
+	Rejected []RejectedStep `json:"rejected"`
+	Decided  struct {
+		Accepted int `json:"accepted"`
+		Rejected int `json:"rejected"`
+		Skipped  int `json:"skipped"`
+	} `json:"decided"`
+	// Stop is true when this server may write the STOP file.
+	Stop bool `json:"stop"`
+}
+
+// RunLive is the part of the view that follows the run between decisions.
+type RunLive struct {
 	// Live is true while progress.json is fresh (its writer updated it
-	// within the last minute).
+	// within the last minute) and the run has not finished.
 	Live     bool      `json:"live"`
 	Progress *Progress `json:"progress,omitempty"`
-	// State is state.json's phase, epoch and last completed step.
+	// Phase, Epoch, LastStep and the scores are state.json's.
 	Phase      string  `json:"phase,omitempty"`
 	Epoch      int     `json:"epoch,omitempty"`
 	LastStep   int     `json:"last_step"`
@@ -41,26 +72,11 @@ type RunView struct {
 	BestStep   int     `json:"best_step"`
 	// ETASeconds estimates the time to the last step from the mean step
 	// wall time (nil when it cannot be estimated).
-	ETASeconds *float64 `json:"eta_s,omitempty"`
-
-	Selection Series            `json:"selection"`
-	Rollout   Series            `json:"rollout"`
-	Test      map[string]TestAt `json:"test,omitempty"`
-	Spend     SpendView         `json:"spend"`
-	Steps     []StepRow         `json:"steps"`
-	// Rejected is the rejected-edit buffer: the ranked edits of the steps
-	// rejected in the current epoch, as the optimizer sees them.
-	Rejected []RejectedStep `json:"rejected"`
+	ETASeconds *float64  `json:"eta_s,omitempty"`
+	Spend      SpendView `json:"spend"`
 	// Failures are retries and failures by cause, per stage.
 	Failures []FailureRow `json:"failures"`
-	Decided  struct {
-		Accepted int `json:"accepted"`
-		Rejected int `json:"rejected"`
-		Skipped  int `json:"skipped"`
-	} `json:"decided"`
-	Notes []string `json:"notes,omitempty"`
-	// Stop is true when this server may write the STOP file.
-	Stop bool `json:"stop"`
+	Notes    []string     `json:"notes,omitempty"`
 }
 
 // Series are curves over steps; X[i] is the step (0 = baseline) and a nil
@@ -141,6 +157,15 @@ type FailureRow struct {
 	Retries      int64  `json:"retries"`
 	RateLimited  int64  `json:"rate_limited"`
 	InvalidReply int64  `json:"invalid_replies"`
+	// Causes are the failed call attempts by cause (tokens.json's
+	// failure_causes), when the run records them.
+	Causes []CauseCount `json:"causes,omitempty"`
+}
+
+// CauseCount is one cause of failed call attempts.
+type CauseCount struct {
+	Cause string `json:"cause"`
+	N     int64  `json:"n"`
 }
 
 // stateFile is the part of state.json the page shows.
@@ -167,41 +192,177 @@ const liveWindow = time.Minute
 
 // LoadRun builds the view of a run dir. prices may be nil (no dollars).
 func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
-	return (&runLoader{dir: dir, prices: prices}).load()
+	v, _, err := newRunLoader(dir, prices).load()
+	return v, err
 }
 
-// runLoader builds a run's views, re-reading its records only when they
-// changed: while a run is live progress.json changes twice a second, and
-// then only that file is read again.
+// runLoader builds a run's views and keeps what it read: while a run is
+// live it reads only the new lines of events.jsonl, the new steps' files
+// and the small state.json and progress.json, so following a run costs
+// little more than the run writes. Once summary.json or tokens.json exist
+// (the run has finished) the run dir is read whole with report.Load.
 type runLoader struct {
 	dir    string
 	prices *pricing.Table
-	fp     string
-	base   *RunView
-	rep    *report.Report
+
+	// incremental reading of a run in progress
+	runID   string
+	evFP    string
+	evOff   int64
+	events  []report.Event
+	steps   map[int]report.StepRecord
+	extras  map[int]stepExtra
+	ranked  map[int][]json.RawMessage
+	finalFP string
+
+	rep  *report.Report
+	base *RunBase
 }
 
-// baseFiles are the files the part of the view that does not depend on
-// progress.json is built from.
-var baseFiles = []string{"events.jsonl", "state.json", "tokens.json", "summary.json", "best_skill.md", "steps"}
+func newRunLoader(dir string, prices *pricing.Table) *runLoader {
+	return &runLoader{dir: dir, prices: prices}
+}
 
-func (l *runLoader) load() (*RunView, error) {
-	if fp := fingerprint(l.dir, baseFiles...); l.base == nil || fp != l.fp {
-		base, rep, err := loadBase(l.dir, l.prices)
-		if err != nil {
-			return nil, err
+// finalFiles, when present, hold the finished run's totals.
+var finalFiles = []string{"summary.json", "tokens.json", "events.jsonl"}
+
+// report brings l.rep up to date; changed reports whether it changed.
+func (l *runLoader) report() (changed bool, err error) {
+	ffp := fingerprint(l.dir, finalFiles[:2]...)
+	if ffp != "-;-;" {
+		// Finished (or finishing): read it whole, once per change.
+		if fp := fingerprint(l.dir, finalFiles...); fp != l.finalFP || l.rep == nil {
+			rep, err := report.Load(l.dir, l.prices)
+			if err != nil {
+				return false, err
+			}
+			l.rep, l.finalFP = rep, fp
+			l.extras = map[int]stepExtra{}
+			for step := range rep.Steps {
+				var ex stepExtra
+				if err := readJSON(filepath.Join(l.dir, stepDir(step), "record.json"), &ex); err == nil {
+					l.extras[step] = ex
+				}
+			}
+			return true, nil
 		}
-		l.fp, l.base, l.rep = fp, base, rep
+		return false, nil
 	}
-	v := *l.base
-	v.Notes, v.Failures = nil, []FailureRow{}
+	l.finalFP = ""
+	fp := fingerprint(l.dir, "events.jsonl")
+	if l.rep != nil && fp == l.evFP {
+		return false, nil
+	}
+	if l.runID == "" {
+		if b, err := os.ReadFile(filepath.Join(l.dir, "run_id")); err == nil {
+			l.runID = strings.TrimSpace(string(b))
+		}
+	}
+	if err := l.readEvents(); err != nil {
+		return false, err
+	}
+	l.evFP = fp
+	l.rep = &report.Report{RunID: l.runID, Events: l.events, Steps: l.steps}
+	return true, nil
+}
+
+// readEvents reads the lines added to events.jsonl since the last call
+// (all of it if the file shrank: a resumed run cuts a torn last line) and
+// the new steps' records.
+func (l *runLoader) readEvents() error {
+	path := filepath.Join(l.dir, "events.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("ui: %w (is this a run directory?)", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("ui: %w", err)
+	}
+	if fi.Size() < l.evOff || l.steps == nil {
+		l.evOff, l.events = 0, nil
+		l.steps, l.extras, l.ranked = map[int]report.StepRecord{}, map[int]stepExtra{}, map[int][]json.RawMessage{}
+	}
+	if _, err := f.Seek(l.evOff, 0); err != nil {
+		return fmt.Errorf("ui: %s: %w", path, err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return fmt.Errorf("ui: %s: %w", path, err)
+	}
+	for {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			break // a line still being written
+		}
+		line := bytes.TrimSpace(data[:nl])
+		data = data[nl+1:]
+		l.evOff += int64(nl + 1)
+		if len(line) == 0 {
+			continue
+		}
+		var ev report.Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("ui: %s: %w", path, err)
+		}
+		l.events = append(l.events, ev)
+		if ev.Type != "step" {
+			continue
+		}
+		// A step's record is written before its event.
+		var rec struct {
+			report.StepRecord
+			stepExtra
+		}
+		if err := readJSON(filepath.Join(l.dir, stepDir(ev.Step), "record.json"), &rec); err == nil {
+			l.steps[ev.Step], l.extras[ev.Step] = rec.StepRecord, rec.stepExtra
+		}
+	}
+	return nil
+}
+
+// load returns the view and whether its base changed since the last call.
+func (l *runLoader) load() (*RunView, bool, error) {
+	changed, err := l.report()
+	if err != nil {
+		return nil, false, err
+	}
 	rep := l.rep
+	if changed || l.base == nil {
+		b := &RunBase{Name: filepath.Base(l.dir), RunID: rep.RunID, Benchmark: rep.Benchmark, Dir: l.dir, Finished: rep.Summary != nil,
+			Steps: []StepRow{}, Rejected: []RejectedStep{}}
+		a, r, s := rep.Decisions()
+		b.Decided.Accepted, b.Decided.Rejected, b.Decided.Skipped = a, r, s
+		b.buildCurves(rep, l.extras)
+		b.buildRejected(l.dir, rep, l.ranked)
+		l.base, changed = b, true
+	}
+	v := &RunView{RunBase: *l.base}
+	var st stateFile
+	switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
+	case err == nil:
+		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
+		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
+	case errors.Is(err, fs.ErrNotExist):
+		// Before state.json exists, the last decision tells the scores.
+		if sel := v.Selection; len(sel.X) > 0 {
+			last := len(sel.X) - 1
+			v.LastStep, v.Current, v.Best = sel.X[last], *sel.Values["current"][last], *sel.Values["best"][last]
+		}
+	default:
+		return nil, false, err
+	}
 	if p, ok := ReadProgress(l.dir); ok {
-		v.Progress = &p
 		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
 		if v.TotalSteps == 0 {
 			v.TotalSteps = p.Steps
 		}
+		v.Progress = &p
+	}
+	if rep.Summary != nil {
+		v.TotalSteps = rep.Summary.TotalSteps
+		v.Best, v.BestStep = rep.Summary.BestScore, rep.Summary.BestStep
 	}
 	for _, n := range rep.Notes {
 		// While the run is live these say only that it has not finished.
@@ -210,52 +371,26 @@ func (l *runLoader) load() (*RunView, error) {
 		}
 		v.Notes = append(v.Notes, n)
 	}
+	if !v.Finished && !v.Live {
+		v.Notes = append(v.Notes, "the run is not running (no progress.json written in the last minute) and has not finished: it was stopped, or runs without --ui")
+	}
+	v.Failures = []FailureRow{}
 	v.buildSpend(rep, l.prices)
+	if v.Progress != nil {
+		// Its spend is digested into Spend; the page does not need it twice.
+		p := *v.Progress
+		p.Spend = nil
+		v.Progress = &p
+	}
 	v.buildETA(rep)
-	return &v, nil
-}
-
-// loadBase reads everything but progress.json.
-func loadBase(dir string, prices *pricing.Table) (*RunView, *report.Report, error) {
-	rep, err := report.Load(dir, prices)
-	if err != nil {
-		return nil, nil, err
-	}
-	v := &RunView{Name: filepath.Base(dir), RunID: rep.RunID, Benchmark: rep.Benchmark, Dir: dir, Finished: rep.Summary != nil,
-		Steps: []StepRow{}, Rejected: []RejectedStep{}, Failures: []FailureRow{}}
-	var st stateFile
-	switch err := readJSON(filepath.Join(dir, "state.json"), &st); {
-	case err == nil:
-		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
-		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return nil, nil, err
-	}
-	if rep.Summary != nil {
-		v.TotalSteps = rep.Summary.TotalSteps
-		v.Best, v.BestStep = rep.Summary.BestScore, rep.Summary.BestStep
-	}
-	a, r, s := rep.Decisions()
-	v.Decided.Accepted, v.Decided.Rejected, v.Decided.Skipped = a, r, s
-
-	extras := map[int]stepExtra{}
-	for step := range rep.Steps {
-		var ex stepExtra
-		if err := readJSON(filepath.Join(dir, stepDir(step), "record.json"), &ex); err == nil {
-			extras[step] = ex
-		}
-	}
-	v.buildCurves(rep, extras)
-	v.buildRejected(dir, rep)
-	return v, rep, nil
+	return v, changed, nil
 }
 
 func stepDir(step int) string { return fmt.Sprintf("steps/step_%04d", step) }
 
 func fptr(f float64) *float64 { return &f }
 
-func (v *RunView) buildCurves(rep *report.Report, extras map[int]stepExtra) {
+func (v *RunBase) buildCurves(rep *report.Report, extras map[int]stepExtra) {
 	v.Selection = Series{Values: map[string][]*float64{"current": {}, "best": {}, "candidate": {}}, Labels: map[string][]string{"action": {}}}
 	v.Rollout = Series{Values: map[string][]*float64{"hard": {}, "soft": {}}}
 	for _, row := range rep.Rows() {
@@ -301,12 +436,6 @@ func (v *RunView) buildCurves(rep *report.Report, extras map[int]stepExtra) {
 			}
 			v.Test[k] = t
 		}
-	}
-	// Before state.json exists, the last event tells the scores.
-	if len(v.Selection.X) > 0 && v.LastStep == 0 {
-		last := len(v.Selection.X) - 1
-		v.LastStep = v.Selection.X[last]
-		v.Current, v.Best = *v.Selection.Values["current"][last], *v.Selection.Values["best"][last]
 	}
 }
 
@@ -438,17 +567,22 @@ func (v *RunView) buildSpend(rep *report.Report, prices *pricing.Table) {
 		}
 	}
 	for stage, f := range fails {
-		v.Failures = append(v.Failures, FailureRow{Stage: stage, Tasks: f.Tasks, FailedTasks: f.FailedTasks, FailedCalls: f.FailedCalls,
-			Retries: f.Retries, RateLimited: f.RateLimited, InvalidReply: f.InvalidReply})
+		row := FailureRow{Stage: stage, Tasks: f.Tasks, FailedTasks: f.FailedTasks, FailedCalls: f.FailedCalls,
+			Retries: f.Retries, RateLimited: f.RateLimited, InvalidReply: f.InvalidReply}
+		for _, c := range f.Causes.Named() {
+			row.Causes = append(row.Causes, CauseCount{Cause: c.Name, N: c.Count})
+		}
+		v.Failures = append(v.Failures, row)
 	}
 	sort.Slice(v.Failures, func(i, j int) bool { return v.Failures[i].Stage < v.Failures[j].Stage })
 	v.Spend = sp
 }
 
-// buildRejected lists the ranked edits of the current epoch's rejected
-// steps (the coordinator's step buffer keeps the same).
-func (v *RunView) buildRejected(dir string, rep *report.Report) {
-	epoch := v.Epoch
+// buildRejected lists the ranked edits of the rejected steps in the epoch
+// of the latest decision (the coordinator's step buffer keeps the same
+// within an epoch).
+func (v *RunBase) buildRejected(dir string, rep *report.Report, cache map[int][]json.RawMessage) {
+	epoch := 0
 	for _, ev := range rep.Events {
 		if ev.Type == "step" && ev.Epoch > epoch {
 			epoch = ev.Epoch
@@ -458,9 +592,15 @@ func (v *RunView) buildRejected(dir string, rep *report.Report) {
 		if ev.Type != "step" || ev.Epoch != epoch || !strings.Contains(ev.Action, "reject") {
 			continue
 		}
-		items, _, err := readItems(filepath.Join(dir, stepDir(ev.Step), "ranked_edits.json"))
-		if err != nil {
-			continue
+		items, ok := cache[ev.Step]
+		if !ok {
+			var err error
+			if items, _, err = readItems(filepath.Join(dir, stepDir(ev.Step), "ranked_edits.json")); err != nil {
+				continue
+			}
+			if cache != nil {
+				cache[ev.Step] = items
+			}
 		}
 		v.Rejected = append(v.Rejected, RejectedStep{Step: ev.Step, Edits: items})
 	}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -58,6 +59,11 @@ func TestLoadRunLiveThenFinished(t *testing.T) {
 	}
 	if len(v.Spend.Rows) != 2 || v.Spend.TotalUSD == nil || *v.Spend.TotalUSD <= 0 {
 		t.Errorf("spend rows %+v total %v, want two priced rows", v.Spend.Rows, v.Spend.TotalUSD)
+	}
+	for _, f := range v.Failures {
+		if f.Stage == "merge" && fmt.Sprint(f.Causes) != "[{rate_limited 1} {stall 2}]" {
+			t.Errorf("merge failure causes %v, want rate_limited 1, stall 2", f.Causes)
+		}
 	}
 	if len(v.Spend.USD) != 2 || v.Spend.USD[1] == nil || *v.Spend.USD[1] <= *v.Spend.USD[0] {
 		t.Errorf("cumulative $ = %v, want two rising values", v.Spend.USD)

@@ -10,6 +10,15 @@ import (
 	"time"
 )
 
+// part is one named piece of a view, sent to a page as an event of that
+// name. A run's view has two (its base and its live part) so that a page
+// following a live run gets the small part every second and the large one
+// once a step.
+type part struct {
+	event string
+	value any
+}
+
 // watch keeps one view (a run, a campaign, the fleet) and tells the open
 // pages when it changes. It polls only while a page is subscribed: with no
 // page open it costs nothing; a request without a stream re-checks at most
@@ -18,23 +27,38 @@ type watch struct {
 	ctx   context.Context
 	poll  time.Duration
 	fp    func() string // cheap change detector (nil: always rebuild)
-	build func() (any, error)
+	build func() ([]part, error)
 
 	mu      sync.Mutex
 	lastFP  string
-	data    []byte
+	names   []string
+	data    map[string][]byte
+	version map[string]int64
 	err     error
+	errV    int64
 	checked time.Time
 	subs    map[chan struct{}]struct{}
 	polling bool
 }
 
-func newWatch(ctx context.Context, poll time.Duration, fp func() string, build func() (any, error)) *watch {
-	return &watch{ctx: ctx, poll: poll, fp: fp, build: build, subs: map[chan struct{}]struct{}{}}
+func newWatch(ctx context.Context, poll time.Duration, fp func() string, build func() ([]part, error)) *watch {
+	return &watch{ctx: ctx, poll: poll, fp: fp, build: build, subs: map[chan struct{}]struct{}{},
+		data: map[string][]byte{}, version: map[string]int64{}}
 }
 
-// refresh rebuilds the view if its files changed; it reports whether the
-// view's JSON changed.
+// one is a build function for a view of one part, "view".
+func one(f func() (any, error)) func() ([]part, error) {
+	return func() ([]part, error) {
+		v, err := f()
+		if err != nil {
+			return nil, err
+		}
+		return []part{{"view", v}}, nil
+	}
+}
+
+// refresh rebuilds the view if its files changed; it reports whether any
+// part's JSON changed.
 func (w *watch) refresh() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -42,39 +66,76 @@ func (w *watch) refresh() bool {
 	fp := ""
 	if w.fp != nil {
 		fp = w.fp()
-		if w.data != nil && fp == w.lastFP {
+		if w.names != nil && fp == w.lastFP {
 			return false
 		}
 	}
-	v, err := w.build()
-	var data []byte
-	if err == nil {
-		data, err = json.Marshal(v)
+	parts, err := w.build()
+	datas := make([][]byte, len(parts))
+	for i, p := range parts {
+		if err != nil {
+			break
+		}
+		datas[i], err = json.Marshal(p.value)
 	}
 	if err != nil {
 		changed := w.err == nil || w.err.Error() != err.Error()
+		if changed {
+			w.errV++
+		}
 		w.err = err
 		// The files may be mid-write: try again on the next poll.
 		w.lastFP = ""
 		return changed
 	}
 	w.lastFP = fp
-	changed := w.err != nil || !bytes.Equal(data, w.data)
-	w.err, w.data = nil, data
+	changed := w.err != nil
+	w.err = nil
+	names := make([]string, len(parts))
+	for i, p := range parts {
+		names[i] = p.event
+		if !bytes.Equal(datas[i], w.data[p.event]) {
+			w.data[p.event] = datas[i]
+			w.version[p.event]++
+			changed = true
+		}
+	}
+	w.names = names
 	return changed
 }
 
-// current is the view's JSON, refreshed if the last check is old.
-func (w *watch) current() ([]byte, error) {
+func (w *watch) fresh() {
 	w.mu.Lock()
-	stale := time.Since(w.checked) >= w.poll || (w.data == nil && w.err == nil)
+	stale := time.Since(w.checked) >= w.poll || (w.names == nil && w.err == nil)
 	w.mu.Unlock()
 	if stale {
 		w.refresh()
 	}
+}
+
+// current is the whole view as one JSON object (its parts merged),
+// refreshed if the last check is old.
+func (w *watch) current() ([]byte, error) {
+	w.fresh()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.data, w.err
+	if w.err != nil {
+		return nil, w.err
+	}
+	if len(w.names) == 1 {
+		return w.data[w.names[0]], nil
+	}
+	merged := map[string]json.RawMessage{}
+	for _, n := range w.names {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(w.data[n], &m); err != nil {
+			return nil, err
+		}
+		for k, v := range m {
+			merged[k] = v
+		}
+	}
+	return json.Marshal(merged)
 }
 
 func (w *watch) subscribe() chan struct{} {
@@ -129,9 +190,10 @@ func (w *watch) loop() {
 	}
 }
 
-// stream sends the view as Server-Sent Events: now, then on every change,
-// with a comment line as keep-alive. The browser's EventSource reconnects
-// by itself when the server goes away and comes back.
+// stream sends the view as Server-Sent Events: every part now, then each
+// part that changed, with a comment line as keep-alive. The browser's
+// EventSource reconnects by itself when the server goes away and comes
+// back (the "retry" line sets its delay).
 func (w *watch) stream(rw http.ResponseWriter, r *http.Request) {
 	fl, ok := rw.(http.Flusher)
 	if !ok {
@@ -144,14 +206,28 @@ func (w *watch) stream(rw http.ResponseWriter, r *http.Request) {
 	h.Set("X-Accel-Buffering", "no")
 	ch := w.subscribe()
 	defer w.unsubscribe(ch)
+	sent := map[string]int64{}
+	var sentErr int64
 	send := func() bool {
-		data, err := w.current()
 		var b bytes.Buffer
-		if err != nil {
-			msg, _ := json.Marshal(err.Error())
-			fmt.Fprintf(&b, "event: failure\ndata: %s\n\n", msg)
+		w.mu.Lock()
+		if w.err != nil {
+			if w.errV != sentErr {
+				msg, _ := json.Marshal(w.err.Error())
+				fmt.Fprintf(&b, "event: failure\ndata: %s\n\n", msg)
+				sentErr = w.errV
+			}
 		} else {
-			fmt.Fprintf(&b, "event: view\ndata: %s\n\n", data)
+			for _, n := range w.names {
+				if v := w.version[n]; v != sent[n] {
+					fmt.Fprintf(&b, "event: %s\ndata: %s\n\n", n, w.data[n])
+					sent[n] = v
+				}
+			}
+		}
+		w.mu.Unlock()
+		if b.Len() == 0 {
+			return true
 		}
 		if _, err := rw.Write(b.Bytes()); err != nil {
 			return false
@@ -162,6 +238,7 @@ func (w *watch) stream(rw http.ResponseWriter, r *http.Request) {
 	if _, err := fmt.Fprint(rw, "retry: 1000\n\n"); err != nil {
 		return
 	}
+	w.fresh()
 	if !send() {
 		return
 	}

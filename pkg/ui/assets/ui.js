@@ -87,11 +87,22 @@
       conn.textContent = "reconnecting…";
       conn.className = "conn bad";
     };
-    es.addEventListener("view", function (e) {
-      var v = JSON.parse(e.data);
-      root.dataset.updates = String(Number(root.dataset.updates || 0) + 1);
-      onView(v);
-    });
+    // A page gets "view" (campaign, fleet) or a run's "base" (once a
+    // decision) and "live" (progress, about once a second).
+    var cur = {}, haveBase = false, baseDirty = false;
+    function on(name, isBase) {
+      es.addEventListener(name, function (e) {
+        var v = JSON.parse(e.data);
+        root.dataset.updates = String(Number(root.dataset.updates || 0) + 1);
+        if (name === "view") { onView(v, true); return; }
+        Object.keys(v).forEach(function (k) { cur[k] = v[k]; });
+        if (isBase) { haveBase = true; baseDirty = true; }
+        if (haveBase && cur.spend) { onView(cur, baseDirty); baseDirty = false; }
+      });
+    }
+    on("view", true);
+    on("base", true);
+    on("live", false);
     es.addEventListener("failure", function (e) {
       var conn2 = $("conn");
       conn2.textContent = "cannot read: " + JSON.parse(e.data);
@@ -131,7 +142,9 @@
   // The step panel follows the newest step until a row is clicked.
   var shownStep = null, followLatest = true, lastSkillKey = null;
 
-  function runView(v) {
+  // runView draws the run; the charts and tables of decisions only when
+  // the base part changed.
+  function runView(v, isBase) {
     $("title").textContent = "Run " + v.name + (v.benchmark ? " · " + v.benchmark : "") + (v.run_id ? " · " + v.run_id : "");
     root.dataset.step = String(v.last_step);
     root.dataset.selectionPoints = String(v.selection.x ? v.selection.x.length : 0);
@@ -160,6 +173,33 @@
     }
     (v.notes || []).forEach(function (n) { st.appendChild(el("div", { class: "note" }, n)); });
 
+    if (isBase) drawDecisions(v);
+
+    var stages = Object.keys(v.spend.tokens || {}).sort();
+    var hasUSD = !!(v.spend.usd && v.spend.usd.length);
+    var series = [{ label: "step" }], data = [v.spend.x || []];
+    stages.forEach(function (s, i) { series.push(line(s, palette[i % palette.length], { scale: "tok" })); data.push(v.spend.tokens[s]); });
+    if (hasUSD) { series.push(line("$", "#000", { scale: "usd", dash: [2, 3] })); data.push(v.spend.usd); }
+    chart("chart-spend", stages.join("|") + (hasUSD ? "$" : ""), {
+      scales: { x: { time: false } },
+      axes: [stepAxis, { scale: "tok", values: function (u, vals) { return vals.map(tokens); } }].concat(hasUSD ? [{ scale: "usd", side: 1, grid: { show: false }, values: function (u, vals) { return vals.map(function (x) { return "$" + x; }); } }] : []),
+      series: series
+    }, data);
+
+    table($("spend"), ["stage", "role", "model", "calls", "input", "output", "$"], v.spend.rows.map(function (r) {
+      return [r.stage, r.role, r.model, String(r.calls), tokens(r.input_tokens), tokens(r.output_tokens), usd(r.usd)];
+    }));
+    $("spend").appendChild(el("caption", null, "from " + v.spend.source + (v.spend.prices_as_of ? "; prices as of " + v.spend.prices_as_of : "")));
+
+    var key = v.last_step + "/" + v.best_score + "/" + v.finished + "/" + v.epoch;
+    if (key !== lastSkillKey) {
+      lastSkillKey = key;
+      loadSkill("current");
+      loadSkill("best");
+    }
+  }
+
+  function drawDecisions(v) {
     var sx = v.selection.x || [];
     chart("chart-selection", "sel", {
       scales: { x: { time: false } },
@@ -172,17 +212,6 @@
       axes: [stepAxis, {}],
       series: [{ label: "step" }, line("hard", palette[3]), line("soft", palette[4], { dash: [4, 4] })]
     }, [v.rollout.x || [], v.rollout.values.hard, v.rollout.values.soft]);
-
-    var stages = Object.keys(v.spend.tokens || {}).sort();
-    var hasUSD = !!(v.spend.usd && v.spend.usd.length);
-    var series = [{ label: "step" }], data = [v.spend.x || []];
-    stages.forEach(function (s, i) { series.push(line(s, palette[i % palette.length], { scale: "tok" })); data.push(v.spend.tokens[s]); });
-    if (hasUSD) { series.push(line("$", "#000", { scale: "usd", dash: [2, 3] })); data.push(v.spend.usd); }
-    chart("chart-spend", stages.join("|") + (hasUSD ? "$" : ""), {
-      scales: { x: { time: false } },
-      axes: [stepAxis, { scale: "tok", values: function (u, vals) { return vals.map(tokens); } }].concat(hasUSD ? [{ scale: "usd", side: 1, grid: { show: false }, values: function (u, vals) { return vals.map(function (x) { return "$" + x; }); } }] : []),
-      series: series
-    }, data);
 
     var test = clear($("test"));
     if (v.test) {
@@ -214,17 +243,6 @@
       rej.appendChild(el("div", { class: "rejstep" }, el("h4", null, "step " + r.step), items(r.edits)));
     });
 
-    table($("spend"), ["stage", "role", "model", "calls", "input", "output", "$"], v.spend.rows.map(function (r) {
-      return [r.stage, r.role, r.model, String(r.calls), tokens(r.input_tokens), tokens(r.output_tokens), usd(r.usd)];
-    }));
-    $("spend").appendChild(el("caption", null, "from " + v.spend.source + (v.spend.prices_as_of ? "; prices as of " + v.spend.prices_as_of : "")));
-
-    var key = v.last_step + "/" + v.best_score + "/" + v.finished + "/" + v.phase;
-    if (key !== lastSkillKey) {
-      lastSkillKey = key;
-      loadSkill("current");
-      loadSkill("best");
-    }
     var newest = v.steps.length ? v.steps[v.steps.length - 1].step : null;
     if (newest != null && (shownStep == null || (followLatest && newest !== shownStep))) showStep(newest, true);
   }
@@ -327,12 +345,12 @@
     st.appendChild(el("span", null, v.cells.length + " cells"));
     st.appendChild(el("span", null, "spend " + tokens(v.total_tokens) + " tokens · " + usd(v.total_usd)));
     (v.notes || []).forEach(function (n) { st.appendChild(el("div", { class: "note" }, n)); });
-    table($("cells"), ["cell", "state", "step", "current", "best", "Δ test best", "Δ test final", "tokens", "$", "ETA"], v.cells.map(function (c) {
+    table($("cells"), ["cell", "state", "step", "current", "best", "Δ test best", "Δ test final", "Δ vs no skill", "tokens", "$", "ETA"], v.cells.map(function (c) {
       var name = c.link ? el("a", { href: c.link }, c.name) : el("span", null, c.name);
       return {
         attrs: { class: "cell " + c.state },
         cells: [name, c.state + (c.error ? " (" + c.error + ")" : ""), c.step + "/" + (c.total_steps || "?"), num(c.current), num(c.best),
-          signed(c.test_delta_best), signed(c.test_delta_final), tokens(c.tokens), usd(c.usd), c.state === "done" ? "done" : dur(c.eta_s)]
+          signed(c.test_delta_best), signed(c.test_delta_final), signed(c.test_delta_no_skill), tokens(c.tokens), usd(c.usd), c.state === "done" ? "done" : dur(c.eta_s)]
       };
     }));
   }
@@ -365,8 +383,9 @@
       var t = el("table", { class: "grid" });
       fl.appendChild(el("h3", null, r.name));
       fl.appendChild(t);
-      table(t, ["stage", "tasks", "failed tasks", "failed calls", "retries", "rate limited", "invalid replies"], r.failures.map(function (x) {
-        return [x.stage, String(x.tasks), String(x.failed_tasks), String(x.failed_calls), String(x.retries), String(x.rate_limited), String(x.invalid_replies)];
+      table(t, ["stage", "tasks", "failed tasks", "failed calls", "retries", "rate limited", "invalid replies", "failed attempts by cause"], r.failures.map(function (x) {
+        var causes = (x.causes || []).map(function (c) { return c.cause + " " + c.n; }).join(", ");
+        return [x.stage, String(x.tasks), String(x.failed_tasks), String(x.failed_calls), String(x.retries), String(x.rate_limited), String(x.invalid_replies), causes || "–"];
       }));
     });
   }
