@@ -933,3 +933,29 @@ func TestBaseEndpointsNameExampleNamespace(t *testing.T) {
 		t.Errorf("base ScaledObject endpoint does not name namespace %s", k.Namespace)
 	}
 }
+
+// TestCampaignJobRenders: the campaign Job manifests decode strictly, and
+// the ports the campaign is told to use are the ones its policies open.
+func TestCampaignJobRenders(t *testing.T) {
+	t.Parallel()
+	objs, err := render("campaign")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]bool{}
+	for _, o := range objs {
+		kinds[o.gvk[strings.LastIndex(o.gvk, "/")+1:]] = true
+	}
+	for _, k := range []string{"Job", "PersistentVolumeClaim", "Service", "NetworkPolicy"} {
+		if !kinds[k] {
+			t.Errorf("deploy/campaign renders no %s", k)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("campaign", "campaign-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "--grpc-ports=7070-7085") || strings.Count(string(b), "endPort: 7085") != 2 {
+		t.Error("the campaign's --grpc-ports and its NetworkPolicies' port ranges disagree")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,6 +61,8 @@ var kinds = map[string]func() metav1.Object{
 	"apps/v1/Deployment":                     func() metav1.Object { return &appsv1.Deployment{} },
 	"networking.k8s.io/v1/NetworkPolicy":     func() metav1.Object { return &networkingv1.NetworkPolicy{} },
 	"autoscaling/v2/HorizontalPodAutoscaler": func() metav1.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
+	"v1/PersistentVolumeClaim":               func() metav1.Object { return &corev1.PersistentVolumeClaim{} },
+	"batch/v1/Job":                           func() metav1.Object { return &batchv1.Job{} },
 }
 
 const scaledObjectGVK = "keda.sh/v1alpha1/ScaledObject"

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +45,9 @@ type campaignOpts struct {
 	sets        multiFlag
 	grpcHost    string
 	advertise   string
+	grpcTLS     grpcServerTLS
+	insecure    bool
+	ports       string
 }
 
 func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -65,6 +69,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	o.ui.register(fs)
 	fs.Var(&o.sets, "set", "override a config key in every cell, section.key=value (repeatable; after the campaign file's own settings)")
 	fs.StringVar(&o.grpcHost, "grpc-host", "127.0.0.1", "host the cells' coordinators listen on (each on its own port)")
+	o.grpcTLS.register(fs)
+	fs.StringVar(&o.ports, "grpc-ports", "", "port range FIRST-LAST the cells' coordinators listen on, one port per running cell (default: any free port; give a range as wide as --max-active-runs where a firewall or NetworkPolicy needs it)")
+	fs.BoolVar(&o.insecure, "insecure-grpc", false, "let the cells' coordinators listen beyond loopback (--grpc-host) without mutual TLS")
 	fs.StringVar(&o.advertise, "advertise-host", "", "host name workers dial to reach the cells' coordinators (default: the listen host; needed with --grpc-host 0.0.0.0)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -113,6 +120,19 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	c := &campaignRun{o: o, spec: spec, dir: dir, log: log, prices: prices, stdout: stdout, active: map[string]*coordinator.Trainer{}}
+	if o.ports != "" {
+		ports, err := portRange(o.ports)
+		if err != nil {
+			return usageError{fmt.Errorf("campaign: --grpc-ports: %w", err)}
+		}
+		if len(ports) < spec.MaxActiveRuns {
+			return usageError{fmt.Errorf("campaign: --grpc-ports: %d ports for %d active runs; widen the range or lower --max-active-runs", len(ports), spec.MaxActiveRuns)}
+		}
+		c.ports = make(chan int, len(ports))
+		for _, p := range ports {
+			c.ports <- p
+		}
+	}
 	c.state = c.initialState(cells)
 	if err := c.save(); err != nil {
 		return err
@@ -219,6 +239,9 @@ type campaignRun struct {
 	stdout  io.Writer
 	natsURL string
 	started time.Time
+
+	// ports, when set, is the pool of gRPC ports cells listen on.
+	ports chan int
 
 	mu     sync.Mutex
 	state  *campaign.File
@@ -439,25 +462,32 @@ func (c *campaignRun) runCell(ctx context.Context, cell campaign.Cell) {
 	}
 	defer logf.Close()
 	fmt.Fprintf(logf, "== %s campaign cell %s\n", time.Now().UTC().Format(time.RFC3339), cell.Name)
+	port := 0
+	if c.ports != nil {
+		port = <-c.ports // as many ports as active cells: never blocks long
+		defer func() { c.ports <- port }()
+	}
 	if cell.EvalFrom != "" {
-		err = c.evalCell(ctx, cell, cellDir, logf)
+		err = c.evalCell(ctx, cell, cellDir, logf, port)
 	} else {
-		err = c.trainCell(ctx, cell, cellDir, logf)
+		err = c.trainCell(ctx, cell, cellDir, logf, port)
 	}
 	c.finish(cell, start, err)
 }
 
-func (c *campaignRun) baseOpts(cell campaign.Cell, out string) trainOpts {
+func (c *campaignRun) baseOpts(cell campaign.Cell, out string, port int) trainOpts {
 	o := trainOpts{
 		config: c.spec.ConfigPath(cell.Config), sets: multiFlag(append(append([]string(nil), cell.Sets...), c.o.sets...)), out: out,
-		natsURL: c.natsURL, nats: c.o.nats, redis: c.o.redis, grpcAddr: net.JoinHostPort(c.o.grpcHost, "0"), advertise: c.o.advertise, workers: 0,
+		natsURL: c.natsURL, nats: c.o.nats, redis: c.o.redis, grpcAddr: net.JoinHostPort(c.o.grpcHost, strconv.Itoa(port)), advertise: c.o.advertise, workers: 0,
 		logFormat: "text", logLevel: "info", prices: c.o.prices, ackWait: c.o.ackWait, weight: cell.Weight,
+		grpcTLS: c.o.grpcTLS,
 	}
+	o.exposure.insecureGRPC = c.o.insecure
 	return o
 }
 
-func (c *campaignRun) trainCell(ctx context.Context, cell campaign.Cell, cellDir string, logf io.Writer) error {
-	o := c.baseOpts(cell, cellDir)
+func (c *campaignRun) trainCell(ctx context.Context, cell campaign.Cell, cellDir string, logf io.Writer, port int) error {
+	o := c.baseOpts(cell, cellDir, port)
 	o.hooks = &runHooks{
 		started: func(tr *coordinator.Trainer) {
 			c.mu.Lock()
@@ -483,11 +513,11 @@ func (c *campaignRun) trainCell(ctx context.Context, cell campaign.Cell, cellDir
 	if err := os.WriteFile(empty, nil, 0o644); err != nil {
 		return err
 	}
-	eo := c.baseOpts(cell, filepath.Join(cellDir, "no_skill"))
+	eo := c.baseOpts(cell, filepath.Join(cellDir, "no_skill"), port)
 	return evalSkill(ctx, eo, empty, "test", false, logf, logf)
 }
 
-func (c *campaignRun) evalCell(ctx context.Context, cell campaign.Cell, cellDir string, logf io.Writer) error {
+func (c *campaignRun) evalCell(ctx context.Context, cell campaign.Cell, cellDir string, logf io.Writer, port int) error {
 	src := filepath.Join(c.dir, "cells", cell.EvalFrom, "best_skill.md")
 	if _, err := os.Stat(src); err != nil {
 		return fmt.Errorf("the best skill of %s: %w", cell.EvalFrom, err)
@@ -496,7 +526,7 @@ func (c *campaignRun) evalCell(ctx context.Context, cell campaign.Cell, cellDir 
 	if cfgCell.Config == "" {
 		cfgCell.Config = c.cellConfig(cell.EvalFrom)
 	}
-	eo := c.baseOpts(cfgCell, cellDir)
+	eo := c.baseOpts(cfgCell, cellDir, port)
 	return evalSkill(ctx, eo, src, cell.EvalSplit, true, logf, logf)
 }
 
@@ -647,4 +677,19 @@ func readSpend(dir string, prices *pricing.Table) (calls, tokens int64, usd floa
 		usd = prices.Price(rows).Total
 	}
 	return tf.Total.Calls, tf.Total.InputTokens + tf.Total.OutputTokens, usd, priced
+}
+
+// portRange parses FIRST-LAST.
+func portRange(s string) ([]int, error) {
+	a, b, ok := strings.Cut(s, "-")
+	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+	if !ok || err1 != nil || err2 != nil || lo < 1 || hi > 65535 || hi < lo {
+		return nil, fmt.Errorf("%q is not a port range FIRST-LAST", s)
+	}
+	out := make([]int, 0, hi-lo+1)
+	for p := lo; p <= hi; p++ {
+		out = append(out, p)
+	}
+	return out, nil
 }
