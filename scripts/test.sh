@@ -60,11 +60,14 @@ gaps=$(missing)
 if [[ -n "$gaps" && "$(id -u)" == 0 && -z "${SKILLFLEET_TEST_NO_INSTALL:-}" ]] && command -v apt-get >/dev/null; then
   pkgs=$(cut -d'|' -f2 <<<"$gaps" | tr '\n' ' ')
   echo "== installing: $pkgs"
-  export DEBIAN_FRONTEND=noninteractive
+  export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1
+  log=$(mktemp)
   # shellcheck disable=SC2086 # one word per package
-  if ! { apt-get update -qq && apt-get install -y -qq $pkgs >/dev/null; }; then
+  if ! { apt-get update -qq && apt-get install -y -qq $pkgs; } >"$log" 2>&1; then
+    tail -n 20 "$log" >&2
     echo "apt-get install $pkgs failed" >&2
   fi
+  rm -f "$log"
   hash -r
   gaps=$(missing)
 fi
