@@ -5,8 +5,8 @@
 // and, unless the caller asks for the host's, its own network namespace
 // (nothing but a private loopback). Its filesystem is an empty read-only
 // root holding /usr (and the extra runtime paths the caller names) read-only,
-// a private /proc and /dev, and a size-limited tmpfs at /work (its working
-// directory, HOME and TMPDIR) and /tmp. Nothing else of the host is there:
+// a private /proc and a read-only /dev, and size-limited tmpfs mounts at
+// /work (its working directory, HOME and TMPDIR), /tmp and /dev/shm. Nothing else of the host is there:
 // no dataset, no gold answers, no other run, no host sockets, no /etc.
 //
 // The program runs as uid 65534 inside; a root worker also starts bwrap
@@ -91,7 +91,7 @@ type Limits struct {
 	FileMB    int           // largest file written (default 64)
 	Procs     int           // processes and threads in the sandbox (default 64)
 	OpenFiles int           // open files per process (default 256)
-	WorkMB    int           // size of the /work tmpfs, and of /tmp (default 256)
+	WorkMB    int           // size of the /work tmpfs (default 256); /tmp and /dev/shm get min(WorkMB, 64) each
 	Output    int           // bytes of stdout+stderr kept (default 64 KiB)
 	CollectMB int           // bytes of collected files in all (default 64)
 }
@@ -365,9 +365,13 @@ func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD, roBinds [][2
 	for _, b := range roBinds {
 		a = append(a, "--ro-bind", b[0], b[1])
 	}
+	// Every writable place is a size-limited tmpfs: /work, and /tmp and
+	// /dev/shm of at most 64 MiB each; /dev itself is read-only.
+	small := strconv.FormatInt(int64(min(l.WorkMB, 64))<<20, 10)
 	a = append(a, "--proc", "/proc", "--dev", "/dev",
+		"--size", small, "--perms", "1777", "--tmpfs", "/dev/shm", "--remount-ro", "/dev",
 		"--size", size, "--perms", "0755", "--tmpfs", WorkDir,
-		"--size", size, "--perms", "1777", "--tmpfs", "/tmp")
+		"--size", small, "--perms", "1777", "--tmpfs", "/tmp")
 	for _, f := range files {
 		a = append(a, "--perms", fmt.Sprintf("%04o", f.mode), "--file", strconv.Itoa(f.fd), path.Join(WorkDir, f.name))
 	}
