@@ -174,9 +174,6 @@ type Result struct {
 	// CollectTruncated: the collected files exceeded Limits.CollectMB.
 	CollectTruncated bool
 	Elapsed          time.Duration
-	// CPU is the user+system time of the whole process tree (bwrap and
-	// the init shell included).
-	CPU time.Duration
 	// Isolation is "bubblewrap" or "none (unsafe opt-in)".
 	Isolation string
 }
@@ -491,9 +488,6 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	}()
 	werr := cmd.Wait()
 	res := &Result{Elapsed: time.Since(start), Isolation: s.Isolation()}
-	if ps := cmd.ProcessState; ps != nil {
-		res.CPU = ps.UserTime() + ps.SystemTime()
-	}
 	var col collected
 	select {
 	case col = <-done:

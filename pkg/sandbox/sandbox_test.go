@@ -256,7 +256,7 @@ func TestHostUID(t *testing.T) {
 // is the difference of the medians.
 func BenchmarkOverhead(b *testing.B) {
 	s := newBox(b)
-	var boxed, direct, cpu []time.Duration
+	var boxed, direct []time.Duration
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
 		r, err := s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/true"}, Files: []File{{Name: "in", Data: []byte("x")}}, Collect: []string{"in"}})
@@ -270,7 +270,6 @@ func BenchmarkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		direct = append(direct, time.Since(start))
-		cpu = append(cpu, r.CPU-c.ProcessState.UserTime()-c.ProcessState.SystemTime())
 	}
 	med := func(d []time.Duration) time.Duration {
 		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
@@ -279,7 +278,6 @@ func BenchmarkOverhead(b *testing.B) {
 	mb, md := med(boxed), med(direct)
 	b.ReportMetric(float64(mb.Microseconds())/1000, "ms-sandboxed-median")
 	b.ReportMetric(float64((mb-md).Microseconds())/1000, "ms-overhead-median")
-	b.ReportMetric(float64(med(cpu).Microseconds())/1000, "ms-cpu-overhead-median")
 }
 
 // TestCommandPipes: the long-lived use (an environment bridge, an agent

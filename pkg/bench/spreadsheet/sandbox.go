@@ -87,7 +87,6 @@ type RunResult struct {
 	// Isolation is "bubblewrap" or "none (unsafe opt-in)".
 	Isolation string
 	Elapsed   time.Duration
-	CPU       time.Duration // user+system time of the run's processes
 }
 
 // Failed reports whether the code did not run to a clean exit.
@@ -248,7 +247,7 @@ func (s *Sandbox) Run(ctx context.Context, code string, input []byte, o RunOptio
 		return RunResult{}, err
 	}
 	out := RunResult{ExitCode: res.ExitCode, TimedOut: res.TimedOut, Output: res.Output, Limit: res.LimitHit(),
-		Workbook: res.Files[OutputName], Isolation: res.Isolation, Elapsed: res.Elapsed, CPU: res.CPU}
+		Workbook: res.Files[OutputName], Isolation: res.Isolation, Elapsed: res.Elapsed}
 	if o.KeepAll {
 		out.Files = res.Files
 	}
