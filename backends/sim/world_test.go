@@ -1,10 +1,14 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"path/filepath"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/bench/synth"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
@@ -27,6 +31,9 @@ func synthWorld(t *testing.T, name string, cfg map[string]any) (*bench.Splits, b
 		cfg = map[string]any{}
 	}
 	cfg["name"], cfg["split_dir"] = name, dir
+	if name == "textgame" || name == "alfworld" {
+		cfg["env_server"], cfg["max_steps"], cfg["history"] = serveLayout(t, filepath.Join(dir, synth.LayoutFile)), 20, 30
+	}
 	raw, _ := json.Marshal(cfg)
 	env, err := registry.New(name, raw)
 	if err != nil {
@@ -103,3 +110,29 @@ func TestWorldDocVQA(t *testing.T)   { checkWorld(t, "docvqa", nil, 3) }
 func TestWorldOfficeQA(t *testing.T) {
 	checkWorld(t, "officeqa", map[string]any{"docs_dir": "docs"}, 3)
 }
+
+// serveLayout serves a household world's games on a loopback port until
+// the test ends.
+func serveLayout(t *testing.T, layout string) string {
+	t.Helper()
+	games, err := textgame.LoadLayout(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- textgame.Serve(ctx, ln, textgame.NewLayoutServer(games)) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+func TestWorldTextGame(t *testing.T) { checkWorld(t, "textgame", nil, 3) }
+
+func TestWorldALFWorld(t *testing.T) { checkWorld(t, "alfworld", nil, 3) }

@@ -17,14 +17,25 @@ import (
 // household text game, or (with --bridge) a child process such as
 // scripts/alfworld_bridge.py.
 func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("envserver", "envserver [--listen ADDR] [--bridge] [-- CMD ARGS...]", stderr)
+	fs := newFlagSet("envserver", "envserver [--listen ADDR] [--games FILE | --bridge [-- CMD ARGS...]]", stderr)
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve the environment-server protocol on (loopback unless you say otherwise)")
+	games := fs.String("games", "", "serve the games of this layout file (e.g. a synthetic world's games.json from `data synth`) instead of the built-in ones")
 	bridge := fs.Bool("bridge", false, "serve a bridge child process (the command after --, e.g. python3 scripts/alfworld_bridge.py) instead of the built-in text game")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	var srv envpb.EnvServerServer = textgame.NewServer()
 	what := "the built-in household text game"
+	if *games != "" {
+		if *bridge {
+			return usageError{errors.New("envserver: --games and --bridge exclude each other")}
+		}
+		specs, err := textgame.LoadLayout(*games)
+		if err != nil {
+			return usageError{fmt.Errorf("envserver --games: %w", err)}
+		}
+		srv, what = textgame.NewLayoutServer(specs), fmt.Sprintf("%d games of %s", len(specs), *games)
+	}
 	if *bridge {
 		if fs.NArg() == 0 {
 			return usageError{errors.New("envserver --bridge: give the bridge command after --, e.g. -- python3 scripts/alfworld_bridge.py")}

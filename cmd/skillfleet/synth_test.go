@@ -2,19 +2,25 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io/fs"
+	"net"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
+	"github.com/skillfleet/skillfleet/pkg/bench/synth"
 )
 
 // synthWorlds are the benchmarks with a synthetic world and a config in
 // configs/synth/.
-var synthWorlds = []string{"searchqa", "jsonl", "livemath", "docvqa", "officeqa"}
+var synthWorlds = []string{"searchqa", "jsonl", "livemath", "docvqa", "officeqa", "textgame", "alfworld"}
 
 // testRow reads a skill's test score from train's summary table.
 func testRow(out, skill string) (float64, bool) {
@@ -44,9 +50,14 @@ func trainSynth(t *testing.T, name string) (baseline, best float64) {
 		t.Fatalf("data check did not check the manifest's counts:\n%s", stdout.String())
 	}
 	stdout.Reset()
+	var sets []string
+	if name == "textgame" || name == "alfworld" {
+		sets = append(sets, "--set", "env.env_server="+serveGames(t, filepath.Join(dir, synth.LayoutFile)))
+	}
 	args := []string{"train", "--config", filepath.Join(repoRoot(t), "configs", "synth", name+".yaml"),
 		"--out", filepath.Join(t.TempDir(), "run"), "--assert-improves", "--no-fsync",
 		"--set", "env.split_dir=" + dir, "--set", "env.skill_init=" + filepath.Join(dir, "seed_skill.md")}
+	args = append(args, sets...)
 	start := time.Now()
 	code := run(args, &stdout, &stderr)
 	out := stdout.String()
@@ -137,4 +148,42 @@ func treeDigest(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// serveGames serves a household world's game layout over the environment-
+// server protocol on a loopback port until the test ends, and returns its
+// address.
+func serveGames(t *testing.T, layout string) string {
+	t.Helper()
+	games, err := textgame.LoadLayout(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- textgame.Serve(ctx, ln, textgame.NewLayoutServer(games)) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+func TestEnvServerGamesFlagChecksTheLayout(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "games.json")
+	if err := os.WriteFile(bad, []byte(`{"games": [{"id": "g", "goal": "x", "want": "sofa 1", "kind": "mug", "count": 1}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"envserver", "--games", bad, "--listen", "127.0.0.1:0"}, &stdout, &stderr); code != exitUsage ||
+		!strings.Contains(stderr.String(), bad) || !strings.Contains(stderr.String(), `want: "sofa 1" is not a receptacle`) {
+		t.Fatalf("exit %d, stderr %q", code, stderr.String())
+	}
+	if code := run([]string{"envserver", "--games", bad, "--bridge", "--", "true"}, &stdout, &stderr); code != exitUsage {
+		t.Fatalf("--games with --bridge: exit %d", code)
+	}
 }
