@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -397,4 +398,42 @@ func TestUnsafeScriptKillsNothing(t *testing.T) {
 	if !strings.Contains(initScript(l, nil, true), "kill -s KILL -- -1") {
 		t.Error("the isolated init script does not kill survivors")
 	}
+}
+
+// TestDiesWithWorker: when the worker dies (SIGKILL, no cleanup), every
+// process of its sandboxes dies too.
+func TestDiesWithWorker(t *testing.T) {
+	if mark := os.Getenv("SANDBOX_HELPER_MARK"); mark != "" {
+		// The helper worker: a sandbox running until killed.
+		s := newBox(t)
+		s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/sh", "-c", `setsid /usr/bin/sh -c 'sleep 120' "$0" & sleep 120`, mark}, Limits: Limits{Wall: time.Minute}})
+		return
+	}
+	newBox(t)
+	mark := fmt.Sprintf("worker-death-%d", time.Now().UnixNano())
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestDiesWithWorker$")
+	cmd.Env = append(os.Environ(), "SANDBOX_HELPER_MARK="+mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		seen = procsWith(mark)
+		if slices.ContainsFunc(seen, func(p string) bool { return strings.Contains(p, "-c sleep 120 "+mark) }) {
+			break
+		}
+	}
+	t.Logf("sandbox processes before the kill: %d (the setsid one included)", len(seen))
+	if !slices.ContainsFunc(seen, func(p string) bool { return strings.Contains(p, "-c sleep 120 "+mark) }) {
+		cmd.Process.Kill()
+		t.Fatalf("the helper's sandbox did not start: %v", seen)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if seen = procsWith(mark); len(seen) == 0 {
+			return
+		}
+	}
+	t.Errorf("processes outlived the killed worker: %v", seen)
 }
