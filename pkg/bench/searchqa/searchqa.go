@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // Name is the benchmark's registry key.
@@ -140,11 +141,12 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	return ep, nil
 }
 
-// pyList renders golds as a Python list literal, as SkillOpt's reasons do.
+// pyList renders golds as Python's repr of a list, as SkillOpt's reasons
+// do (["O'Neil"] keeps its apostrophe inside double quotes).
 func pyList(xs []string) string {
 	q := make([]string, len(xs))
 	for i, x := range xs {
-		q[i] = "'" + strings.ReplaceAll(x, "'", "\\'") + "'"
+		q[i] = pystr.StrRepr(x)
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }
