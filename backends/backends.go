@@ -1,6 +1,7 @@
 package backends
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,7 +141,12 @@ func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Mo
 		if spec.APIKeyEnv != "" && !slices.Contains(cfg.Env, spec.APIKeyEnv) {
 			cfg.Env = append(cfg.Env, spec.APIKeyEnv)
 		}
+		cfg.BaseURL = cmp.Or(cfg.BaseURL, spec.BaseURL)
+		cfg.APIKeyEnv = cmp.Or(cfg.APIKeyEnv, spec.APIKeyEnv)
 		c := exec.New(cfg)
+		if _, err := c.CheckVersion(context.Background()); err != nil {
+			return nil, "", fmt.Errorf("backend exec: %w", err)
+		}
 		return c, c.Endpoint(), nil
 	}
 	names := []string{BackendOpenAI, BackendOpenAICompatible, BackendAzure, BackendAnthropic, BackendExec}

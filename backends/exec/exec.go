@@ -36,6 +36,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -91,6 +92,9 @@ type Config struct {
 	// argument that is exactly {model} is dropped, with the flag before
 	// it, when Model is empty.
 	Command []string
+	// Bin replaces the program of the Agent's built-in command (a path to
+	// codex or claude); the preset's flags stay.
+	Bin string
 	// Model is the agent's model ("" = the agent's default).
 	Model string
 	// SkillName names the skill directory (default DefaultSkillName).
@@ -123,18 +127,39 @@ type Config struct {
 	Timeout time.Duration
 	// MaxOutput caps the stdout bytes kept (default DefaultMaxOutput).
 	MaxOutput int
+	// BaseURL points a built-in agent at a model server (an OpenAI
+	// Responses API for Codex, an Anthropic Messages API for Claude Code;
+	// "" = the agent's own default provider). The provider settings are
+	// written per call into the call's work directory.
+	BaseURL string
+	// APIKeyEnv names the variable holding the key for BaseURL. It is
+	// passed to the agent in its environment only (Codex: as the
+	// provider's env_key; Claude Code: as ANTHROPIC_API_KEY).
+	APIKeyEnv string
+	// SkipVersionCheck skips CheckVersion's refusal of an untested major
+	// version of a built-in agent.
+	SkipVersionCheck bool
+	// TaskInlineMax is the longest task passed as an argument; a longer one
+	// stays in task.md and the agent is told to read it (default
+	// DefaultTaskInlineMax, under Linux's 128 KiB limit per argument).
+	TaskInlineMax int
 }
+
+// DefaultTaskInlineMax is Config.TaskInlineMax's default.
+const DefaultTaskInlineMax = 100_000
 
 // ConfigFromOptions builds a Config from a model spec's options: agent,
 // command (a JSON array), bin (replaces the command's program), skill_name,
 // skill_path, skill_text, skill_description, skill_open, skill_close,
 // output, env (comma list), work_root, keep_workdir, timeout (a Go
-// duration), max_output_bytes.
+// duration), max_output_bytes, base_url, api_key_env, version_check
+// (false skips it), task_inline_max (bytes).
 func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 	c := Config{
 		Agent: opts["agent"], Model: model, SkillName: opts["skill_name"], SkillPath: opts["skill_path"],
 		SkillText: opts["skill_text"], SkillDescription: opts["skill_description"], SkillOpen: opts["skill_open"],
 		SkillClose: opts["skill_close"], Output: opts["output"], WorkRoot: opts["work_root"],
+		BaseURL: opts["base_url"], APIKeyEnv: opts["api_key_env"],
 	}
 	var errs []string
 	if v := opts["command"]; v != "" {
@@ -163,6 +188,20 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 		}
 		c.Timeout = d
 	}
+	if v := opts["version_check"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option version_check=%q: want true or false", v))
+		}
+		c.SkipVersionCheck = !b
+	}
+	if v := opts["task_inline_max"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Sprintf("option task_inline_max=%q: want a positive number of bytes", v))
+		}
+		c.TaskInlineMax = n
+	}
 	if v := opts["max_output_bytes"]; v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
@@ -176,11 +215,10 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 		}
 	}
 	if bin := opts["bin"]; bin != "" {
-		if len(c.Command) == 0 {
-			c.Command = append([]string(nil), presets[c.Agent].argv...)
-		}
 		if len(c.Command) > 0 {
 			c.Command[0] = bin
+		} else {
+			c.Bin = bin
 		}
 	}
 	switch c.Output {
@@ -204,13 +242,22 @@ type preset struct {
 }
 
 var presets = map[string]preset{
+	// Claude Code in print mode: only project settings (the skill in
+	// .claude/skills) and claudeSettings (sandboxed Bash, no prompts), no
+	// MCP servers, no saved session, and the tools a task needs.
 	AgentClaude: {
-		argv:      []string{"claude", "-p", PlaceholderTask, "--output-format", "json", "--model", PlaceholderModel},
+		argv: []string{"claude", "-p", PlaceholderTask, "--output-format", "json", "--model", PlaceholderModel,
+			"--setting-sources", "project", "--settings", claudeSettings, "--strict-mcp-config",
+			"--no-session-persistence", "--tools", "Bash,Read,Glob,Grep,Skill"},
 		output:    OutputClaudeJSON,
 		skillPath: ".claude/skills/%s/SKILL.md",
 	},
 	AgentCodex: {
-		argv:      []string{"codex", "exec", "--skip-git-repo-check", "--json", "-m", PlaceholderModel, PlaceholderTask},
+		// codex exec: commands sandboxed to the work directory (writes
+		// there only, no network), never an approval prompt, no session
+		// kept.
+		argv: []string{"codex", "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "workspace-write",
+			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderTask},
 		output:    OutputCodexJSON,
 		skillPath: ".agents/skills/%s/SKILL.md",
 	},
@@ -234,8 +281,11 @@ var _ llm.Model = (*Client)(nil)
 func New(cfg Config) *Client {
 	p := presets[cfg.Agent]
 	c := &Client{cfg: cfg, argv: cfg.Command, output: cfg.Output}
-	if len(c.argv) == 0 {
-		c.argv = p.argv
+	if len(c.argv) == 0 && len(p.argv) > 0 {
+		c.argv = slices.Clone(p.argv)
+		if cfg.Bin != "" {
+			c.argv[0] = cfg.Bin
+		}
 	}
 	if c.output == "" {
 		c.output = cmpOr(p.output, OutputText)
@@ -250,6 +300,7 @@ func New(cfg Config) *Client {
 	}
 	c.cfg.Timeout = cmpOr(c.cfg.Timeout, DefaultTimeout)
 	c.cfg.MaxOutput = cmpOr(c.cfg.MaxOutput, DefaultMaxOutput)
+	c.cfg.TaskInlineMax = cmpOr(c.cfg.TaskInlineMax, DefaultTaskInlineMax)
 	c.cfg.SkillName = name
 	c.cfg.SkillDescription = cmpOr(c.cfg.SkillDescription, DefaultSkillDescription)
 	c.cfg.SkillOpen = cmpOr(c.cfg.SkillOpen, "<skill>")
@@ -301,11 +352,26 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		return nil, &llm.Error{Kind: llm.KindServer, Msg: "prepare work directory: " + err.Error()}
 	}
 	model := cmpOr(req.Model, c.cfg.Model)
+	prompt := task
+	if len(prompt) > c.cfg.TaskInlineMax {
+		prompt = taskFilePrompt
+	}
 	argv := c.command(model, map[string]string{
-		PlaceholderTask: task, PlaceholderTaskFile: taskFile, PlaceholderWorkDir: dir,
+		PlaceholderTask: prompt, PlaceholderTaskFile: taskFile, PlaceholderWorkDir: dir,
 		PlaceholderSkill: skillFile, PlaceholderModel: model,
 	})
 	env, secrets := c.env(dir)
+	provider, cleanup, err := c.wireProvider(dir, model)
+	defer cleanup()
+	if err != nil {
+		return nil, &llm.Error{Kind: llm.KindServer, Msg: "write the agent's provider settings: " + err.Error()}
+	}
+	for _, kv := range provider {
+		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_API_KEY="); ok {
+			secrets = append(secrets, v)
+		}
+	}
+	env = append(env, provider...)
 	red := httpx.NewRedactor(secrets...)
 
 	stdout := &capped{max: c.cfg.MaxOutput}
@@ -330,7 +396,11 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "start agent: " + red.Msg(runErr.Error())}
 		}
 		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), ee.ProcessState, red.Msg(stderr.String()))}
-		if r, ok := c.parse(stdout.Bytes()); ok && r.usage != nil {
+		r, ok := c.parse(stdout.Bytes())
+		if ok && r.content != "" && c.output != OutputText {
+			e.Msg += "; it reported: " + red.Msg(string(head([]byte(r.content), 500)))
+		}
+		if ok && r.usage != nil {
 			return nil, &llm.BilledError{Usage: *r.usage, Err: e}
 		}
 		return nil, e
@@ -510,7 +580,11 @@ func (c *Client) env(dir string) (env, secrets []string) {
 		path = "/usr/local/bin:/usr/bin:/bin"
 	}
 	env = []string{"PATH=" + path, "HOME=" + dir, "TMPDIR=" + filepath.Join(dir, ".tmp")}
-	for _, n := range c.cfg.Env {
+	names := c.cfg.Env
+	if c.cfg.APIKeyEnv != "" && c.cfg.Agent == AgentCodex && !slices.Contains(names, c.cfg.APIKeyEnv) {
+		names = append(slices.Clip(names), c.cfg.APIKeyEnv) // the provider's env_key
+	}
+	for _, n := range names {
 		switch n {
 		case "PATH", "HOME", "TMPDIR":
 			continue
@@ -554,6 +628,13 @@ func parseClaude(out []byte) (result, bool) {
 			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 		} `json:"usage"`
+		// ModelUsage is per model, side calls to other models included.
+		ModelUsage map[string]struct {
+			InputTokens              int64 `json:"inputTokens"`
+			OutputTokens             int64 `json:"outputTokens"`
+			CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
+			CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
+		} `json:"modelUsage"`
 	}
 	// The result object is the last JSON value on stdout.
 	trimmed := bytes.TrimSpace(out)
@@ -572,6 +653,16 @@ func parseClaude(out []byte) (result, bool) {
 			InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
 			OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
 		}
+	}
+	if len(v.ModelUsage) > 0 {
+		// The per-model counts include calls to other models (a smaller
+		// model for side tasks) that "usage" leaves out.
+		var u llm.Usage
+		for _, m := range v.ModelUsage {
+			u.Add(llm.Usage{InputTokens: m.InputTokens + m.CacheReadInputTokens + m.CacheCreationInputTokens, OutputTokens: m.OutputTokens,
+				CacheReadTokens: m.CacheReadInputTokens, CacheWriteTokens: m.CacheCreationInputTokens})
+		}
+		r.usage = &u
 	}
 	return r, true
 }

@@ -90,8 +90,8 @@ const maxAgentCalls = 6
 //     file read; when no question is visible and a user message names a
 //     file (task.md), the agent reads that file with a shell command;
 //   - a skill the CLI lists by name and description is opened when its
-//     description asks to be read before starting ("read it before", "before
-//     you start"), as skillfleet's skills do: with the CLI's skill tool (Skill) when it has
+//     description asks to be read before starting ("... before you
+//     start", as skillfleet's default description does): with the CLI's skill tool (Skill) when it has
 //     one, else with a shell read of its SKILL.md (Codex lists a path);
 //   - then it answers as the sim target does ([Model.Chat] on the sim
 //     benchmark prompt) under the skill text it read, so the answer is
@@ -128,9 +128,15 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 		}
 	}
 	if st.question == "" {
+		last := ""
+		for _, t := range c.Turns {
+			if t.Role == "tool" {
+				last = t.Output
+			}
+		}
 		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf(
-			"sim: agent request (%d turns, %d tools): no sim benchmark question (a text ending %q) in a user message or tool output, and no unread task file named",
-			len(c.Turns), len(c.Tools), simbench.AnswerInstruction)}
+			"sim: agent request (%d turns, %d tools): no sim benchmark question (a text ending %q) in a user message or tool output, and no unread task file named (last tool output: %q)",
+			len(c.Turns), len(c.Tools), simbench.AnswerInstruction, truncateRunes(last, 200))}
 	}
 	req := &llm.Request{Model: c.Model, Seed: &seed, Messages: []llm.Message{
 		{Role: llm.RoleSystem, Content: simbench.SystemPrompt(st.skill)},
@@ -366,7 +372,7 @@ func listedSkills(c *Conversation) []listedSkill {
 func (st *agentState) pickSkill(c *Conversation) (listedSkill, bool) {
 	for _, sk := range listedSkills(c) {
 		d := strings.ToLower(sk.description)
-		if strings.Contains(d, "read it before") || strings.Contains(d, "before you start") {
+		if strings.Contains(d, "before you start") {
 			return sk, true
 		}
 	}

@@ -97,6 +97,9 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (json also makes progress plain lines)")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.assertImproves, "assert-improves", false, "exit 5 unless the best skill's test score beats the baseline's")
+	fs.BoolFunc("keep-workdirs", "keep the work directory of every agent CLI call (exec targets), for debugging", func(string) error {
+		return o.sets.Set("model.target_options.keep_workdir=true")
+	})
 	fs.BoolVar(&o.retryFailed, "retry-failed", false, "on resume, dispatch again the tasks whose recorded outcome is a failure")
 	fs.BoolVar(&o.noSync, "no-fsync", false, "do not fsync the result journal (faster; a machine crash may lose results)")
 	fs.StringVar(&o.healthAddr, "health-addr", "", "serve /healthz and /status on this address (e.g. 127.0.0.1:8080)")
@@ -339,9 +342,12 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 }
 
 func pointAtSim(m *pb.ModelSpec, url string) {
-	m.Backend = "openai"
 	m.BaseUrl = url
 	m.ApiKeyEnv = ""
+	if m.Backend == "exec" {
+		return // an agent CLI reaches the sim through its own API (backends/exec)
+	}
+	m.Backend = "openai"
 }
 
 // stopCheck stops the run at a phase boundary on a signal, a STOP file in

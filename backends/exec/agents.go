@@ -1,0 +1,192 @@
+package exec
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tested versions of the built-in agents. A CLI whose major version is not
+// listed is refused at start ([Client.CheckVersion]).
+var testedVersions = map[string]struct {
+	majors []int
+	tested string
+}{
+	AgentCodex:  {majors: []int{0}, tested: "0.169.0"},
+	AgentClaude: {majors: []int{2}, tested: "2.1.328"},
+}
+
+// SupportedVersions describes the versions of the built-in agents that
+// skillfleet is tested with.
+func SupportedVersions() string {
+	var parts []string
+	for _, a := range []string{AgentCodex, AgentClaude} {
+		v := testedVersions[a]
+		var majors []string
+		for _, m := range v.majors {
+			majors = append(majors, strconv.Itoa(m)+".x")
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (tested %s)", a, strings.Join(majors, ", "), v.tested))
+	}
+	return strings.Join(parts, "; ")
+}
+
+var semverRe = regexp.MustCompile(`\b(\d+)\.(\d+)\.(\d+)\b`)
+
+// versionCache holds each binary's --version answer: one probe per
+// process and binary.
+var versionCache sync.Map // string -> versionResult
+
+type versionResult struct {
+	version string
+	err     error
+}
+
+// CheckVersion runs the agent's --version once per binary (cached) and,
+// for a built-in agent, refuses a major version skillfleet has not been
+// tested with, naming the supported ones. A custom command, or option
+// version_check=false, skips the check. It returns the version seen.
+func (c *Client) CheckVersion(ctx context.Context) (string, error) {
+	if len(c.argv) == 0 {
+		return "", fmt.Errorf("exec backend: no command (set option agent or command)")
+	}
+	want, builtin := testedVersions[c.cfg.Agent]
+	if !builtin || len(c.cfg.Command) > 0 || c.cfg.SkipVersionCheck {
+		return "", nil
+	}
+	bin := c.argv[0]
+	r, ok := versionCache.Load(bin)
+	if !ok {
+		v, err := probeVersion(ctx, bin, c.cfg.Getenv("PATH"))
+		r, _ = versionCache.LoadOrStore(bin, versionResult{v, err})
+	}
+	vr := r.(versionResult)
+	if vr.err != nil {
+		return "", fmt.Errorf("agent %s: %w (install the tested CLIs with scripts/install-agents.sh; supported: %s)", c.cfg.Agent, vr.err, SupportedVersions())
+	}
+	m := semverRe.FindStringSubmatch(vr.version)
+	if m == nil {
+		return "", fmt.Errorf("agent %s: %q --version printed %q, which holds no version number; supported: %s", c.cfg.Agent, bin, vr.version, SupportedVersions())
+	}
+	major, _ := strconv.Atoi(m[1])
+	for _, ok := range want.majors {
+		if major == ok {
+			return m[0], nil
+		}
+	}
+	return m[0], fmt.Errorf("agent %s: %s is version %s, a major version skillfleet has not been tested with; supported: %s (scripts/install-agents.sh installs them; option version_check=false runs it anyway)",
+		c.cfg.Agent, bin, m[0], SupportedVersions())
+}
+
+func probeVersion(ctx context.Context, bin, path string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	home, err := os.MkdirTemp("", "skillfleet-version-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(home)
+	cmd := osexec.CommandContext(ctx, bin, "--version")
+	if path == "" {
+		path = "/usr/local/bin:/usr/bin:/bin"
+	}
+	cmd.Env = []string{"PATH=" + path, "HOME=" + home, "TMPDIR=" + home}
+	cmd.Dir = home
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	setProcessGroup(cmd)
+	err = cmd.Run()
+	killGroup(cmd)
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %v: %s", bin, err, strings.TrimSpace(string(head(out.Bytes(), 300))))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// claudeSettings are the settings Claude Code runs with (--settings): its
+// Bash tool runs inside Claude Code's sandbox (bubblewrap on Linux: writes
+// only in the work directory, no network), never outside it, and the
+// allowed tools run without asking; anything else is denied, not asked.
+const claudeSettings = `{"sandbox":{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false},` +
+	`"permissions":{"defaultMode":"dontAsk","allow":["Skill","Read","Glob","Grep","Bash"]}}`
+
+// providerName is the Codex model_providers entry skillfleet writes.
+const providerName = "skillfleet"
+
+// wireProvider writes the agent's provider settings into the call's work
+// directory and returns the environment entries that point the agent at
+// them. Codex gets $CODEX_HOME/config.toml (CODEX_HOME inside the work
+// directory) with a model_providers entry for Config.BaseURL using the
+// Responses API, whose env_key names Config.APIKeyEnv: the key itself is
+// never written. Claude Code gets ANTHROPIC_BASE_URL, and the key of
+// Config.APIKeyEnv as ANTHROPIC_API_KEY, in its environment only.
+//
+// cleanup removes what it made outside dir; it is never nil.
+func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), err error) {
+	cleanup = func() {}
+	switch c.cfg.Agent {
+	case AgentCodex:
+		home := filepath.Join(dir, ".codex")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return nil, cleanup, err
+		}
+		env = append(env, "CODEX_HOME="+home)
+		if c.cfg.BaseURL == "" {
+			return env, cleanup, nil
+		}
+		var b strings.Builder
+		if model != "" {
+			fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
+		}
+		fmt.Fprintf(&b, "model_provider = %q\n\n[model_providers.%s]\nname = %q\nbase_url = %s\nwire_api = \"responses\"\n",
+			providerName, providerName, providerName, strconv.Quote(c.cfg.BaseURL))
+		if c.cfg.APIKeyEnv != "" {
+			fmt.Fprintf(&b, "env_key = %s\n", strconv.Quote(c.cfg.APIKeyEnv))
+		}
+		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(b.String()), 0o600); err != nil {
+			return nil, cleanup, err
+		}
+	case AgentClaude:
+		// HOME apart from the work directory: Claude Code reads
+		// $HOME/.claude as user settings, and only project skills (the
+		// work directory's .claude/skills) are loaded.
+		home := filepath.Join(dir, ".home")
+		if err := os.MkdirAll(home, 0o700); err != nil {
+			return nil, cleanup, err
+		}
+		env = append(env, "HOME="+home)
+		// The sandbox's bridge sockets live in TMPDIR, and a Unix socket's
+		// path must fit in 108 bytes: a deep work directory gets a short
+		// TMPDIR of its own.
+		if len(dir) > 48 {
+			tmp, err := os.MkdirTemp("", "sf")
+			if err != nil {
+				return nil, cleanup, err
+			}
+			cleanup = func() { _ = os.RemoveAll(tmp) }
+			env = append(env, "TMPDIR="+tmp)
+		}
+		env = append(env, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+		if c.cfg.BaseURL != "" {
+			env = append(env, "ANTHROPIC_BASE_URL="+strings.TrimSuffix(strings.TrimRight(c.cfg.BaseURL, "/"), "/v1"))
+		}
+		if k := c.cfg.APIKeyEnv; k != "" && k != "ANTHROPIC_API_KEY" {
+			if v := c.cfg.Getenv(k); v != "" {
+				env = append(env, "ANTHROPIC_API_KEY="+v)
+			}
+		}
+	}
+	return env, cleanup, nil
+}
+
+// taskFilePrompt is the prompt of a task too long for one argument: the
+// task is in task.md, which the agent reads with its tools.
+const taskFilePrompt = "Your task is in the file task.md in the current directory. Read it with a shell command (cat task.md), then do what it says."

@@ -1,0 +1,327 @@
+package exec_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/skillfleet/skillfleet/backends/exec"
+	"github.com/skillfleet/skillfleet/backends/sim"
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// agentBin returns the installed CLI (scripts/install-agents.sh puts them
+// in .tools/agents). Without it the test skips, unless
+// SKILLFLEET_REQUIRE_AGENTS=1, when it fails.
+func agentBin(t *testing.T, name string) string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("..", "..", ".tools", "agents", "node_modules", ".bin", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		msg := "agent CLI " + name + " not installed at " + p + ": run scripts/install-agents.sh"
+		if os.Getenv("SKILLFLEET_REQUIRE_AGENTS") == "1" {
+			t.Fatal(msg + " (SKILLFLEET_REQUIRE_AGENTS=1)")
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+const plantedKey = "sk-planted-7f3e9a1c4b2d"
+
+// simFor starts sim-llm (a quiet sim model: no noise) requiring the
+// planted key.
+func simFor(t *testing.T, o sim.ServerOptions) (*sim.Server, string) {
+	t.Helper()
+	o.APIKey = plantedKey
+	s := sim.NewServer(sim.New(sim.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}), o)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts.URL + "/v1"
+}
+
+func agentClient(t *testing.T, agent, baseURL string, mod func(*exec.Config)) (*exec.Client, string) {
+	t.Helper()
+	root := t.TempDir()
+	cfg := exec.Config{
+		Agent: agent, Model: "sim-target", BaseURL: baseURL, APIKeyEnv: "SKILLFLEET_TEST_AGENT_KEY",
+		Env: []string{"SKILLFLEET_TEST_MARK"}, WorkRoot: root, KeepWorkDir: true, Timeout: 3 * time.Minute,
+		Getenv: func(k string) string {
+			switch k {
+			case "SKILLFLEET_TEST_AGENT_KEY":
+				return plantedKey
+			case "SKILLFLEET_TEST_MARK":
+				return "mark-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
+			}
+			return os.Getenv(k)
+		},
+	}
+	cfg.Bin = agentBin(t, agent)
+	if mod != nil {
+		mod(&cfg)
+	}
+	c := exec.New(cfg)
+	return c, root
+}
+
+func simTask(t *testing.T) (skill string, q string, gold string) {
+	t.Helper()
+	q = "Note the route length. It also refers to the serial code. " + simbench.RecordMarker + "4821."
+	var b strings.Builder
+	b.WriteString("# Records\n")
+	for _, id := range simbench.PitfallsInQuestion(q) {
+		p, _ := simbench.Lookup(id)
+		b.WriteString("- " + p.Rule + "\n")
+	}
+	return b.String(), q, "4821"
+}
+
+func simRequest(skill, q string) *llm.Request {
+	return &llm.Request{Model: "sim-target", Messages: []llm.Message{
+		{Role: llm.RoleSystem, Content: simbench.SystemPrompt(skill)},
+		{Role: llm.RoleUser, Content: simbench.UserPrompt(q)},
+	}}
+}
+
+// noKeyIn fails if the planted key is in any file under dir.
+func noKeyIn(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		n++
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.Contains(b, []byte(plantedKey)) {
+			t.Errorf("the planted key is in %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRealAgentsAgainstSimLLM runs the pinned Codex CLI and Claude Code
+// against sim-llm: the skill is found where the backend writes it (the
+// agent opens it with its own tool: one tool round trip in sim-llm's
+// request log), the JSON output and its usage are parsed, the usage equals
+// sim-llm's count, the answer is right only with the skill's rules, the
+// planted key reaches the CLI (sim-llm requires it) but no file of the
+// kept work directory, and a task too long for an argument is read from
+// task.md with a shell command.
+func TestRealAgentsAgainstSimLLM(t *testing.T) {
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			s, url := simFor(t, sim.ServerOptions{})
+			c, root := agentClient(t, agent, url, nil)
+			v, err := c.CheckVersion(t.Context())
+			if err != nil || v == "" {
+				t.Fatalf("CheckVersion = %q, %v", v, err)
+			}
+			skill, q, gold := simTask(t)
+
+			resp, err := c.Chat(t.Context(), simRequest(skill, q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := s.RequestLog()
+			if got := simbench.ExtractAnswer(resp.Content); got != gold {
+				t.Fatalf("answer %q (reply %q), want %q; request log %+v", got, resp.Content, gold, log)
+			}
+			if len(log) != 2 || log[0].Action != "read_skill" || len(log[0].ToolCalls) != 1 || log[1].Action != "answer" || log[1].ToolResults != 1 {
+				t.Fatalf("request log %+v, want one skill read then the answer", log)
+			}
+			switch agent {
+			case exec.AgentCodex:
+				if !strings.Contains(log[0].ToolCalls[0], filepath.Join(root)) || !strings.Contains(log[0].ToolCalls[0], c.SkillPath()) {
+					t.Fatalf("codex read %q, want the SKILL.md the backend wrote under %s", log[0].ToolCalls[0], root)
+				}
+			case exec.AgentClaude:
+				if !strings.HasPrefix(log[0].ToolCalls[0], `Skill {"skill":"skillfleet-target"}`) {
+					t.Fatalf("claude called %q, want the Skill tool on skillfleet-target", log[0].ToolCalls[0])
+				}
+			}
+			st := s.Stats()
+			if resp.Usage.InputTokens != st.InputTokens || resp.Usage.OutputTokens != st.OutputTokens || c.EstimatedCalls() != 0 {
+				t.Fatalf("usage %+v, sim-llm counted %d in / %d out (estimated calls %d)", resp.Usage, st.InputTokens, st.OutputTokens, c.EstimatedCalls())
+			}
+
+			// Without the rules the answer is wrong.
+			resp, err = c.Chat(t.Context(), simRequest("# Records\n- Be careful.\n", q))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := simbench.ExtractAnswer(resp.Content); got == gold {
+				t.Fatalf("without the rules the answer is still %q", got)
+			}
+
+			// A long task goes through task.md, read with a shell command.
+			long, _ := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.TaskInlineMax = 64 })
+			resp, err = long.Chat(t.Context(), simRequest(skill, q))
+			if err != nil {
+				t.Fatalf("task via task.md: %v; request log %+v", err, s.RequestLog()[4:])
+			}
+			if got := simbench.ExtractAnswer(resp.Content); got != gold {
+				t.Fatalf("task via task.md: answer %q, want %q", got, gold)
+			}
+			log = s.RequestLog()
+			var actions []string
+			for _, e := range log[4:] {
+				actions = append(actions, e.Action)
+			}
+			if strings.Join(actions, ",") != "read_skill,read_file,answer" {
+				t.Fatalf("task via task.md: actions %v, want read_skill, read_file, answer", actions)
+			}
+			if n := noKeyIn(t, root); n < 3 {
+				t.Fatalf("the kept work directories hold %d files, want the skill, task.md and the agent's own", n)
+			}
+		})
+	}
+}
+
+// TestRealAgentTimeoutKillsProcessTree: a call whose model never answers
+// (sim-llm stalls every request) times out; the CLI's whole process tree
+// (the launcher and the native binary it starts) was running and none of
+// it survives.
+func TestRealAgentTimeoutKillsProcessTree(t *testing.T) {
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			_, url := simFor(t, sim.ServerOptions{FaultRateStall: 1, StallFor: time.Minute})
+			c, root := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.Timeout = 12 * time.Second })
+			skill, q, _ := simTask(t)
+			var (
+				mu   sync.Mutex
+				seen = map[int]bool{}
+			)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for ctx.Err() == nil {
+					for _, p := range procsUnder(root) {
+						mu.Lock()
+						seen[p] = true
+						mu.Unlock()
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}()
+			_, err := c.Chat(t.Context(), simRequest(skill, q))
+			cancel()
+			<-done
+			if llm.KindOf(err) != llm.KindTimeout {
+				t.Fatalf("err = %v, want a timeout", err)
+			}
+			if len(seen) < 2 {
+				t.Fatalf("saw %d processes of the agent while it ran, want the launcher and the native binary", len(seen))
+			}
+			time.Sleep(200 * time.Millisecond)
+			if left := procsUnder(root); len(left) > 0 {
+				t.Fatalf("processes %v of the agent survive the timeout (seen %v)", left, seen)
+			}
+		})
+	}
+}
+
+// procsUnder lists live processes whose working directory is under root.
+func procsUnder(root string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if err != nil || !strings.HasPrefix(cwd, root) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := bytes.LastIndexByte(b, ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	return out
+}
+
+// TestRealAgentFailuresAreTyped: a CLI whose model refuses the request
+// (sim-llm answers 400 to a task it cannot read) fails; that is a typed
+// error, never a reply to score, and it carries no key.
+func TestRealAgentFailuresAreTyped(t *testing.T) {
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			s, url := simFor(t, sim.ServerOptions{})
+			c, _ := agentClient(t, agent, url, nil)
+			resp, err := c.Chat(t.Context(), simRequest("# Records\n", "Write me a poem about the sea."))
+			var le *llm.Error
+			if err == nil || !errors.As(err, &le) || le.Kind != llm.KindServer {
+				t.Fatalf("reply %+v, err %v: want a KindServer error", resp, err)
+			}
+			if strings.Contains(err.Error(), plantedKey) {
+				t.Fatalf("error carries the key: %v", err)
+			}
+			if st := s.Stats(); st.BadRequests == 0 {
+				t.Fatalf("sim-llm refused nothing: %+v", st)
+			}
+		})
+	}
+}
+
+// TestVersionCheckRefusesUntestedMajor: a built-in agent whose --version
+// shows a major version skillfleet has not been tested with is refused at
+// start with a message naming the supported ones; a tested major passes;
+// version_check=false lets it run.
+func TestVersionCheckRefusesUntestedMajor(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		agent, out string
+		ok         bool
+	}{
+		{exec.AgentCodex, "codex-cli 1.0.0", false},
+		{exec.AgentCodex, "codex-cli 0.170.2", true},
+		{exec.AgentClaude, "3.0.1 (Claude Code)", false},
+		{exec.AgentClaude, "2.1.328 (Claude Code)", true},
+	} {
+		bin := script(t, "echo '"+tc.out+"'")
+		c := exec.New(exec.Config{Agent: tc.agent, Bin: bin, Getenv: env(nil)})
+		v, err := c.CheckVersion(t.Context())
+		if tc.ok != (err == nil) {
+			t.Fatalf("%s printing %q: version %q, err %v; want ok=%v", tc.agent, tc.out, v, err, tc.ok)
+		}
+		if err != nil && (!strings.Contains(err.Error(), "supported: codex 0.x (tested 0.169.0); claude 2.x (tested 2.1.328)") || !strings.Contains(err.Error(), v)) {
+			t.Fatalf("message %q does not name the version and the supported ones", err)
+		}
+		cfg, err := exec.ConfigFromOptions("m", map[string]string{"agent": tc.agent, "bin": bin, "version_check": "false"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Getenv = env(nil)
+		if _, err := exec.New(cfg).CheckVersion(t.Context()); err != nil {
+			t.Fatalf("version_check=false: %v", err)
+		}
+	}
+	bad := script(t, "echo broken >&2; exit 3")
+	if _, err := exec.New(exec.Config{Agent: exec.AgentCodex, Bin: bad, Getenv: env(nil)}).CheckVersion(t.Context()); err == nil || !strings.Contains(err.Error(), "broken") {
+		t.Fatalf("a failing --version: %v", err)
+	}
+}
