@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
 	"github.com/skillfleet/skillfleet/pkg/bench/synth"
 )
@@ -185,5 +186,29 @@ func TestEnvServerGamesFlagChecksTheLayout(t *testing.T) {
 	}
 	if code := run([]string{"envserver", "--games", bad, "--bridge", "--", "true"}, &stdout, &stderr); code != exitUsage {
 		t.Fatalf("--games with --bridge: exit %d", code)
+	}
+}
+
+// TestSynthCampaignListsEveryWorld checks configs/synth/campaign.yaml: it
+// loads as a campaign, and its cells are the worlds' configs, one each.
+func TestSynthCampaignListsEveryWorld(t *testing.T) {
+	spec, err := campaign.Load(filepath.Join(repoRoot(t), "configs", "synth", "campaign.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cells {
+		path := spec.ConfigPath(c.Config)
+		if _, err := os.Stat(path); err != nil {
+			t.Errorf("cell %s: config %s: %v", c.Name, c.Config, err)
+		}
+		got = append(got, strings.TrimSuffix(filepath.Base(path), ".yaml"))
+	}
+	if strings.Join(got, ",") != strings.Join(synthWorlds, ",") {
+		t.Errorf("campaign cells %v, want one per world %v", got, synthWorlds)
 	}
 }
