@@ -146,6 +146,8 @@ type resolved struct {
 	stagingRoot         string
 	claude, codex, curs string
 	persona             string
+	// adoptCmd is the adopt command line for this project.
+	adoptCmd string
 }
 
 func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
@@ -247,6 +249,12 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	}
 	r.stagingRoot = filepath.Join(r.project, ".skillfleet-sleep", "staging")
 	r.claude, r.codex, r.curs = o.claudeHome, o.codexHome, o.cursorHome
+	r.adoptCmd = "skillfleet sleep adopt --project " + r.project
+	if o.persona != "" {
+		r.adoptCmd = "skillfleet sleep adopt --persona " + o.persona + " --state-dir " + o.stateDir
+	} else if o.set["skill-path"] || o.set["memory-path"] {
+		r.adoptCmd += " --skill-path " + r.skillPath + " --memory-path " + r.memPath
+	}
 	return r, nil
 }
 
@@ -303,6 +311,7 @@ type nightReport struct {
 	SkillPath   string             `json:"skill_path"`
 	MemoryPath  string             `json:"memory_path"`
 	Staging     string             `json:"staging,omitempty"`
+	AdoptCmd    string             `json:"adopt_command,omitempty"`
 	TaskList    []sleepTaskSummary `json:"task_list"`
 }
 
@@ -376,7 +385,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	}
 
 	rep := &nightReport{Night: nightNo, Project: r.project, Started: started, Backend: r.cfg.Backend, Model: target.GetModel(),
-		DryRun: dry, SkillPath: r.skillPath, MemoryPath: r.memPath, Splits: map[string]int{}}
+		DryRun: dry, SkillPath: r.skillPath, MemoryPath: r.memPath, Splits: map[string]int{}, AdoptCmd: r.adoptCmd}
 	spent := sleepdrv.Spend{}
 	var tasks []sleep.Task
 	if o.tasksFile != "" {
@@ -561,7 +570,7 @@ func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, r
 		if err != nil {
 			return fmt.Errorf("auto-adopt: %w", err)
 		}
-		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: skillfleet sleep adopt --undo --project %s\n", len(rec.Files), r.project)
+		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", len(rec.Files), r.adoptCmd)
 	}
 	if o.assertImproves {
 		ok := out.Accepted && out.Final != nil && out.Final.Value > out.Baseline.Value
@@ -625,7 +634,7 @@ func summaryText(rep *nightReport) string {
 	if rep.Staging != "" {
 		fmt.Fprintf(&b, "staged: %s\n", rep.Staging)
 		if out.Accepted {
-			fmt.Fprintf(&b, "adopt with: skillfleet sleep adopt --project %s\n", rep.Project)
+			fmt.Fprintf(&b, "adopt with: %s\n", rep.AdoptCmd)
 		}
 	}
 	return b.String()
@@ -662,7 +671,7 @@ func reportMD(rep *nightReport) string {
 	}
 	b.WriteString("\n")
 	if out.Accepted {
-		fmt.Fprintf(&b, "\nAdopt: `skillfleet sleep adopt --project %s`\n", rep.Project)
+		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
 	}
 	return b.String()
 }
@@ -876,7 +885,7 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "adopted %s %s\n", f.LivePath, b)
 	}
-	fmt.Fprintf(stdout, "undo with: skillfleet sleep adopt --undo --project %s\n", r.project)
+	fmt.Fprintf(stdout, "undo with: %s --undo\n", r.adoptCmd)
 	return nil
 }
 
