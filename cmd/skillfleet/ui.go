@@ -108,7 +108,14 @@ func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, run
 	}
 	if u.addr != "" {
 		pw.file = ui.NewProgressFile(runDir, 0)
-		pw.file.SetSpend(func() any { return tr.Accounting().Report() })
+		pw.file.SetSpend(func() any {
+			rows, _ := tr.Accounting().Report()["rows"].([]coordinator.Row)
+			out := make([]ui.ProgressRow, len(rows))
+			for i, r := range rows {
+				out[i] = ui.NewProgressRow(r.Stage, r.Role, r.Model, r.Totals)
+			}
+			return out
+		})
 		pw.listeners = append(pw.listeners, pw.file.Update)
 		if _, err := serveUI(ctx, u, []string{runDir}, prices, fleetStatus(hub, reg), log, stderr); err != nil {
 			return err

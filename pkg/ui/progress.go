@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/report"
+	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // ProgressFileName is the file a run's live progress is written to, in the
@@ -32,8 +35,8 @@ type Progress struct {
 	Failed  int     `json:"failed,omitempty"`
 	Current float64 `json:"current_score"`
 	Best    float64 `json:"best_score"`
-	// Spend is the spend so far in tokens.json's shape (rows per stage ×
-	// role × model, by_stage, total); absent when nobody reported it.
+	// Spend is the spend so far: a list of [ProgressRow], one per stage ×
+	// role × model; absent when nobody reported it.
 	Spend json.RawMessage `json:"spend,omitempty"`
 	// StageStart is when the wave began; Started when this process began
 	// the run; Updated when this record was made.
@@ -60,8 +63,8 @@ func (p Progress) StageETA(now time.Time) (time.Duration, bool) {
 
 // ProgressFile keeps progress.json in a run dir up to date: Update stores
 // the latest state and a writer goroutine writes it atomically (temp file +
-// rename) at most once per interval, so a busy wave costs one write a
-// second, not one per task.
+// rename) at most once per interval, so a busy wave costs one write every
+// two seconds, not one per task.
 type ProgressFile struct {
 	path     string
 	interval time.Duration
@@ -80,10 +83,10 @@ type ProgressFile struct {
 }
 
 // NewProgressFile starts writing dir/progress.json. interval <= 0 means
-// one second. Close it when the run ends.
+// two seconds. Close it when the run ends.
 func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 	if interval <= 0 {
-		interval = time.Second
+		interval = 2 * time.Second
 	}
 	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
@@ -92,9 +95,9 @@ func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 	return f
 }
 
-// SetSpend installs a function returning the spend so far in tokens.json's
-// shape (the coordinator's Accounting.Report); it is called when the file
-// is written, not on every update.
+// SetSpend installs a function returning the spend so far as
+// []ProgressRow; it is called when the file is written, not on every
+// update.
 func (f *ProgressFile) SetSpend(fn func() any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -205,4 +208,37 @@ func ReadProgress(dir string) (p Progress, ok bool) {
 		return Progress{}, false
 	}
 	return p, true
+}
+
+// ProgressRow is one stage × role × model of progress.json's spend:
+// tokens.json's counters, zeros left out.
+type ProgressRow struct {
+	Stage        string       `json:"stage"`
+	Role         string       `json:"role"`
+	Model        string       `json:"model"`
+	Tasks        int64        `json:"tasks,omitempty"`
+	FailedTasks  int64        `json:"failed_tasks,omitempty"`
+	Calls        int64        `json:"calls,omitempty"`
+	FailedCalls  int64        `json:"failed_calls,omitempty"`
+	Retries      int64        `json:"retries,omitempty"`
+	RateLimited  int64        `json:"rate_limited,omitempty"`
+	Input        int64        `json:"input_tokens,omitempty"`
+	Output       int64        `json:"output_tokens,omitempty"`
+	CacheRead    int64        `json:"cache_read_tokens,omitempty"`
+	CacheWrite   int64        `json:"cache_write_tokens,omitempty"`
+	InvalidReply int64        `json:"invalid_replies,omitempty"`
+	Causes       usage.Causes `json:"failure_causes,omitzero"`
+}
+
+// NewProgressRow is a stage × role × model's totals as a ProgressRow.
+func NewProgressRow(stage, role, model string, t usage.Totals) ProgressRow {
+	return ProgressRow{Stage: stage, Role: role, Model: model, Tasks: t.Tasks, FailedTasks: t.FailedTasks, Calls: t.Calls,
+		FailedCalls: t.FailedCalls, Retries: t.Retries, RateLimited: t.RateLimited, Input: t.Input, Output: t.Output,
+		CacheRead: t.CacheRead, CacheWrite: t.CacheWrite, InvalidReply: t.InvalidReply, Causes: t.Causes}
+}
+
+func (r ProgressRow) tokenRow() report.TokenRow {
+	return report.TokenRow{Stage: r.Stage, Role: r.Role, Model: r.Model, Totals: usage.Totals{Tasks: r.Tasks, FailedTasks: r.FailedTasks,
+		Calls: r.Calls, FailedCalls: r.FailedCalls, Retries: r.Retries, RateLimited: r.RateLimited, Input: r.Input, Output: r.Output,
+		CacheRead: r.CacheRead, CacheWrite: r.CacheWrite, InvalidReply: r.InvalidReply, Causes: r.Causes}}
 }

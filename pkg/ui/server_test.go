@@ -280,3 +280,43 @@ func TestCampaign(t *testing.T) {
 		t.Errorf("broken campaign.json not noted: %.300s", body)
 	}
 }
+
+func TestFleet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "myrun")
+	r := newFakeRun(t, dir, 2)
+	r.step()
+	r.finish()
+	calls := 0
+	s := serve(t, Options{Fleet: func(ctx context.Context) (*Fleet, error) {
+		calls++
+		return &Fleet{Workers: []FleetWorker{{ID: "w1", Host: "<b>h</b>", Concurrency: 24, InFlight: 3}}, Pending: 5,
+			Queues: []QueueDepth{{Class: "crit", Waiting: 7, InDelivery: 3}}}, nil
+	}}, dir)
+	resp, body := get(t, "http://"+s.Addr()+"/fleet/api")
+	var v FleetView
+	if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &v) != nil {
+		t.Fatalf("fleet api: %d %s", resp.StatusCode, body)
+	}
+	if v.Live == nil || len(v.Live.Workers) != 1 || v.Live.Workers[0].InFlight != 3 || v.Live.Queues[0].Waiting != 7 || calls == 0 {
+		t.Errorf("live fleet %+v", v.Live)
+	}
+	if len(v.Runs) != 1 || v.Runs[0].Name != "myrun" {
+		t.Fatalf("runs %+v", v.Runs)
+	}
+	var merge *FailureRow
+	for i, f := range v.Runs[0].Failures {
+		if f.Stage == "merge" {
+			merge = &v.Runs[0].Failures[i]
+		}
+	}
+	if merge == nil || merge.Retries != 2 || merge.RateLimited != 1 || len(merge.Causes) != 2 {
+		t.Errorf("merge failures %+v", merge)
+	}
+
+	// Without a fleet function the page says there is none.
+	s2 := serve(t, Options{}, dir)
+	_, body = get(t, "http://"+s2.Addr()+"/fleet/api")
+	if strings.Contains(body, `"live"`) {
+		t.Errorf("fleet without a coordinator: %s", body)
+	}
+}

@@ -43,6 +43,7 @@ type RunBase struct {
 	Selection Series            `json:"selection"`
 	Rollout   Series            `json:"rollout"`
 	Test      map[string]TestAt `json:"test,omitempty"`
+	SpendOver SpendCurve        `json:"spend_curve"`
 	Steps     []StepRow         `json:"steps"`
 	// Rejected is the rejected-edit buffer: the ranked edits of the steps
 	// rejected in the current epoch, as the optimizer sees them.
@@ -93,14 +94,17 @@ type TestAt struct {
 	Soft *float64 `json:"soft,omitempty"`
 }
 
-// SpendView is the spend over steps and per stage × role × model.
-type SpendView struct {
-	// X are step numbers; Tokens[stage] are the cumulative input + output
-	// tokens at the end of each step; USD the cumulative dollars (nil
-	// without prices).
+// SpendCurve is the spend over steps: X are step numbers, Tokens[stage]
+// the cumulative input + output tokens at the end of each step, USD the
+// cumulative dollars (nil without prices or a model for each stage).
+type SpendCurve struct {
 	X      []int              `json:"x"`
 	Tokens map[string][]int64 `json:"tokens"`
 	USD    []*float64         `json:"usd,omitempty"`
+}
+
+// SpendView is the spend so far per stage × role × model.
+type SpendView struct {
 	// Rows are the stage × role × model totals, from tokens.json when the
 	// run has finished, else from progress.json.
 	Rows []SpendRow `json:"rows"`
@@ -215,8 +219,9 @@ type runLoader struct {
 	ranked  map[int][]json.RawMessage
 	finalFP string
 
-	rep  *report.Report
-	base *RunBase
+	rep      *report.Report
+	base     *RunBase
+	modelKey string
 }
 
 func newRunLoader(dir string, prices *pricing.Table) *runLoader {
@@ -329,36 +334,45 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		return nil, false, err
 	}
 	rep := l.rep
-	if changed || l.base == nil {
+	var live RunLive
+	var st stateFile
+	haveState := false
+	switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
+	case err == nil:
+		haveState = true
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, false, err
+	}
+	if p, ok := ReadProgress(l.dir); ok {
+		live.Progress = &p
+	}
+	tf, source := tokenFile(rep, live.Progress)
+	models := stageModels(tf)
+	if key := modelKey(models); changed || l.base == nil || key != l.modelKey {
 		b := &RunBase{Name: filepath.Base(l.dir), RunID: rep.RunID, Benchmark: rep.Benchmark, Dir: l.dir, Finished: rep.Summary != nil,
 			Steps: []StepRow{}, Rejected: []RejectedStep{}}
 		a, r, s := rep.Decisions()
 		b.Decided.Accepted, b.Decided.Rejected, b.Decided.Skipped = a, r, s
 		b.buildCurves(rep, l.extras)
 		b.buildRejected(l.dir, rep, l.ranked)
-		l.base, changed = b, true
+		b.SpendOver = spendCurve(rep, models, l.prices)
+		l.base, l.modelKey, changed = b, key, true
 	}
-	v := &RunView{RunBase: *l.base}
-	var st stateFile
-	switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
-	case err == nil:
+	v := &RunView{RunBase: *l.base, RunLive: live}
+	if haveState {
 		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
 		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
-	case errors.Is(err, fs.ErrNotExist):
+	} else if sel := v.Selection; len(sel.X) > 0 {
 		// Before state.json exists, the last decision tells the scores.
-		if sel := v.Selection; len(sel.X) > 0 {
-			last := len(sel.X) - 1
-			v.LastStep, v.Current, v.Best = sel.X[last], *sel.Values["current"][last], *sel.Values["best"][last]
-		}
-	default:
-		return nil, false, err
+		last := len(sel.X) - 1
+		v.LastStep, v.Current, v.Best = sel.X[last], *sel.Values["current"][last], *sel.Values["best"][last]
 	}
-	if p, ok := ReadProgress(l.dir); ok {
+	if p := v.Progress; p != nil {
 		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
 		if v.TotalSteps == 0 {
 			v.TotalSteps = p.Steps
 		}
-		v.Progress = &p
 	}
 	if rep.Summary != nil {
 		v.TotalSteps = rep.Summary.TotalSteps
@@ -374,8 +388,7 @@ func (l *runLoader) load() (*RunView, bool, error) {
 	if !v.Finished && !v.Live {
 		v.Notes = append(v.Notes, "the run is not running (no progress.json written in the last minute) and has not finished: it was stopped, or runs without --ui")
 	}
-	v.Failures = []FailureRow{}
-	v.buildSpend(rep, l.prices)
+	v.buildSpend(rep, tf, source, l.prices)
 	if v.Progress != nil {
 		// Its spend is digested into Spend; the page does not need it twice.
 		p := *v.Progress
@@ -439,33 +452,114 @@ func (v *RunBase) buildCurves(rep *report.Report, extras map[int]stepExtra) {
 	}
 }
 
-// buildSpend spreads the step records' per-stage tokens over steps and
-// prices them with the models the stage×role×model rows name.
-func (v *RunView) buildSpend(rep *report.Report, prices *pricing.Table) {
-	sp := SpendView{Tokens: map[string][]int64{}, Rows: []SpendRow{}}
-	var tf *report.TokenFile
-	switch {
-	case rep.Tokens != nil:
-		tf, sp.Source = rep.Tokens, "tokens.json"
-	case v.Progress != nil && len(v.Progress.Spend) > 0:
-		var t report.TokenFile
-		if json.Unmarshal(v.Progress.Spend, &t) == nil {
-			tf, sp.Source = &t, "progress.json"
+// tokenFile is the run's spend per stage × role × model: tokens.json once
+// written, else progress.json's (nil when neither has it).
+func tokenFile(rep *report.Report, p *Progress) (*report.TokenFile, string) {
+	if rep.Tokens != nil {
+		return rep.Tokens, "tokens.json"
+	}
+	if p != nil && len(p.Spend) > 0 {
+		var rows []ProgressRow
+		if json.Unmarshal(p.Spend, &rows) == nil {
+			t := &report.TokenFile{}
+			for _, r := range rows {
+				t.Rows = append(t.Rows, r.tokenRow())
+			}
+			return t, "progress.json"
 		}
 	}
-	if sp.Source == "" {
-		sp.Source = "step records"
+	return nil, "step records"
+}
+
+// stageModels names the model that spent most in each stage.
+func stageModels(tf *report.TokenFile) map[string]string {
+	out := map[string]string{}
+	if tf == nil {
+		return out
 	}
-	// stageModel is the model that spent most in each stage.
-	stageModel := map[string]report.TokenRow{}
+	most := map[string]int64{}
+	for _, r := range tf.Rows {
+		if n, ok := most[r.Stage]; !ok || r.Tokens() > n {
+			most[r.Stage], out[r.Stage] = r.Tokens(), r.Model
+		}
+	}
+	return out
+}
+
+// modelKey is a stable text of stageModels, to notice a change.
+func modelKey(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + m[k] + ";")
+	}
+	return b.String()
+}
+
+// spendCurve spreads the step records' per-stage tokens over steps and
+// prices each stage's tokens at the price of its model.
+func spendCurve(rep *report.Report, models map[string]string, prices *pricing.Table) SpendCurve {
+	sc := SpendCurve{Tokens: map[string][]int64{}}
+	var steps []int
+	for s := range rep.Steps {
+		steps = append(steps, s)
+	}
+	sort.Ints(steps)
+	cum := map[string]int64{}
+	var usd float64
+	usdOK := prices != nil && len(models) > 0
+	for _, s := range steps {
+		rec := rep.Steps[s]
+		sc.X = append(sc.X, s)
+		for stage, t := range rec.Tokens {
+			cum[stage] += t.Tokens()
+			if _, ok := sc.Tokens[stage]; !ok {
+				sc.Tokens[stage] = make([]int64, len(sc.X)-1)
+			}
+			if usdOK && t.Tokens() > 0 {
+				m, ok := models[stage]
+				if !ok {
+					usdOK = false
+				} else if c, err := prices.CostTokens(m, pricing.Row{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}.Tokens()); err == nil {
+					usd += c
+				} else {
+					usdOK = false
+				}
+			}
+		}
+		for stage := range sc.Tokens {
+			sc.Tokens[stage] = append(sc.Tokens[stage], cum[stage])
+		}
+		sc.USD = append(sc.USD, fptr(usd))
+	}
+	if !usdOK {
+		sc.USD = nil
+	}
+	return sc
+}
+
+// buildSpend fills the spend per stage × role × model and the failures by
+// stage, from tf (or, without it, the step records).
+func (v *RunView) buildSpend(rep *report.Report, tf *report.TokenFile, source string, prices *pricing.Table) {
+	sp := SpendView{Rows: []SpendRow{}, Source: source}
+	fails := map[string]*usage.Totals{}
+	add := func(stage string, t usage.Totals) {
+		f := fails[stage]
+		if f == nil {
+			f = &usage.Totals{}
+			fails[stage] = f
+		}
+		f.Add(t)
+	}
 	if tf != nil {
-		var rows []pricing.Row
+		rows := make([]pricing.Row, 0, len(tf.Rows))
 		for _, r := range tf.Rows {
 			rows = append(rows, pricing.Row{Stage: r.Stage, Role: r.Role, Model: r.Model, Calls: r.Calls,
 				Input: r.Input, Output: r.Output, CacheRead: r.CacheRead, CacheWrite: r.CacheWrite})
-			if best, ok := stageModel[r.Stage]; !ok || r.Tokens() > best.Tokens() {
-				stageModel[r.Stage] = r
-			}
 		}
 		var b *pricing.Breakdown
 		if prices != nil {
@@ -486,6 +580,7 @@ func (v *RunView) buildSpend(rep *report.Report, prices *pricing.Table) {
 			sp.Rows = append(sp.Rows, row)
 			sp.TotalTokens += r.Tokens()
 			sp.TotalCalls += r.Calls
+			add(r.Stage, r.Totals)
 		}
 		if priced {
 			sp.TotalUSD = fptr(total)
@@ -500,72 +595,16 @@ func (v *RunView) buildSpend(rep *report.Report, prices *pricing.Table) {
 			}
 			return a.Model < b.Model
 		})
-	}
-	var steps []int
-	for s := range rep.Steps {
-		steps = append(steps, s)
-	}
-	sort.Ints(steps)
-	cum := map[string]int64{}
-	var usd float64
-	usdOK := prices != nil && tf != nil
-	fails := map[string]*usage.Totals{}
-	for _, s := range steps {
-		rec := rep.Steps[s]
-		sp.X = append(sp.X, s)
-		for stage, t := range rec.Tokens {
-			cum[stage] += t.Tokens()
-			if _, ok := sp.Tokens[stage]; !ok {
-				sp.Tokens[stage] = make([]int64, len(sp.X)-1)
-			}
-			if usdOK && t.Tokens() > 0 {
-				m, ok := stageModel[stage]
-				if !ok {
-					usdOK = false
-				} else if c, err := prices.CostTokens(m.Model, pricing.Row{Input: t.Input, Output: t.Output, CacheRead: t.CacheRead, CacheWrite: t.CacheWrite}.Tokens()); err == nil {
-					usd += c
-				} else {
-					usdOK = false
-				}
-			}
-			if tf == nil {
-				f := fails[stage]
-				if f == nil {
-					f = &usage.Totals{}
-					fails[stage] = f
-				}
-				f.Add(t)
-			}
-		}
-		for stage := range sp.Tokens {
-			sp.Tokens[stage] = append(sp.Tokens[stage], cum[stage])
-		}
-		if usdOK {
-			sp.USD = append(sp.USD, fptr(usd))
-		} else {
-			sp.USD = append(sp.USD, nil)
-		}
-	}
-	if !usdOK || prices == nil {
-		sp.USD = nil
-	}
-	if tf == nil {
-		for _, s := range steps {
-			for _, t := range rep.Steps[s].Tokens {
+	} else {
+		for _, rec := range rep.Steps {
+			for stage, t := range rec.Tokens {
 				sp.TotalTokens += t.Tokens()
 				sp.TotalCalls += t.Calls
+				add(stage, t)
 			}
-		}
-	} else {
-		for _, r := range tf.Rows {
-			f := fails[r.Stage]
-			if f == nil {
-				f = &usage.Totals{}
-				fails[r.Stage] = f
-			}
-			f.Add(r.Totals)
 		}
 	}
+	v.Failures = []FailureRow{}
 	for stage, f := range fails {
 		row := FailureRow{Stage: stage, Tasks: f.Tasks, FailedTasks: f.FailedTasks, FailedCalls: f.FailedCalls,
 			Retries: f.Retries, RateLimited: f.RateLimited, InvalidReply: f.InvalidReply}

@@ -2,10 +2,14 @@ package ui
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 func TestLoadRunLiveThenFinished(t *testing.T) {
@@ -33,11 +37,11 @@ func TestLoadRunLiveThenFinished(t *testing.T) {
 	if len(v.Rejected) != 1 || v.Rejected[0].Step != 2 || !strings.Contains(string(v.Rejected[0].Edits[0]), "check the units") {
 		t.Errorf("rejected buffer = %+v", v.Rejected)
 	}
-	if got := v.Spend.Tokens["rollout"]; len(got) != 2 || got[0] != 1100 || got[1] != 1100+2100 {
+	if got := v.SpendOver.Tokens["rollout"]; len(got) != 2 || got[0] != 1100 || got[1] != 1100+2100 {
 		t.Errorf("cumulative rollout tokens = %v, want [1100 3200]", got)
 	}
-	if v.Spend.USD != nil || v.Spend.Source != "step records" {
-		t.Errorf("live spend without models: usd=%v source=%s", v.Spend.USD, v.Spend.Source)
+	if v.SpendOver.USD != nil || v.Spend.Source != "step records" {
+		t.Errorf("live spend without models: usd=%v source=%s", v.SpendOver.USD, v.Spend.Source)
 	}
 	var merge *FailureRow
 	for i := range v.Failures {
@@ -65,8 +69,8 @@ func TestLoadRunLiveThenFinished(t *testing.T) {
 			t.Errorf("merge failure causes %v, want rate_limited 1, stall 2", f.Causes)
 		}
 	}
-	if len(v.Spend.USD) != 2 || v.Spend.USD[1] == nil || *v.Spend.USD[1] <= *v.Spend.USD[0] {
-		t.Errorf("cumulative $ = %v, want two rising values", v.Spend.USD)
+	if len(v.SpendOver.USD) != 2 || v.SpendOver.USD[1] == nil || *v.SpendOver.USD[1] <= *v.SpendOver.USD[0] {
+		t.Errorf("cumulative $ = %v, want two rising values", v.SpendOver.USD)
 	}
 }
 
@@ -113,6 +117,51 @@ func TestCheckBind(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("message is not one line: %q", err)
+		}
+	}
+}
+
+// TestLiveSpendFromProgressFile: while a run is live, spend per stage ×
+// role × model comes from progress.json (written by ProgressFile), and the
+// spend curve is priced with the models it names.
+func TestLiveSpendFromProgressFile(t *testing.T) {
+	dir := t.TempDir()
+	r := newFakeRun(t, dir, 4)
+	r.step()
+	pf := NewProgressFile(dir, 10*time.Millisecond)
+	pf.SetSpend(func() any {
+		return []ProgressRow{
+			NewProgressRow("rollout", "target", "gpt-4o-mini", usage.Totals{Calls: 8, Tasks: 8, Input: 1000, Output: 100}),
+			NewProgressRow("merge", "optimizer", "gpt-4o-mini", usage.Totals{Calls: 1, Input: 500, Output: 50, Retries: 1, Causes: usage.Causes{Stall: 1}}),
+		}
+	})
+	pf.Update(Progress{Head: "epoch 1/1 step 2/4", Epoch: 1, Epochs: 1, Step: 2, Steps: 4, Stage: "rollout", Done: 3, Total: 8})
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ProgressFileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), `"failed_calls"`) {
+		t.Errorf("progress.json keeps zero counters: %s", data)
+	}
+	v, err := LoadRun(dir, pricing.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.Live || v.Progress == nil || v.Progress.Done != 3 || v.Progress.Spend != nil {
+		t.Fatalf("live=%v progress=%+v", v.Live, v.Progress)
+	}
+	if v.Spend.Source != "progress.json" || len(v.Spend.Rows) != 2 || v.Spend.TotalUSD == nil || *v.Spend.TotalUSD <= 0 {
+		t.Errorf("spend %+v", v.Spend)
+	}
+	if len(v.SpendOver.USD) != 1 || v.SpendOver.USD[0] == nil || *v.SpendOver.USD[0] <= 0 {
+		t.Errorf("spend curve $ %v, want the step priced", v.SpendOver.USD)
+	}
+	for _, f := range v.Failures {
+		if f.Stage == "merge" && (f.Retries != 1 || len(f.Causes) != 1 || f.Causes[0].Cause != "stall") {
+			t.Errorf("merge failures %+v", f)
 		}
 	}
 }

@@ -175,17 +175,6 @@
 
     if (isBase) drawDecisions(v);
 
-    var stages = Object.keys(v.spend.tokens || {}).sort();
-    var hasUSD = !!(v.spend.usd && v.spend.usd.length);
-    var series = [{ label: "step" }], data = [v.spend.x || []];
-    stages.forEach(function (s, i) { series.push(line(s, palette[i % palette.length], { scale: "tok" })); data.push(v.spend.tokens[s]); });
-    if (hasUSD) { series.push(line("$", "#000", { scale: "usd", dash: [2, 3] })); data.push(v.spend.usd); }
-    chart("chart-spend", stages.join("|") + (hasUSD ? "$" : ""), {
-      scales: { x: { time: false } },
-      axes: [stepAxis, { scale: "tok", values: function (u, vals) { return vals.map(tokens); } }].concat(hasUSD ? [{ scale: "usd", side: 1, grid: { show: false }, values: function (u, vals) { return vals.map(function (x) { return "$" + x; }); } }] : []),
-      series: series
-    }, data);
-
     table($("spend"), ["stage", "role", "model", "calls", "input", "output", "$"], v.spend.rows.map(function (r) {
       return [r.stage, r.role, r.model, String(r.calls), tokens(r.input_tokens), tokens(r.output_tokens), usd(r.usd)];
     }));
@@ -212,6 +201,17 @@
       axes: [stepAxis, {}],
       series: [{ label: "step" }, line("hard", palette[3]), line("soft", palette[4], { dash: [4, 4] })]
     }, [v.rollout.x || [], v.rollout.values.hard, v.rollout.values.soft]);
+
+    var stages = Object.keys(v.spend_curve.tokens || {}).sort();
+    var hasUSD = !!(v.spend_curve.usd && v.spend_curve.usd.length);
+    var series = [{ label: "step" }], data = [v.spend_curve.x || []];
+    stages.forEach(function (s, i) { series.push(line(s, palette[i % palette.length], { scale: "tok" })); data.push(v.spend_curve.tokens[s]); });
+    if (hasUSD) { series.push(line("$", "#000", { scale: "usd", dash: [2, 3] })); data.push(v.spend_curve.usd); }
+    chart("chart-spend", stages.join("|") + (hasUSD ? "$" : ""), {
+      scales: { x: { time: false } },
+      axes: [stepAxis, { scale: "tok", values: function (u, vals) { return vals.map(tokens); } }].concat(hasUSD ? [{ scale: "usd", side: 1, grid: { show: false }, values: function (u, vals) { return vals.map(function (x) { return "$" + x; }); } }] : []),
+      series: series
+    }, data);
 
     var test = clear($("test"));
     if (v.test) {
