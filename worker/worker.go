@@ -212,6 +212,13 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
+	// Heartbeats stay well inside the consumers' AckWait, whatever the
+	// coordinator set it to.
+	for _, c := range w.deps.Consumers {
+		if info := c.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+			w.cfg.Heartbeat = min(w.cfg.Heartbeat, info.Config.AckWait/4)
+		}
+	}
 	hbCtx, hbStop := context.WithCancel(ctx)
 	defer hbStop()
 	go w.heartbeat(hbCtx)

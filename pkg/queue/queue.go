@@ -97,7 +97,7 @@ type ConsumerOptions struct {
 }
 
 // DefaultAckWait is the consumers' default AckWait.
-const DefaultAckWait = 2 * time.Second
+const DefaultAckWait = time.Second
 
 func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	if o.AckWait == 0 {
