@@ -103,3 +103,19 @@ func TestInjectedFaultsShowRetryCauses(t *testing.T) {
 		}
 	}
 }
+
+// TestSimLLMRefusesBadFaultFlags: fault fractions outside [0, 1], two
+// disagreeing stall flags, and a p99 below the median are refused at once.
+func TestSimLLMRefusesBadFaultFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--stall-rate", "2"},
+		{"--fault-500", "-0.1"},
+		{"--stall-rate", "0.01", "--fault-stall", "0.02"},
+		{"--latency-median", "1s", "--latency-p99", "500ms"},
+	} {
+		out, err := exec.Command(binary, append([]string{"sim-llm", "--addr", "127.0.0.1:0"}, args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "sim-llm: --") {
+			t.Errorf("sim-llm %v: err %v, output %q; want a refusal naming the flag", args, err, out)
+		}
+	}
+}
