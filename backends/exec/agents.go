@@ -8,6 +8,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,14 +179,26 @@ func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), 
 		if c.cfg.BaseURL != "" {
 			env = append(env, "ANTHROPIC_BASE_URL="+strings.TrimSuffix(strings.TrimRight(c.cfg.BaseURL, "/"), "/v1"))
 		}
-		if k := c.cfg.APIKeyEnv; k != "" && k != "ANTHROPIC_API_KEY" {
-			if v := c.cfg.Getenv(k); v != "" {
-				env = append(env, "ANTHROPIC_API_KEY="+v)
-			}
+		key := ""
+		if k := c.cfg.APIKeyEnv; k != "" {
+			key = c.cfg.Getenv(k)
+		} else if slices.Contains(c.cfg.Env, "ANTHROPIC_API_KEY") {
+			key = c.cfg.Getenv("ANTHROPIC_API_KEY")
+		}
+		switch {
+		case key != "":
+			env = append(env, "ANTHROPIC_API_KEY="+key)
+		case c.cfg.BaseURL != "":
+			// A server that needs no key (sim-llm): Claude Code still
+			// wants one to start.
+			env = append(env, "ANTHROPIC_API_KEY="+noKey)
 		}
 	}
 	return env, cleanup, nil
 }
+
+// noKey is the key Claude Code is given for a server that needs none.
+const noKey = "skillfleet-no-key"
 
 // taskFilePrompt is the prompt of a task too long for one argument: the
 // task is in task.md, which the agent reads with its tools.

@@ -287,6 +287,13 @@ func New(cfg Config) *Client {
 			c.argv[0] = cfg.Bin
 		}
 	}
+	// A relative program path with a directory (".tools/agents/...") is
+	// taken from the current directory, not the call's work directory.
+	if len(c.argv) > 0 && strings.ContainsRune(c.argv[0], filepath.Separator) && !filepath.IsAbs(c.argv[0]) {
+		if abs, err := filepath.Abs(c.argv[0]); err == nil {
+			c.argv = append([]string{abs}, c.argv[1:]...)
+		}
+	}
 	if c.output == "" {
 		c.output = cmpOr(p.output, OutputText)
 	}
