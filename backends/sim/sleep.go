@@ -86,7 +86,7 @@ func viewSleepDocs(sys string) sleepView {
 func sleepAttempt(sys, user string) string {
 	p, ok := sleep.PaperByTitle(user)
 	if !ok {
-		req, _, _ := strings.Cut(strings.TrimPrefix(user, "Request: "), "\n")
+		req, _, _ := strings.Cut(strings.TrimPrefix(user, sleep.PromptMarker+" Request: "), "\n")
 		return "Here is how I would handle it: " + req
 	}
 	v := viewSleepDocs(sys)

@@ -58,7 +58,10 @@ func AttemptMessages(t Task, skill, memory string) []llm.Message {
 	if strings.TrimSpace(t.System) != "" {
 		sys = PromptMarker + " attempt. " + strings.ReplaceAll(t.System, "{skill_section}", section)
 	}
-	user := "Request: " + t.Intent
+	// The marker opens the user turn too: a CLI agent used as the target
+	// (the exec backend) records the call as a session of its own, which a
+	// later harvest must recognise as headless.
+	user := PromptMarker + " Request: " + t.Intent
 	if strings.TrimSpace(t.Context) != "" {
 		user += "\n\nContext:\n" + t.Context
 	}

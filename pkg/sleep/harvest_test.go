@@ -195,3 +195,22 @@ func TestMineHeuristicFixtures(t *testing.T) {
 		t.Errorf("MineHeuristic (-want +got):\n%s", diff)
 	}
 }
+
+// A session that a night's own calls created (a CLI agent as the backend)
+// is headless: its one user turn carries the marker.
+func TestOwnPromptsAreHeadless(t *testing.T) {
+	task := Task{ID: "t", Intent: "What is the arXiv id of X?", Judge: Judge{Kind: JudgeRubric, Rubric: "r"}}
+	msgs := AttemptMessages(task, ScaffoldSkill(), "")
+	jm, err := payloadMessages("role", "instructions", map[string]string{"kind": KindJudge})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range []string{msgs[1].Content, jm[1].Content} {
+		s := &session{}
+		s.user(user)
+		s.assistant("ok")
+		if !isHeadless(s) {
+			t.Errorf("a session whose one prompt is %q is not headless", user[:40])
+		}
+	}
+}

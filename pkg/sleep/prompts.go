@@ -27,7 +27,7 @@ func payloadMessages(role, instructions string, payload any) ([]llm.Message, err
 	if err := enc.Encode(payload); err != nil {
 		return nil, err
 	}
-	user := instructions + "\n\n```json\n" + strings.TrimRight(buf.String(), "\n") + "\n```\n"
+	user := PromptMarker + " " + instructions + "\n\n```json\n" + strings.TrimRight(buf.String(), "\n") + "\n```\n"
 	if ContainsSecret(user) {
 		return nil, errors.New("prompt: a secret-shaped string reached a prompt; refusing to send it")
 	}

@@ -15,19 +15,23 @@ var secretPatterns = []struct {
 	// keep is the number of leading submatches kept verbatim (the name of
 	// an assignment, the scheme and user of a URL); 0 replaces the match.
 	keep int
+	// hints are lower-case strings one of which every match contains: a
+	// text without any is not searched (a cheap pre-filter for long texts).
+	hints []string
 }{
-	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), 0},
-	{"url_credentials", regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)`), 1},
-	{"api_key", regexp.MustCompile(`\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}`), 0},
-	{"aws_key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), 0},
-	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), 0},
-	{"slack_token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), 0},
-	{"google_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), 0},
-	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), 0},
-	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=\-]{12,})`), 1},
+	{"private_key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), 0, []string{"private key-----"}},
+	{"url_credentials", regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]+:)([^\s@/]+)(@)`), 1, []string{"://"}},
+	{"api_key", regexp.MustCompile(`\bsk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}`), 0, []string{"sk-"}},
+	{"aws_key", regexp.MustCompile(`\b(?:AKIA|ASIA)[0-9A-Z]{16}\b`), 0, []string{"akia", "asia"}},
+	{"github_token", regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})`), 0, []string{"ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"}},
+	{"slack_token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}},
+	{"google_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), 0, []string{"aiza"}},
+	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), 0, []string{"eyj"}},
+	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=\-]{12,})`), 1, []string{"bearer"}},
 	// name = value, name: value, name is value, --name value; the value is
 	// what goes.
-	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.\-]*(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?)["']?(?:\s*[:=]\s*|\s+is\s+|\s+))(["']?)([^\s"'` + "`" + `,;]{4,})`), 2},
+	{"assignment", regexp.MustCompile(`(?i)(\b[a-z0-9_.\-]*(?:password|passwd|pwd|passphrase|secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key|client[_\-]?secret|credentials?)["']?(?:\s*[:=]\s*|\s+is\s+|\s+))(["']?)([^\s"'` + "`" + `,;]{4,})`), 2,
+		[]string{"password", "passwd", "pwd", "passphrase", "secret", "token", "api", "apikey", "key", "credential"}},
 }
 
 // Redacted marks where a secret was removed.
@@ -39,8 +43,16 @@ func Redact(s string) string {
 	if s == "" {
 		return s
 	}
+	lower := strings.ToLower(s)
 	for _, p := range secretPatterns {
-		if !p.re.MatchString(s) {
+		hinted := false
+		for _, h := range p.hints {
+			if strings.Contains(lower, h) {
+				hinted = true
+				break
+			}
+		}
+		if !hinted || !p.re.MatchString(s) {
 			continue
 		}
 		kind := p.kind
