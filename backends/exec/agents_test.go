@@ -325,3 +325,25 @@ func TestVersionCheckRefusesUntestedMajor(t *testing.T) {
 		t.Fatalf("a failing --version: %v", err)
 	}
 }
+
+// TestAgentGarbageOutputIsTyped: an agent that prints something other
+// than its JSON output (here a stand-in codex and claude that pass the
+// version check) is a typed invalid_reply failure, never a reply.
+func TestAgentGarbageOutputIsTyped(t *testing.T) {
+	t.Parallel()
+	for agent, version := range map[string]string{exec.AgentCodex: "codex-cli 0.169.0", exec.AgentClaude: "2.1.328 (Claude Code)"} {
+		bin := script(t, `[ "$1" = "--version" ] && { echo '`+version+`'; exit 0; }
+echo 'Segmentation fault? <html>not json</html>'`)
+		c := exec.New(exec.Config{Agent: agent, Bin: bin, Getenv: env(nil)})
+		if _, err := c.CheckVersion(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Chat(t.Context(), req("<skill>\nx\n</skill>", "task"))
+		if llm.KindOf(err) != llm.KindInvalidReply || resp != nil {
+			t.Fatalf("%s: reply %+v, err %v; want an invalid_reply error", agent, resp, err)
+		}
+		if !strings.Contains(err.Error(), "not json") {
+			t.Fatalf("%s: error %q does not show what the agent printed", agent, err)
+		}
+	}
+}
