@@ -498,6 +498,9 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	out, cerr := sleepdrv.Consolidate(ctx, settings, sleepdrv.Deps{Replayer: replayer, Optimizer: optimizer, OptimizerName: optSpec.GetModel(), Logger: log},
 		sleepdrv.Input{Tasks: tasks, Skill: skill, Memory: memory})
 	sess.close()
+	if cerr != nil && ctx.Err() != nil {
+		return codedError{exitStopped, fmt.Errorf("night %d stopped on request; nothing was staged and the state is unchanged", nightNo)}
+	}
 	if cerr != nil && !errors.Is(cerr, sleepdrv.ErrBudget) {
 		return cerr
 	}

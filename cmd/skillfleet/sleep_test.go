@@ -14,6 +14,7 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
@@ -324,5 +325,14 @@ func TestSleepDryRunWritesNothing(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(state, "runs")); len(ents) != 0 {
 		t.Errorf("dry-run left run dirs %v", ents)
+	}
+}
+
+func TestSleepNightOnAnExternalNATS(t *testing.T) {
+	ns := queuetest.Start(t)
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, personaArgs(state, "--nats", ns.URL(), "--workers", "1", "--assert-improves")...)
+	if code != exitOK || !strings.Contains(out, "action: accept") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
