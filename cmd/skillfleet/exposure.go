@@ -100,14 +100,14 @@ func (x *exposureFlags) check(log *slog.Logger, e exposure) error {
 		if !ep.insecure {
 			return fmt.Errorf("%s %s listens beyond loopback without TLS: give --http-tls-cert and --http-tls-key, or pass %s to serve it in plaintext to anyone who can reach it", ep.flag, ep.addr, ep.insecureFlag)
 		}
-		log.Warn("serving in plaintext beyond loopback ("+ep.insecureFlag+")", "flag", ep.flag, "addr", ep.addr)
+		log.Warn("serving in plaintext beyond loopback", "flag", ep.flag, "addr", ep.addr, "because", ep.insecureFlag)
 	}
 	for _, p := range e.peers {
 		if p.addr == "" || p.tls {
 			continue
 		}
 		if host := remoteHost(p.addr); host != "" {
-			log.Warn("connecting to "+p.what+" beyond loopback without TLS: what travels on it can be read and altered on the network; turn TLS on with "+p.flags, "host", host)
+			log.Warn("connecting beyond loopback without TLS: what travels on the link can be read and altered on the network", "to", p.what, "host", host, "tls_flags", p.flags)
 		}
 	}
 	return nil

@@ -69,17 +69,17 @@ func TestExposureCheck(t *testing.T) {
 			refuse: []string{"--http-tls-cert and --http-tls-key go together"}},
 
 		{name: "plaintext NATS beyond loopback", e: exposure{peers: []peer{natsPeer("nats://alice:hunter2@10.1.2.3:4222", natsFlags{})}},
-			warn: []string{"connecting to NATS beyond loopback without TLS", "--nats-ca", "host=10.1.2.3"}, notWarn: "hunter2"},
+			warn: []string{"connecting beyond loopback without TLS", "to=NATS", "--nats-ca", "host=10.1.2.3"}, notWarn: "hunter2"},
 		{name: "NATS list with one remote", e: exposure{peers: []peer{natsPeer("nats://127.0.0.1:4222,nats://10.9.9.9:4222", natsFlags{})}},
 			warn: []string{"host=10.9.9.9"}},
 		{name: "NATS over tls://", e: exposure{peers: []peer{natsPeer("tls://10.1.2.3:4222", natsFlags{})}}},
 		{name: "NATS with --nats-ca", e: exposure{peers: []peer{natsPeer("nats://10.1.2.3:4222", natsFlags{tls: tlsconf.Files{CA: b.CA}})}}},
 		{name: "NATS on loopback", e: exposure{peers: []peer{natsPeer("nats://127.0.0.1:4222", natsFlags{})}}},
 		{name: "plaintext Redis beyond loopback", e: exposure{peers: []peer{redisPeer(redisFlags{url: "redis://:s3cret@10.0.0.5:6379/0"})}},
-			warn: []string{"connecting to Redis beyond loopback without TLS", "rediss://", "host=10.0.0.5"}, notWarn: "s3cret"},
+			warn: []string{"connecting beyond loopback without TLS", "to=Redis", "rediss://", "host=10.0.0.5"}, notWarn: "s3cret"},
 		{name: "Redis over rediss://", e: exposure{peers: []peer{redisPeer(redisFlags{url: "rediss://10.0.0.5:6379/0"})}}},
 		{name: "worker to a remote coordinator", e: workerExposure("", "", "nats://127.0.0.1:4222", natsFlags{}, redisFlags{}, "10.2.3.4:7070", grpcClientTLS{}),
-			warn: []string{"connecting to the coordinator beyond loopback without TLS", "--coordinator-ca", "host=10.2.3.4"}},
+			warn: []string{"connecting beyond loopback without TLS", `to="the coordinator"`, "--coordinator-ca", "host=10.2.3.4"}},
 		{name: "worker to a coordinator over TLS", e: workerExposure("", "", "", natsFlags{}, redisFlags{}, "10.2.3.4:7070", grpcClientTLS{ca: b.CA})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
