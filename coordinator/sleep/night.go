@@ -140,13 +140,19 @@ func (n *night) charge(role string, u llm.Usage, calls int) {
 
 // afford refuses work the budget cannot pay for: est is its expected
 // tokens (0 = unknown: only the spend so far is checked).
-func (n *night) afford(stage string, est int64) error {
+func (n *night) afford(stage, role string, est int64) error {
 	sp := n.out.Spend
 	if n.s.MaxTokens > 0 && sp.Tokens+est > n.s.MaxTokens {
 		return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent, the %s stage needs about %d more", ErrBudget, n.s.MaxTokens, sp.Tokens, stage, est)
 	}
-	if n.s.MaxUSD > 0 && sp.USD >= n.s.MaxUSD {
-		return fmt.Errorf("%w: max_usd_per_night $%.4f: $%.4f spent before the %s stage", ErrBudget, n.s.MaxUSD, sp.USD, stage)
+	if n.s.MaxUSD > 0 {
+		next := 0.0
+		if n.s.Cost != nil {
+			next = n.s.Cost(role, llm.Usage{InputTokens: est})
+		}
+		if sp.USD+next > n.s.MaxUSD || sp.USD >= n.s.MaxUSD {
+			return fmt.Errorf("%w: max_usd_per_night $%.4f: $%.4f spent, the %s stage needs about $%.4f more", ErrBudget, n.s.MaxUSD, sp.USD, stage, next)
+		}
 	}
 	return nil
 }
@@ -172,7 +178,7 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []psleep.Ta
 		est += psleep.EstimateReplay(t, skill, memory)
 	}
 	est = max(est, int64(n.perTask*float64(len(tasks))))
-	if err := n.afford(stage, est); err != nil {
+	if err := n.afford(stage, "target", est); err != nil {
 		return nil, err
 	}
 	rs, err := n.d.Replayer.Replay(ctx, ReplayRequest{Stage: stage, Doc: doc, Tasks: tasks, Sample: sample})
@@ -259,7 +265,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		train, out.Leaked = val, true
 	}
 	out.Train, out.Val = len(train), len(val)
-	if err := n.afford("baseline", 0); err != nil {
+	if err := n.afford("baseline", "target", 0); err != nil {
 		return out, err
 	}
 	skill, memory := in.Skill, in.Memory
@@ -307,7 +313,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		if doc == "memory" {
 			text = memory
 		}
-		if err := n.afford("reflect_"+doc, reflectEstimate(text, fails)); err != nil {
+		if err := n.afford("reflect_"+doc, "optimizer", reflectEstimate(text, fails)); err != nil {
 			return out, err
 		}
 		edits, u, calls, err := psleep.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, psleep.ReflectInput{

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
 	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
@@ -113,5 +114,21 @@ func TestConsolidateEvolvesOnlyTheMemoryWhenAsked(t *testing.T) {
 	}
 	if psleep.OutsideBlock(out.ProposedMemory) != psleep.OutsideBlock(memory) || len(psleep.LearnedLines(out.ProposedMemory)) != 2 {
 		t.Fatalf("memory:\n%s", out.ProposedMemory)
+	}
+}
+
+func TestConsolidateStopsAtDollarBudget(t *testing.T) {
+	m := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	tasks := personaTasks(t, m)
+	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	// $1 per thousand tokens, a $5 budget.
+	cost := func(_ string, u llm.Usage) float64 { return float64(u.InputTokens+u.OutputTokens) / 1000 }
+	out, err := Consolidate(context.Background(), Settings{EvolveSkill: true, MaxUSD: 5, Cost: cost}, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+		Input{Tasks: tasks, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
+	if !errors.Is(err, ErrBudget) || out.Accepted || out.Action != ActionStoppedBudget || !strings.Contains(out.Reason, "max_usd_per_night") {
+		t.Fatalf("Consolidate = %v, outcome %s (%s)", err, out.Action, out.Reason)
+	}
+	if out.Spend.USD == 0 || out.Spend.USD > 5 {
+		t.Fatalf("spent $%.3f with a $5 budget", out.Spend.USD)
 	}
 }
