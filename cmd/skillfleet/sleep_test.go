@@ -336,3 +336,18 @@ func TestSleepNightOnAnExternalNATS(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+func TestSleepTokenBudgetStopsWhileMining(t *testing.T) {
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, personaArgs(state, "--max-tokens", "1500")...)
+	if code != exitBudget || !strings.Contains(errOut, "tokens spent mining") || !strings.Contains(out, "action: stopped_budget") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	dir, err := sleep.Latest(stagingRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := sleep.ReadManifest(dir); err != nil || m.Accepted || len(m.Proposals) != 0 {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+}
