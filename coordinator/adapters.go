@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
-	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
@@ -35,14 +34,8 @@ func minibatches(fails, succs []int, batchSeed int64, m int) (f, s [][]int) {
 	return plan.Minibatches(fails, succs, batchSeed, m)
 }
 
-// slowOrder is the epoch's shuffled train order for longitudinal samples
-// (its prefix is the sample; the rest is the top-up order).
-func slowOrder(n int, seed int64, epoch int) []int {
-	return plan.SlowUpdateSample(n, seed, epoch, n)
-}
-
-func scheduleBudget(kind string, maxLR, minLR, total, t int) int {
-	b, err := schedule.Budget(schedule.Kind(kind), maxLR, minLR, total, t)
+func scheduleBudget(kind schedule.Kind, maxLR, minLR, total, t int) int {
+	b, err := schedule.Budget(kind, maxLR, minLR, total, t)
 	if err != nil {
 		panic(err) // validated with the config
 	}
@@ -51,18 +44,6 @@ func scheduleBudget(kind string, maxLR, minLR, total, t int) int {
 
 func parseLR(raw json.RawMessage, available int) (int, bool) {
 	return schedule.ParseLearningRate(raw, available)
-}
-
-func gateScore(hard, soft float64, metric string, w float64) float64 {
-	return gate.Score(hard, soft, gate.Metric(metric), w)
-}
-
-func decide(cand, current, best float64, useGate bool) string {
-	return string(gate.Decide(cand, current, best, useGate).Action)
-}
-
-func semanticDensity(text string, words []string) float64 {
-	return gate.SemanticDensity(text, words)
 }
 
 func applyEdits(current string, items []prompts.Item, normalize bool) (string, []skill.Report) {

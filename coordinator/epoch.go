@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
@@ -144,21 +145,21 @@ func (t *Trainer) metaSkillUpdate(ctx context.Context, e, lastStep int) error {
 // longitudinalPairs rolls out prev and curr on the epoch's train sample
 // (concurrently) and pairs the outcomes per item, applying the pair policy.
 func (t *Trainer) longitudinalPairs(ctx context.Context, e int, stage, prev, curr string) ([]pairRecord, error) {
-	order := slowOrder(len(t.splits.Train), t.s.Seed, e)
-	n := min(t.s.SlowUpdateSamples, len(order))
-	pairs, err := t.pairWave(ctx, stage, e, prev, curr, order[:n])
+	sample := plan.SlowUpdateSample(len(t.splits.Train), t.s.Seed, e, t.s.SlowUpdateSamples)
+	n := len(sample)
+	pairs, err := t.pairWave(ctx, stage, e, prev, curr, sample)
 	if err != nil {
 		return nil, err
 	}
 	var kept []pairRecord
 	switch t.s.PairPolicy {
-	case "unchanged":
+	case PairUnchanged:
 		for _, p := range pairs {
 			if p.Category == catPersistent || p.Category == catStable {
 				kept = append(kept, p)
 			}
 		}
-	case "changed":
+	case PairChanged:
 		for _, p := range pairs {
 			if p.Category == catImproved || p.Category == catRegressed {
 				kept = append(kept, p)
@@ -166,10 +167,13 @@ func (t *Trainer) longitudinalPairs(ctx context.Context, e int, stage, prev, cur
 		}
 		// Top up from the rest of the shuffled train split, a wave at a time
 		// (SkillOpt does this one item at a time), keeping item order.
-		next := n
-		for len(kept) < n && next < len(order) {
+		rest := plan.TopUpOrder(len(t.splits.Train), t.s.Seed, e, sample)
+		for next := 0; len(kept) < n && next < len(rest); {
 			need := n - len(kept)
-			chunk := order[next:min(next+need, len(order))]
+			var chunk []int
+			for _, tu := range rest[next:min(next+need, len(rest))] {
+				chunk = append(chunk, tu.Item)
+			}
 			next += len(chunk)
 			more, err := t.pairWave(ctx, stage+"_topup", e, prev, curr, chunk)
 			if err != nil {

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/skillfleet/skillfleet/coordinator/plan"
+	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 )
 
@@ -34,7 +36,7 @@ func Estimate(s Settings, splits *bench.Splits) []StageEstimate {
 		test = s.TestEnvNum
 	}
 	acc := max(s.Accumulation, 1)
-	spe := StepsPerEpoch(trainN, s.BatchSize, acc)
+	spe := plan.StepsPerEpoch(trainN, s.BatchSize, acc)
 	steps := int64(spe * s.NumEpochs)
 	perBatch := int64(min(s.BatchSize, trainN))
 	m := int64(max(s.MinibatchSize, 1))
@@ -91,7 +93,7 @@ func Estimate(s Settings, splits *bench.Splits) []StageEstimate {
 		InPerCall: mergeIn, OutLo: 50, OutHi: optOut, Note: "expected: one side's patches merged per step; the final merge only when both sides have patches"})
 	add(StageEstimate{Stage: "rank", Role: "optimizer", Lo: 0, Exp: steps / 2, Hi: steps, InPerCall: mergeIn, OutLo: 20, OutHi: optOut,
 		Note: "only when more edits are merged than the step's budget"})
-	if s.LRControl == "autonomous" {
+	if s.LRControl == schedule.ControlAutonomous {
 		add(StageEstimate{Stage: "lr", Role: "optimizer", Lo: 0, Exp: steps, Hi: steps, InPerCall: mergeIn, OutLo: 20, OutHi: optOut})
 	}
 	if s.UpdateMode == "rewrite_from_suggestions" || s.UpdateMode == "full_rewrite_minibatch" {

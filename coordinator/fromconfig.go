@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillfleet/skillfleet/coordinator/gate"
+	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -24,22 +26,37 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 		RunID: runID, RunDir: runDir,
 		Seed: c.Train.Seed, NumEpochs: c.Train.NumEpochs, BatchSize: c.Train.BatchSize, Accumulation: c.Train.Accumulation, TrainSize: c.Train.TrainSize,
 		MinibatchSize: c.Gradient.MinibatchSize, MergeBatchSize: c.Gradient.MergeBatchSize, FailureOnly: c.Gradient.FailureOnly,
-		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRScheduler: c.Optimizer.LRScheduler, LRControl: c.Optimizer.LRControlMode,
+		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRControl: c.Optimizer.LRControlMode,
 		UpdateMode: c.Optimizer.SkillUpdateMode, UseSlowUpdate: c.Optimizer.UseSlowUpdate, SlowUpdateSamples: c.Optimizer.SlowUpdateSamples,
-		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: c.Optimizer.LongitudinalPairPolicy, UseMetaSkill: c.Optimizer.UseMetaSkill,
+		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: PairPolicy(c.Optimizer.LongitudinalPairPolicy), UseMetaSkill: c.Optimizer.UseMetaSkill,
 		SkillAware: c.Optimizer.UseSkillAwareReflection, AppendixSource: c.Optimizer.SkillAwareAppendixSource,
 		ConsolidateThreshold: c.Optimizer.SkillAwareConsolidateThreshold, FilterRejected: c.Optimizer.FilterRejected, UseStepBuffer: c.Optimizer.UseStepBuffer, NormalizeOps: true,
-		UseGate: c.Evaluation.UseGate, GateMetric: c.Evaluation.GateMetric, MixedWeight: c.Evaluation.GateMixedWeight,
+		UseGate: c.Evaluation.UseGate, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
-		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, MinCoverage: c.Evaluation.MinCoverage, GateTest: c.Evaluation.GateTest,
+		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, MinCoverage: c.Evaluation.MinCoverage, GateTest: GateTest(c.Evaluation.GateTest),
 		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
 		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
 		TaskTimeout: c.Runtime.TaskTimeout,
 		MaxTokens:   c.Budget.MaxTokens, MaxCalls: c.Budget.MaxCalls, MaxUSD: c.Budget.MaxUSD, MaxWall: c.Budget.MaxWall,
 	}
-	if c.Evaluation.GateTest == "paired" || c.Evaluation.GateRepeats > 1 {
-		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_test=paired and evaluation.gate_repeats>1 are not implemented yet in the trainer (the statistics exist in coordinator/gate); use gate_test: none and gate_repeats: 1", c.File)
+	// The enums travel typed from here on; config.Load validated the
+	// names, so an error here is a config that bypassed it.
+	if s.GateMetric, err = gate.ParseMetric(c.Evaluation.GateMetric); err != nil {
+		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_metric: %w", c.File, err)
+	}
+	if s.LRScheduler, err = schedule.ParseKind(c.Optimizer.LRScheduler); err != nil {
+		return Settings{}, fmt.Errorf("config: %s: optimizer.lr_scheduler: %w", c.File, err)
+	}
+	switch s.PairPolicy {
+	case PairMixed, PairChanged, PairUnchanged:
+	default:
+		return Settings{}, fmt.Errorf("config: %s: optimizer.longitudinal_pair_policy: unknown %q (want mixed, changed or unchanged)", c.File, s.PairPolicy)
+	}
+	switch s.GateTest {
+	case GateTestNone, GateTestPaired:
+	default:
+		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_test: unknown %q (want none or paired)", c.File, s.GateTest)
 	}
 	bc, err := BenchConfig(c)
 	if err != nil {

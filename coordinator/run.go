@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
@@ -41,12 +42,6 @@ type Summary struct {
 	TestEvalN      int                             `json:"test_items"`
 }
 
-// StepsPerEpoch is ceil(trainSize / (batch * accumulation)).
-func StepsPerEpoch(trainSize, batch, acc int) int {
-	per := batch * acc
-	return (trainSize + per - 1) / per
-}
-
 // Run trains from the initial skill (or continues a run dir) to the end
 // and returns the summary.
 func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
@@ -63,7 +58,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	if len(t.selItems()) == 0 {
 		return nil, errors.New("the val (selection) split is empty")
 	}
-	spe := StepsPerEpoch(trainN, t.s.BatchSize, t.s.Accumulation)
+	spe := plan.StepsPerEpoch(trainN, t.s.BatchSize, t.s.Accumulation)
 	t.st = State{Version: 1, ConfigHash: t.s.ConfigHash, TotalSteps: t.s.NumEpochs * spe}
 	init := t.s.SkillInit
 	if t.s.SkillAware {

@@ -4,7 +4,39 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/skillfleet/skillfleet/coordinator/gate"
+	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// PairPolicy is optimizer.longitudinal_pair_policy: which longitudinal
+// pairs the epoch boundary keeps.
+type PairPolicy string
+
+// Pair policies.
+const (
+	// PairMixed keeps every sampled pair.
+	PairMixed PairPolicy = "mixed"
+	// PairChanged keeps improved and regressed pairs, topped up from the
+	// rest of the shuffled train split.
+	PairChanged PairPolicy = "changed"
+	// PairUnchanged keeps persistent failures and stable successes.
+	PairUnchanged PairPolicy = "unchanged"
+)
+
+// GateTest is evaluation.gate_test: how the gate decides.
+type GateTest string
+
+// Gate tests.
+const (
+	// GateTestNone: the candidate's mean gate score must strictly beat
+	// current's.
+	GateTestNone GateTest = "none"
+	// GateTestPaired: in addition, a paired test over the selection items
+	// (exact McNemar on the hard outcomes, or a paired bootstrap over
+	// soft or repeated scores) must find the improvement significant at
+	// evaluation.gate_alpha.
+	GateTestPaired GateTest = "paired"
 )
 
 // Settings are the resolved run parameters the trainer reads. They are
@@ -31,13 +63,13 @@ type Settings struct {
 	// optimizer
 	LR                   int
 	MinLR                int
-	LRScheduler          string // constant, linear, cosine, autonomous
+	LRScheduler          schedule.Kind
 	LRControl            string // fixed, autonomous, none
 	UpdateMode           string // patch, rewrite_from_suggestions, full_rewrite_minibatch
 	UseSlowUpdate        bool
 	SlowUpdateSamples    int
 	SlowUpdateGate       bool
-	PairPolicy           string // mixed, changed, unchanged
+	PairPolicy           PairPolicy
 	UseMetaSkill         bool
 	SkillAware           bool
 	AppendixSource       string // both, failure_only
@@ -50,7 +82,7 @@ type Settings struct {
 
 	// evaluation
 	UseGate       bool
-	GateMetric    string // hard, soft, mixed
+	GateMetric    gate.Metric
 	MixedWeight   float64
 	UseDensity    bool
 	DensityWeight float64
@@ -64,7 +96,7 @@ type Settings struct {
 	// Speculate: see config runtime.speculate.
 	Speculate   bool
 	MinCoverage float64
-	GateTest    string // none, paired
+	GateTest    GateTest
 	GateAlpha   float64
 	GateRepeats int
 

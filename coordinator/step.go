@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/skillfleet/skillfleet/coordinator/gate"
+	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -14,10 +16,10 @@ import (
 
 // Step actions, as SkillOpt names them.
 const (
-	ActAcceptNewBest = "accept_new_best"
-	ActAccept        = "accept"
-	ActReject        = "reject"
-	ActForceAccept   = "force_accept"
+	ActAcceptNewBest = string(gate.AcceptNewBest)
+	ActAccept        = string(gate.Accept)
+	ActReject        = string(gate.Reject)
+	ActForceAccept   = string(gate.ForceAccept)
 	ActSkipNoPatches = "skip_no_patches"
 	ActSkipNoRewrite = "skip_no_rewrite"
 )
@@ -78,7 +80,7 @@ type StepRecord struct {
 	SelectionHard     *float64           `json:"selection_hard"`
 	SelectionSoft     *float64           `json:"selection_soft"`
 	SelectionScored   int                `json:"selection_scored"`
-	GateMetric        string             `json:"gate_metric"`
+	GateMetric        gate.Metric        `json:"gate_metric"`
 	CandidateScore    *float64           `json:"candidate_gate_score"`
 	EarlyStopped      bool               `json:"early_stopped,omitempty"`
 	UpperBound        *float64           `json:"candidate_score_upper_bound,omitempty"`
@@ -257,26 +259,33 @@ func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, 
 		return nil, err
 	}
 	o := &batchOut{Batch: b, Results: rs}
-	var fails, succs []int
+	// Infrastructure failures have no score and take no part; the scored
+	// results are partitioned by plan.Partition, in item order.
+	var scored []int
+	var hard []float64
 	for i, r := range rs {
-		switch {
-		case !r.ok():
+		if !r.ok() {
 			o.NInfra++
-		case r.hard() < 1e-9:
-			fails = append(fails, i)
-			o.Hard += r.hard()
-			o.Soft += r.soft()
-		default:
-			succs = append(succs, i)
-			o.Hard += r.hard()
-			o.Soft += r.soft()
+			continue
 		}
+		scored = append(scored, i)
+		hard = append(hard, r.hard())
+		o.Hard += r.hard()
+		o.Soft += r.soft()
 	}
-	o.NFail, o.NSucc = len(fails), len(succs)
-	if n := len(fails) + len(succs); n > 0 {
+	if n := len(scored); n > 0 {
 		o.Hard /= float64(n)
 		o.Soft /= float64(n)
 	}
+	fp, sp := plan.Partition(hard, false)
+	fails, succs := make([]int, len(fp)), make([]int, len(sp))
+	for k, j := range fp {
+		fails[k] = scored[j]
+	}
+	for k, j := range sp {
+		succs[k] = scored[j]
+	}
+	o.NFail, o.NSucc = len(fails), len(succs)
 	for _, i := range fails {
 		o.Failed = append(o.Failed, rs[i])
 	}
@@ -707,14 +716,14 @@ func (t *Trainer) gate(ctx context.Context, stage string, g int, candidate strin
 	}
 	if stopped {
 		rec.EarlyStopped = true
-		ub := m.Score
+		ub := m.Upper
 		rec.UpperBound = &ub
 		rec.SelectionScored = m.Scored
 		return ActReject, m, nil
 	}
 	h, s, sc := m.Hard, m.Soft, m.Score
 	rec.SelectionHard, rec.SelectionSoft, rec.CandidateScore, rec.SelectionScored = &h, &s, &sc, m.Scored
-	return decide(m.Score, t.st.CurrentScore, t.st.BestScore, t.s.UseGate), m, nil
+	return string(gate.Decide(m.Score, t.st.CurrentScore, t.st.BestScore, t.s.UseGate).Action), m, nil
 }
 
 // applyVerdict moves current/best per the gate's action.
@@ -919,7 +928,7 @@ func (t *Trainer) densityBonus(skillText string) float64 {
 	if !t.s.UseDensity {
 		return 0
 	}
-	return t.s.DensityWeight * semanticDensity(skillText, t.s.LeadingWords)
+	return gate.DensityBonus(skillText, t.s.LeadingWords, t.s.DensityWeight)
 }
 
 // speculation is the next step's rollouts started before the gate decided

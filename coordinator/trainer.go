@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -103,6 +104,11 @@ type measure struct {
 	Hard, Soft float64
 	N, Scored  int
 	Score      float64
+	// Upper is the early-stop bound when the evaluation stopped early.
+	Upper float64
+	// Items are the per-item outcomes in item order (the paired gate
+	// compares them item by item).
+	Items []gate.Item
 }
 
 // SetTelemetry traces the run: spans run > epoch > step > stage, whose
@@ -460,26 +466,18 @@ func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
 // measureSel scores a skill on the selection split, with early stop against
 // beat when set (beat < 0 disables it). It returns the measure, whether the
 // evaluation stopped early, and the coverage error if too few items scored.
+// The means, the early-stop bound and the coverage check are package gate's.
 func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillText string, beat float64) (measure, bool, error) {
 	items := t.selItems()
 	n := len(items)
 	density := t.densityBonus(skillText)
+	var upper float64
 	var stopFn func([]rollResult, int) bool
-	if t.s.EarlyStop && beat >= 0 && t.s.GateMetric != "" && t.s.GateTest != "paired" {
+	if t.s.EarlyStop && beat >= 0 && t.s.GateMetric != "" && t.s.GateTest != GateTestPaired {
 		stopFn = func(done []rollResult, _ int) bool {
-			var sh, ss float64
-			k := 0
-			for _, r := range done {
-				if r.ok() {
-					sh += r.hard()
-					ss += r.soft()
-					k++
-				}
-			}
-			// Upper bound: every unfinished item succeeds fully.
-			rem := float64(n - k)
-			ub := gateScore((sh+rem)/float64(n), (ss+rem)/float64(n), t.s.GateMetric, t.s.MixedWeight) + density
-			return ub <= beat
+			stop, ub := gate.EarlyStop(gateItems(done), t.s.GateMetric, t.s.MixedWeight, density, beat)
+			upper = ub
+			return stop
 		}
 	}
 	rs, stopped, err := t.rollout(ctx, rolloutReq{Stage: stage, Step: step, Skill: skillText, Items: items, Split: bench.SplitVal, Stop: stopFn})
@@ -487,30 +485,45 @@ func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillT
 		return measure{}, false, err
 	}
 	m := summarize(rs)
-	m.Score = gateScore(m.Hard, m.Soft, t.s.GateMetric, t.s.MixedWeight) + density
+	m.Score = gate.Score(m.Hard, m.Soft, t.s.GateMetric, t.s.MixedWeight) + density
 	if stopped {
+		m.Upper = upper
 		return m, true, nil
 	}
-	if n > 0 && float64(m.Scored)/float64(n) < t.s.MinCoverage {
+	if _, ok := gate.Coverage(m.Scored, n, t.s.MinCoverage); n > 0 && !ok {
 		return m, false, fmt.Errorf("%w: %s scored %d of %d selection items (min_coverage %.2f); infrastructure failures, see the worker logs", ErrCoverage, stage, m.Scored, n, t.s.MinCoverage)
 	}
 	return m, false, nil
 }
 
-func summarize(rs []rollResult) measure {
-	m := measure{N: len(rs)}
-	for _, r := range rs {
-		if r.ok() {
-			m.Hard += r.hard()
-			m.Soft += r.soft()
-			m.Scored++
+// gateItems are rollout results (in item order) as the gate sees them: a
+// result not yet in is pending, one that is not OK failed.
+func gateItems(rs []rollResult) []gate.Item {
+	out := make([]gate.Item, len(rs))
+	for i, r := range rs {
+		switch {
+		case r.Res == nil:
+			out[i] = gate.Item{Status: gate.Pending}
+		case r.ok():
+			out[i] = gate.Item{Status: gate.Scored, Hard: r.hard(), Soft: r.soft()}
+		default:
+			out[i] = gate.Item{Status: gate.Failed}
 		}
 	}
-	if m.Scored > 0 {
-		m.Hard /= float64(m.Scored)
-		m.Soft /= float64(m.Scored)
+	return out
+}
+
+// summarize measures results in item order (gate.Measure); it keeps the
+// per-item outcomes for the paired gate.
+func summarize(rs []rollResult) measure {
+	items := gateItems(rs)
+	for i := range items {
+		if items[i].Status == gate.Pending {
+			items[i].Status = gate.Failed // cancelled: no score
+		}
 	}
-	return m
+	ms := gate.Measure(items)
+	return measure{Hard: ms.Hard, Soft: ms.Soft, N: ms.Total, Scored: ms.Scored, Items: items}
 }
 
 func (t *Trainer) selItems() []bench.Item {
