@@ -230,7 +230,7 @@ func (s *Server) runWatch(t *target) *watch {
 }
 
 // runFiles are the files whose change means the run view changed.
-var runFiles = []string{"events.jsonl", "state.json", ProgressFileName, "tokens.json", "summary.json", "best_skill.md", "steps", "STOP"}
+var runFiles = []string{"events.jsonl", "state.json", ProgressFileName, "summary.json", "tokens.json"}
 
 // fingerprint is the size and modification time of dir's files.
 func fingerprint(dir string, files ...string) string {

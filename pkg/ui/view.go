@@ -222,6 +222,11 @@ type runLoader struct {
 	rep      *report.Report
 	base     *RunBase
 	modelKey string
+
+	// state.json and progress.json as last read, with their fingerprints
+	stateFP, progFP string
+	state           *stateFile
+	prog            *Progress
 }
 
 func newRunLoader(dir string, prices *pricing.Table) *runLoader {
@@ -335,16 +340,27 @@ func (l *runLoader) load() (*RunView, bool, error) {
 	}
 	rep := l.rep
 	var live RunLive
-	var st stateFile
-	haveState := false
-	switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
-	case err == nil:
-		haveState = true
-	case errors.Is(err, fs.ErrNotExist):
-	default:
-		return nil, false, err
+	if fp := fingerprint(l.dir, "state.json"); fp != l.stateFP {
+		var st stateFile
+		switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
+		case err == nil:
+			l.state = &st
+		case errors.Is(err, fs.ErrNotExist):
+			l.state = nil
+		default:
+			return nil, false, err
+		}
+		l.stateFP = fp
 	}
-	if p, ok := ReadProgress(l.dir); ok {
+	if fp := fingerprint(l.dir, ProgressFileName); fp != l.progFP {
+		l.prog = nil
+		if p, ok := ReadProgress(l.dir); ok {
+			l.prog = &p
+		}
+		l.progFP = fp
+	}
+	if l.prog != nil {
+		p := *l.prog
 		live.Progress = &p
 	}
 	tf, source := tokenFile(rep, live.Progress)
@@ -360,7 +376,7 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		l.base, l.modelKey, changed = b, key, true
 	}
 	v := &RunView{RunBase: *l.base, RunLive: live}
-	if haveState {
+	if st := l.state; st != nil {
 		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
 		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
 	} else if sel := v.Selection; len(sel.X) > 0 {
