@@ -17,6 +17,7 @@ func TestFaultsKillsAndANATSRestartKeepTheDecisions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	root := repoRoot(t)
 	url := simServer(t, "--latency", "100ms", "--fault-500", "0.03", "--fault-drop", "0.02",
 		"--fault-malformed", "0.03", "--stall-rate", "0.005", "--stall-for", "2m")

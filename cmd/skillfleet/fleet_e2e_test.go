@@ -141,6 +141,7 @@ func TestCampaignOnASharedFleetMatchesCellsAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes and runs the demo many times")
 	}
+	t.Parallel()
 	url, _ := startNatsd(t)
 	startFleetWorker(t, url, "12")
 	startFleetWorker(t, url, "12")
@@ -176,6 +177,7 @@ func TestTwoCoordinatorsShareOneWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	url, _ := startNatsd(t)
 	startFleetWorker(t, url, "16")
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
@@ -208,6 +210,7 @@ func TestWorkerOutlivesRunsAndACoordinatorRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	t.Parallel()
 	url, _ := startNatsd(t)
 	startFleetWorker(t, url, "16")
 	time.Sleep(500 * time.Millisecond) // the worker is up before any run exists
@@ -245,6 +248,7 @@ func TestCampaignKilledThreeTimesResumes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the demo many times")
 	}
+	t.Parallel()
 	cells := sixCells()[:4]
 	spec := writeCampaign(t, cells, 2)
 	out := filepath.Join(t.TempDir(), "camp")
