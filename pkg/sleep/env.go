@@ -49,10 +49,13 @@ func (e *Env) Name() string { return EnvName }
 // AttemptMessages is the prompt of one attempt: the task's own output
 // contract (its System template with {skill_section}) or a generic one,
 // the skill and the memory, then the request.
+//
+// The live skill and memory are the user's own files and may hold a
+// secret; the prompt carries them redacted.
 func AttemptMessages(t Task, skill, memory string) []llm.Message {
-	section := bench.SkillSection(skill)
+	section := bench.SkillSection(Redact(skill))
 	if strings.TrimSpace(memory) != "" {
-		section += "\n## Project memory\n\n" + strings.TrimSpace(memory) + "\n"
+		section += "\n## Project memory\n\n" + strings.TrimSpace(Redact(memory)) + "\n"
 	}
 	sys := PromptMarker + " attempt. You are the user's coding agent, answering one of their recurring requests.\n\n" + section
 	if strings.TrimSpace(t.System) != "" {
@@ -61,9 +64,9 @@ func AttemptMessages(t Task, skill, memory string) []llm.Message {
 	// The marker opens the user turn too: a CLI agent used as the target
 	// (the exec backend) records the call as a session of its own, which a
 	// later harvest must recognise as headless.
-	user := PromptMarker + " Request: " + t.Intent
+	user := PromptMarker + " Request: " + Redact(t.Intent)
 	if strings.TrimSpace(t.Context) != "" {
-		user += "\n\nContext:\n" + t.Context
+		user += "\n\nContext:\n" + Redact(t.Context)
 	}
 	user += "\n\nReturn only the answer."
 	return []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}

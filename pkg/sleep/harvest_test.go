@@ -214,3 +214,13 @@ func TestOwnPromptsAreHeadless(t *testing.T) {
 		}
 	}
 }
+
+func TestAttemptPromptRedactsLiveFiles(t *testing.T) {
+	task := Task{ID: "t", Intent: "Deploy the staging app", Judge: Judge{Kind: JudgeRubric, Rubric: "r"}}
+	msgs := AttemptMessages(task, "# skill\nuse token: ghp_abcdefghijklmnopqrstuvwxyz0123456789AB\n", "db password = hunter2hunter2\n")
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "ghp_abcdef") || strings.Contains(m.Content, "hunter2hunter2") {
+			t.Fatalf("attempt prompt holds a secret:\n%s", m.Content)
+		}
+	}
+}
