@@ -1,8 +1,8 @@
 // Package plan holds SkillOpt's seeded sampling decisions as pure functions
 // over item indices: which train items form each rollout batch, how a
 // batch's results are cut into analyst minibatches, which items the epoch
-// boundary samples, how a raw data set is split by ratio, and how LiveMath
-// permutes answer choices.
+// boundary samples, and how LiveMath permutes answer choices. (The ratio
+// split of a raw data set is pkg/bench.RatioSplit.)
 //
 // Every shuffle is CPython's random.Random(seed).shuffle (package pyrand),
 // with the seeds of spec §10.1, so a plan here is the plan SkillOpt makes
@@ -14,11 +14,8 @@ package plan
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/pyrand"
 )
@@ -197,84 +194,6 @@ func TopUpOrder(n int, seed int64, epoch int, seen []int) []TopUp {
 		out = append(out, TopUp{Item: item, Seed: base + int64(len(out)) + 1})
 	}
 	return out
-}
-
-// ParseRatio parses a split ratio such as "2:1:7" (env.split_ratio) into
-// its positive integer weights.
-func ParseRatio(s string) ([]int, error) {
-	parts := strings.Split(s, ":")
-	weights := make([]int, len(parts))
-	for i, p := range parts {
-		w, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || w <= 0 {
-			return nil, fmt.Errorf("split ratio %q: part %q is not a positive integer", s, p)
-		}
-		weights[i] = w
-	}
-	return weights, nil
-}
-
-// RatioCounts divides total items among the weights by largest remainder:
-// each part gets floor(total*w/sum) items, and the items left over go one
-// each to the parts with the largest fractional remainder, ties to the
-// larger weight, then to the earlier part. The quotas are float64, as
-// SkillOpt computes them.
-func RatioCounts(total int, weights []int) ([]int, error) {
-	if total < 0 {
-		return nil, fmt.Errorf("total %d is negative", total)
-	}
-	if len(weights) == 0 {
-		return nil, errors.New("no split weights")
-	}
-	sum := 0
-	for _, w := range weights {
-		if w <= 0 {
-			return nil, fmt.Errorf("split weight %d is not positive", w)
-		}
-		sum += w
-	}
-	counts := make([]int, len(weights))
-	frac := make([]float64, len(weights))
-	left := total
-	for i, w := range weights {
-		q := float64(total*w) / float64(sum)
-		counts[i] = int(q)
-		frac[i] = q - float64(counts[i])
-		left -= counts[i]
-	}
-	order := make([]int, len(weights))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		i, j := order[a], order[b]
-		if frac[i] != frac[j] {
-			return frac[i] > frac[j]
-		}
-		return weights[i] > weights[j]
-	})
-	for _, i := range order[:left] {
-		counts[i]++
-	}
-	return counts, nil
-}
-
-// RatioSplit assigns total items (by index) to the parts of a ratio split:
-// the indices shuffled with splitSeed, then cut into consecutive runs of
-// RatioCounts. Each part keeps the shuffled order.
-func RatioSplit(total int, weights []int, splitSeed int64) ([][]int, error) {
-	counts, err := RatioCounts(total, weights)
-	if err != nil {
-		return nil, err
-	}
-	order := pyrand.Perm(splitSeed, total)
-	parts := make([][]int, len(counts))
-	at := 0
-	for i, c := range counts {
-		parts[i] = order[at : at+c : at+c]
-		at += c
-	}
-	return parts, nil
 }
 
 // ChoiceSeed returns LiveMath's per-item choice seed for a batch:

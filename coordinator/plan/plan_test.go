@@ -66,15 +66,6 @@ type fixtures struct {
 			Sample string `json:"sample"`
 		} `json:"example"`
 	} `json:"slow_samples"`
-	RatioSplits struct {
-		MaxTotal int `json:"max_total"`
-		Cases    []struct {
-			Weights   []int  `json:"weights"`
-			SplitSeed int64  `json:"split_seed"`
-			Counts    string `json:"counts"`
-			Digests   string `json:"digests"`
-		} `json:"cases"`
-	} `json:"ratio_splits"`
 	Choices []struct {
 		BatchSeed int64  `json:"batch_seed"`
 		ItemID    string `json:"item_id"`
@@ -395,96 +386,6 @@ func TestSlowUpdateSampleBounds(t *testing.T) {
 	for idx, tu := range top {
 		if tu.Item != all[10+idx] || tu.Seed != SlowSeed(42, 2)+int64(idx)+1 {
 			t.Errorf("TopUpOrder[%d] = %+v, want item %d seed %d", idx, tu, all[10+idx], SlowSeed(42, 2)+int64(idx)+1)
-		}
-	}
-}
-
-func TestRatioSplitMatchesFixture(t *testing.T) {
-	t.Parallel()
-	f := loadFixtures(t)
-	for _, c := range f.RatioSplits.Cases {
-		wantCounts := strings.Fields(c.Counts)
-		wantDigests := strings.Fields(c.Digests)
-		for total := 0; total <= f.RatioSplits.MaxTotal; total++ {
-			counts, err := RatioCounts(total, c.Weights)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := ints(counts); got != wantCounts[total] {
-				t.Errorf("RatioCounts(%d, %v) = %s, want %s", total, c.Weights, got, wantCounts[total])
-			}
-			parts, err := RatioSplit(total, c.Weights, c.SplitSeed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines := make([]string, len(parts))
-			for i, p := range parts {
-				lines[i] = ints(p)
-			}
-			if got := digest(strings.Join(lines, "\n")); got != wantDigests[total] {
-				t.Errorf("RatioSplit(%d, %v, %d) digest = %s, want %s", total, c.Weights, c.SplitSeed, got, wantDigests[total])
-			}
-		}
-	}
-}
-
-func TestRatioCounts(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		total   int
-		weights []int
-		want    []int
-		wantErr bool
-	}{
-		{name: "searchqa 2:1:7 of 2000", total: 2000, weights: []int{2, 1, 7}, want: []int{400, 200, 1400}},
-		// 10*2/10=2, 10*1/10=1, 10*7/10=7: no remainder.
-		{name: "exact", total: 10, weights: []int{2, 1, 7}, want: []int{2, 1, 7}},
-		// 11: 2.2, 1.1, 7.7 -> floors 2,1,7, one left, largest remainder 7.7.
-		{name: "largest remainder", total: 11, weights: []int{2, 1, 7}, want: []int{2, 1, 8}},
-		// 2 of 1:1:1: 0.67 each, two left; equal remainders and weights -> earlier parts.
-		{name: "tie to earlier part", total: 2, weights: []int{1, 1, 1}, want: []int{1, 1, 0}},
-		// 1 of 1:2:1 = 0.25, 0.5, 0.25: part 1 has the largest remainder.
-		{name: "tie broken by weight", total: 1, weights: []int{1, 2, 1}, want: []int{0, 1, 0}},
-		{name: "zero weight", total: 5, weights: []int{1, 0}, wantErr: true},
-		{name: "no weights", total: 5, wantErr: true},
-		{name: "negative total", total: -1, weights: []int{1}, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, err := RatioCounts(tt.total, tt.weights)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("RatioCounts(%d, %v) error = %v, want error %v", tt.total, tt.weights, err, tt.wantErr)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("RatioCounts(%d, %v) mismatch (-want +got):\n%s", tt.total, tt.weights, diff)
-			}
-		})
-	}
-}
-
-func TestParseRatio(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in      string
-		want    []int
-		wantErr bool
-	}{
-		{in: "2:1:7", want: []int{2, 1, 7}},
-		{in: " 3 : 1 ", want: []int{3, 1}},
-		{in: "5", want: []int{5}},
-		{in: "2:0:7", wantErr: true},
-		{in: "2:x", wantErr: true},
-		{in: "", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := ParseRatio(tt.in)
-		if (err != nil) != tt.wantErr {
-			t.Errorf("ParseRatio(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
-		}
-		if diff := cmp.Diff(tt.want, got); diff != "" {
-			t.Errorf("ParseRatio(%q) mismatch (-want +got):\n%s", tt.in, diff)
 		}
 	}
 }

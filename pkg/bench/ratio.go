@@ -85,33 +85,62 @@ func ParseRatio(s string) ([3]int, error) {
 	return w, nil
 }
 
-// RatioCounts splits total items by weights with the largest-remainder
-// method: each part gets floor(total*w/sum), and the items left over go one
-// each to the parts with the largest fractional remainders, ties broken by
-// the larger weight, then by position.
-func RatioCounts(total int, w [3]int) [3]int {
-	sum := w[0] + w[1] + w[2]
-	var counts [3]int
-	rem := make([]int, 3) // remainder numerators, exact in integers
-	given := 0
-	for i := range w {
-		counts[i] = total * w[i] / sum
-		rem[i] = total*w[i] - counts[i]*sum
-		given += counts[i]
+// RatioCounts divides total items among positive weights by largest
+// remainder, as SkillOpt does: each part gets floor(total*w/sum) items, and
+// the items left over go one each to the parts with the largest fractional
+// remainder, ties to the larger weight, then to the earlier part. The
+// quotas and remainders are float64, as SkillOpt computes them: 2 items
+// by 2:1:7 have quotas 0.4, 0.2, 1.4, whose float remainders 0.4 and
+// 0.3999999999999999 give the item to train, not (as exact remainders
+// would) to test.
+func RatioCounts(total int, w []int) []int {
+	sum := 0
+	for _, x := range w {
+		sum += x
 	}
-	order := []int{0, 1, 2}
+	counts := make([]int, len(w))
+	if sum <= 0 {
+		return counts
+	}
+	frac := make([]float64, len(w))
+	left := total
+	for i, x := range w {
+		q := float64(total*x) / float64(sum)
+		counts[i] = int(q)
+		frac[i] = q - float64(counts[i])
+		left -= counts[i]
+	}
+	order := make([]int, len(w))
+	for i := range order {
+		order[i] = i
+	}
 	sort.SliceStable(order, func(a, b int) bool {
 		i, j := order[a], order[b]
-		if rem[i] != rem[j] {
-			return rem[i] > rem[j]
+		if frac[i] != frac[j] {
+			return frac[i] > frac[j]
 		}
 		return w[i] > w[j]
 	})
-	for k := 0; given < total; k++ {
-		counts[order[k%3]]++
-		given++
+	for _, i := range order[:max(0, min(left, len(order)))] {
+		counts[i]++
 	}
 	return counts
+}
+
+// RatioSplit assigns total items, by index, to the parts of a ratio (train,
+// val and test for a split): the
+// indices shuffled with CPython's random.Random(seed).shuffle, then cut
+// into consecutive runs of RatioCounts. Each part keeps the shuffled order.
+func RatioSplit(total int, w []int, seed int64) [][]int {
+	counts := RatioCounts(total, w)
+	order := pyrand.Perm(seed, total)
+	parts := make([][]int, len(counts))
+	at := 0
+	for i, c := range counts {
+		parts[i] = order[at : at+c : at+c]
+		at += c
+	}
+	return parts
 }
 
 // RatioDirName is the directory name SkillOpt gives a generated ratio split
@@ -173,20 +202,18 @@ func WriteRatioSplit(o RatioOptions) (*RatioManifest, error) {
 		}
 		return &have, nil
 	}
-	pyrand.New(o.Seed).Shuffle(len(raws), func(i, j int) { raws[i], raws[j] = raws[j], raws[i] })
-	counts := RatioCounts(len(raws), w)
-	want.Counts = map[string]int{SplitTrain: counts[0], SplitVal: counts[1], SplitTest: counts[2]}
+	parts := RatioSplit(len(raws), w[:], o.Seed)
+	want.Counts = map[string]int{SplitTrain: len(parts[0]), SplitVal: len(parts[1]), SplitTest: len(parts[2])}
 	want.Sources = map[string][][2]int{}
-	at := 0
 	for i, name := range []string{SplitTrain, SplitVal, SplitTest} {
-		part := make([]json.RawMessage, 0, counts[i])
-		pos := make([][2]int, 0, counts[i])
-		for _, r := range raws[at : at+counts[i]] {
+		part := make([]json.RawMessage, 0, len(parts[i]))
+		pos := make([][2]int, 0, len(parts[i]))
+		for _, k := range parts[i] {
+			r := raws[k]
 			part = append(part, r.raw)
 			pos = append(pos, [2]int{r.row, r.line})
 		}
 		want.Sources[name] = pos
-		at += counts[i]
 		if err := os.MkdirAll(filepath.Join(o.OutDir, name), 0o755); err != nil {
 			return nil, err
 		}

@@ -1,10 +1,13 @@
 package bench_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -36,7 +39,7 @@ func TestRatioCounts(t *testing.T) {
 		// train by position.
 		{2, [3]int{1, 3, 1}, [3]int{1, 1, 0}},
 	} {
-		if got := bench.RatioCounts(tc.total, tc.w); got != tc.want {
+		if got := bench.RatioCounts(tc.total, tc.w[:]); [3]int(got) != tc.want {
 			t.Errorf("RatioCounts(%d, %v) = %v, want %v", tc.total, tc.w, got, tc.want)
 		}
 	}
@@ -171,5 +174,58 @@ func TestLoadSplitDirNormalizesAndStoresID(t *testing.T) {
 	_, err = bench.LoadSplitDir(dir, bench.LoadOptions{IDFields: []string{"uid"}, Files: []string{"*.csv"}, Normalize: norm})
 	if err == nil || !strings.Contains(err.Error(), "val/items.csv:2: q: empty") {
 		t.Errorf("normalize error = %v", err)
+	}
+}
+
+// TestRatioSplitMatchesCPython checks RatioCounts and RatioSplit against
+// CPython 3.11 for every total up to the fixture's max_total. The fixture
+// is scripts/fixtures/plan_fixtures.py's (its ratio_splits section).
+func TestRatioSplitMatchesCPython(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "coordinator", "plan", "testdata", "plan.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		RatioSplits struct {
+			MaxTotal int `json:"max_total"`
+			Cases    []struct {
+				Weights   []int  `json:"weights"`
+				SplitSeed int64  `json:"split_seed"`
+				Counts    string `json:"counts"`
+				Digests   string `json:"digests"`
+			} `json:"cases"`
+		} `json:"ratio_splits"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.RatioSplits.Cases) == 0 {
+		t.Fatal("no ratio_splits cases in the fixture")
+	}
+	ints := func(xs []int) string {
+		s := make([]string, len(xs))
+		for i, x := range xs {
+			s[i] = strconv.Itoa(x)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range f.RatioSplits.Cases {
+		w := c.Weights
+		wantCounts, wantDigests := strings.Fields(c.Counts), strings.Fields(c.Digests)
+		for total := 0; total <= f.RatioSplits.MaxTotal; total++ {
+			counts := bench.RatioCounts(total, w)
+			if got := ints(counts); got != wantCounts[total] {
+				t.Errorf("RatioCounts(%d, %v) = %s, want %s", total, w, got, wantCounts[total])
+			}
+			parts := bench.RatioSplit(total, w, c.SplitSeed)
+			lines := make([]string, len(parts))
+			for i, p := range parts {
+				lines[i] = ints(p)
+			}
+			sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+			if got := hex.EncodeToString(sum[:])[:8]; got != wantDigests[total] {
+				t.Errorf("RatioSplit(%d, %v, %d) digest = %s, want %s", total, w, c.SplitSeed, got, wantDigests[total])
+			}
+		}
 	}
 }
