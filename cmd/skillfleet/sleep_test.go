@@ -351,3 +351,37 @@ func TestSleepTokenBudgetStopsWhileMining(t *testing.T) {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
 }
+
+func TestSleepReviewedTasksFile(t *testing.T) {
+	state := t.TempDir()
+	file := filepath.Join(state, "tasks.json")
+	code, out, errOut := runCLI(t, "sleep", "harvest", "--persona", "researcher", "--backend", "sim", "--state-dir", state, "--output", file)
+	if code != exitOK || !strings.Contains(out, "wrote 12 tasks") {
+		t.Fatalf("harvest exit %d\n%s\n%s", code, out, errOut)
+	}
+	tf, err := sleep.LoadTasksFile(file)
+	if err != nil || tf.Reviewed || len(tf.Tasks) != 12 {
+		t.Fatalf("tasks file reviewed=%v, %d tasks, %v", tf != nil && tf.Reviewed, len(tf.Tasks), err)
+	}
+	b, _ := os.ReadFile(file)
+	for _, s := range plantedSecrets {
+		if strings.Contains(string(b), s) {
+			t.Fatalf("the tasks file holds %q", s)
+		}
+	}
+	t.Setenv("SLEEP_TEST_KEY", "x")
+	code, _, errOut = runCLI(t, "sleep", "run", "--persona", "researcher", "--state-dir", state, "--backend", "openai_compatible",
+		"--base-url", "http://127.0.0.1:1/v1", "--model", "m", "--api-key-env", "SLEEP_TEST_KEY", "--tasks-file", file)
+	if code != exitUsage || !strings.Contains(errOut, `"reviewed" is false`) {
+		t.Fatalf("unreviewed tasks file on a real backend: exit %d, %s", code, errOut)
+	}
+	tf.Reviewed = true
+	tf.Tasks = tf.Tasks[:10]
+	if err := sleep.WriteTasksFile(file, *tf); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, "sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state, "--tasks-file", file, "--assert-improves")
+	if code != exitOK || !strings.Contains(out, "tasks 10") {
+		t.Fatalf("run --tasks-file exit %d\n%s\n%s", code, out, errOut)
+	}
+}
