@@ -227,7 +227,11 @@ func readAgentState(c *Conversation) agentState {
 			switch {
 			case p == "skill":
 				st.skillRead = true
-				st.skill = joinSkill(st.skill, t.Output)
+				// Claude Code's Skill tool answers "Launching skill: X"
+				// and sends the skill's text in the next user message.
+				if !strings.HasPrefix(t.Output, "Launching skill:") {
+					st.skill = joinSkill(st.skill, t.Output)
+				}
 			case strings.HasPrefix(p, "file:"):
 				st.filesRead = append(st.filesRead, strings.TrimPrefix(p, "file:"))
 			}
@@ -238,7 +242,11 @@ func readAgentState(c *Conversation) agentState {
 			// Claude Code sends a loaded skill's text as a user message
 			// right after the Skill tool's result.
 			if lastSkillCall != "" && i > 0 && c.Turns[i-1].Role == "tool" && c.Turns[i-1].CallID == lastSkillCall && !strings.Contains(t.Text, simbench.AnswerInstruction) {
-				st.skill = joinSkill(st.skill, t.Text)
+				text := t.Text
+				if rest, ok := strings.CutPrefix(text, "Base directory for this skill:"); ok {
+					_, text, _ = strings.Cut(rest, "\n")
+				}
+				st.skill = joinSkill(st.skill, text)
 				continue
 			}
 			if q, ok := findQuestion(t.Text); ok {

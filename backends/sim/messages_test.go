@@ -199,7 +199,7 @@ func TestAgentReadsCLICaptures(t *testing.T) {
 		{file: "codex-request.json", action: "read_skill", tool: "exec_command", arg: "/.agents/skills/skillfleet-target/SKILL.md"},
 		{file: "claude-request.json", action: "read_skill", tool: "Skill", arg: `"skillfleet-target"`},
 		{file: "codex-request-skill-output.json", action: "answer", skill: "# Skill\n- Report distances in km."},
-		{file: "claude-request-skill-loaded.json", action: "answer", skill: "Launching skill: skillfleet-target\n\nBase directory for this skill:"},
+		{file: "claude-request-skill-loaded.json", action: "answer", skill: "# Skill\n- Report distances in km."},
 	} {
 		c := read(tc.file)
 		r, err := New(Options{}).Agent(t.Context(), c)
