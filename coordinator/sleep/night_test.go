@@ -132,3 +132,19 @@ func TestConsolidateStopsAtDollarBudget(t *testing.T) {
 		t.Fatalf("spent $%.3f with a $5 budget", out.Spend.USD)
 	}
 }
+
+func TestRegressedNamesADroppedOrMissingTask(t *testing.T) {
+	before := map[string]float64{"a": 1, "b": 0.5}
+	for _, c := range []struct {
+		after map[string]float64
+		want  string
+	}{
+		{map[string]float64{"a": 1, "b": 0.75}, ""},
+		{map[string]float64{"a": 0.5, "b": 1}, "a"},
+		{map[string]float64{"b": 1}, "a"},
+	} {
+		if got := regressed(before, c.after); got != c.want {
+			t.Errorf("regressed(%v, %v) = %q, want %q", before, c.after, got, c.want)
+		}
+	}
+}
