@@ -26,7 +26,7 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 		RunID: runID, RunDir: runDir,
 		Seed: c.Train.Seed, NumEpochs: c.Train.NumEpochs, BatchSize: c.Train.BatchSize, Accumulation: c.Train.Accumulation, TrainSize: c.Train.TrainSize,
 		MinibatchSize: c.Gradient.MinibatchSize, MergeBatchSize: c.Gradient.MergeBatchSize, FailureOnly: c.Gradient.FailureOnly,
-		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRControl: c.Optimizer.LRControlMode,
+		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRControl: schedule.ControlMode(c.Optimizer.LRControlMode),
 		UpdateMode: c.Optimizer.SkillUpdateMode, UseSlowUpdate: c.Optimizer.UseSlowUpdate, SlowUpdateSamples: c.Optimizer.SlowUpdateSamples,
 		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: PairPolicy(c.Optimizer.LongitudinalPairPolicy), UseMetaSkill: c.Optimizer.UseMetaSkill,
 		SkillAware: c.Optimizer.UseSkillAwareReflection, AppendixSource: c.Optimizer.SkillAwareAppendixSource,
@@ -52,6 +52,11 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 	case PairMixed, PairChanged, PairUnchanged:
 	default:
 		return Settings{}, fmt.Errorf("config: %s: optimizer.longitudinal_pair_policy: unknown %q (want mixed, changed or unchanged)", c.File, s.PairPolicy)
+	}
+	switch s.LRControl {
+	case schedule.ControlFixed, schedule.ControlAutonomous, schedule.ControlNone:
+	default:
+		return Settings{}, fmt.Errorf("config: %s: optimizer.lr_control_mode: unknown %q (want fixed, autonomous or none)", c.File, s.LRControl)
 	}
 	switch s.GateTest {
 	case GateTestNone, GateTestPaired:

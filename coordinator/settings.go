@@ -64,7 +64,7 @@ type Settings struct {
 	LR                   int
 	MinLR                int
 	LRScheduler          schedule.Kind
-	LRControl            string // fixed, autonomous, none
+	LRControl            schedule.ControlMode
 	UpdateMode           string // patch, rewrite_from_suggestions, full_rewrite_minibatch
 	UseSlowUpdate        bool
 	SlowUpdateSamples    int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/plan"
+	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -56,47 +57,47 @@ type failureSummary struct {
 
 // StepRecord is written to steps/step_NNNN/record.json.
 type StepRecord struct {
-	Step              int                `json:"step"`
-	Epoch             int                `json:"epoch"`
-	StepInEpoch       int                `json:"step_in_epoch"`
-	Timing            map[string]float64 `json:"timing_s"`
-	Tokens            map[string]Totals  `json:"tokens"`
-	RolloutHard       float64            `json:"rollout_hard"`
-	RolloutSoft       float64            `json:"rollout_soft"`
-	RolloutN          int                `json:"rollout_n"`
-	RolloutInfraFails int                `json:"rollout_infra_failures"`
-	Batches           []BatchRecord      `json:"accumulation_batches"`
-	NFailurePatches   int                `json:"n_failure_patches"`
-	NSuccessPatches   int                `json:"n_success_patches"`
-	NMerged           int                `json:"n_edits_merged"`
-	NRanked           int                `json:"n_edits_ranked"`
-	EditBudget        *int               `json:"edit_budget"`
-	LRControl         string             `json:"lr_control_mode"`
-	LRDecision        *LRDecision        `json:"lr_decision,omitempty"`
-	CandidateHash     string             `json:"candidate_hash,omitempty"`
-	CandidateLen      int                `json:"candidate_skill_len,omitempty"`
-	EditApply         map[string]int     `json:"edit_apply_summary,omitempty"`
-	RewriteSummary    []string           `json:"rewrite_change_summary,omitempty"`
-	SelectionHard     *float64           `json:"selection_hard"`
-	SelectionSoft     *float64           `json:"selection_soft"`
-	SelectionScored   int                `json:"selection_scored"`
-	GateMetric        gate.Metric        `json:"gate_metric"`
-	CandidateScore    *float64           `json:"candidate_gate_score"`
-	EarlyStopped      bool               `json:"early_stopped,omitempty"`
-	UpperBound        *float64           `json:"candidate_score_upper_bound,omitempty"`
-	CacheHit          bool               `json:"selection_cache_hit,omitempty"`
-	Unchanged         bool               `json:"candidate_unchanged,omitempty"`
-	Action            string             `json:"action"`
-	CurrentScore      float64            `json:"current_score"`
-	BestScore         float64            `json:"best_score"`
-	BestStep          int                `json:"best_step"`
-	CurrentOrigin     string             `json:"current_origin"`
-	BestOrigin        string             `json:"best_origin"`
-	SkillLen          int                `json:"skill_len"`
-	WallTime          float64            `json:"wall_time_s"`
-	InvalidReplies    int                `json:"invalid_replies,omitempty"`
-	FilteredRejected  int                `json:"filtered_rejected_edits,omitempty"`
-	AppendixNotes     int                `json:"appendix_notes,omitempty"`
+	Step              int                  `json:"step"`
+	Epoch             int                  `json:"epoch"`
+	StepInEpoch       int                  `json:"step_in_epoch"`
+	Timing            map[string]float64   `json:"timing_s"`
+	Tokens            map[string]Totals    `json:"tokens"`
+	RolloutHard       float64              `json:"rollout_hard"`
+	RolloutSoft       float64              `json:"rollout_soft"`
+	RolloutN          int                  `json:"rollout_n"`
+	RolloutInfraFails int                  `json:"rollout_infra_failures"`
+	Batches           []BatchRecord        `json:"accumulation_batches"`
+	NFailurePatches   int                  `json:"n_failure_patches"`
+	NSuccessPatches   int                  `json:"n_success_patches"`
+	NMerged           int                  `json:"n_edits_merged"`
+	NRanked           int                  `json:"n_edits_ranked"`
+	EditBudget        *int                 `json:"edit_budget"`
+	LRControl         schedule.ControlMode `json:"lr_control_mode"`
+	LRDecision        *LRDecision          `json:"lr_decision,omitempty"`
+	CandidateHash     string               `json:"candidate_hash,omitempty"`
+	CandidateLen      int                  `json:"candidate_skill_len,omitempty"`
+	EditApply         map[string]int       `json:"edit_apply_summary,omitempty"`
+	RewriteSummary    []string             `json:"rewrite_change_summary,omitempty"`
+	SelectionHard     *float64             `json:"selection_hard"`
+	SelectionSoft     *float64             `json:"selection_soft"`
+	SelectionScored   int                  `json:"selection_scored"`
+	GateMetric        gate.Metric          `json:"gate_metric"`
+	CandidateScore    *float64             `json:"candidate_gate_score"`
+	EarlyStopped      bool                 `json:"early_stopped,omitempty"`
+	UpperBound        *float64             `json:"candidate_score_upper_bound,omitempty"`
+	CacheHit          bool                 `json:"selection_cache_hit,omitempty"`
+	Unchanged         bool                 `json:"candidate_unchanged,omitempty"`
+	Action            string               `json:"action"`
+	CurrentScore      float64              `json:"current_score"`
+	BestScore         float64              `json:"best_score"`
+	BestStep          int                  `json:"best_step"`
+	CurrentOrigin     string               `json:"current_origin"`
+	BestOrigin        string               `json:"best_origin"`
+	SkillLen          int                  `json:"skill_len"`
+	WallTime          float64              `json:"wall_time_s"`
+	InvalidReplies    int                  `json:"invalid_replies,omitempty"`
+	FilteredRejected  int                  `json:"filtered_rejected_edits,omitempty"`
+	AppendixNotes     int                  `json:"appendix_notes,omitempty"`
 	// CoordinatorCPU is the CPU time this process spent during the step:
 	// the coordinator's own cost when workers run in other processes.
 	CoordinatorCPU float64 `json:"process_cpu_s"`
@@ -567,7 +568,7 @@ func (t *Trainer) mergeFinal(ctx context.Context, g int, fail, succ []prompts.It
 
 // budget returns the step's edit budget (and advances the scheduler in fixed mode).
 func (t *Trainer) budget(ctx context.Context, g int, merged []prompts.Item, rec *StepRecord) (int, *LRDecision, error) {
-	if t.s.LRControl != "autonomous" {
+	if t.s.LRControl != schedule.ControlAutonomous {
 		t.st.SchedulerT++
 		return scheduleBudget(t.s.LRScheduler, t.s.LR, t.s.MinLR, t.st.TotalSteps, t.st.SchedulerT), nil, nil
 	}

@@ -13,18 +13,6 @@ func DefaultLeadingWords() []string {
 		"RESOLVE", "PREFER", "ENSURE", "STRICT", "VERIFY"}
 }
 
-// ParseLeadingWords splits a comma-separated leading_words string into
-// its words, trimmed, without empty ones.
-func ParseLeadingWords(s string) []string {
-	var out []string
-	for _, w := range strings.Split(s, ",") {
-		if w = strings.TrimSpace(w); w != "" {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 // SemanticDensity returns the share of a skill's tokens that are leading
 // words: the skill without its protected regions is lower-cased and cut
 // into tokens, the maximal runs of ASCII letters and digits; density is

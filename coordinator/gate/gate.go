@@ -111,9 +111,6 @@ func Decide(cand, current, best float64, useGate bool) Verdict {
 	return v
 }
 
-// DefaultMinCoverage is evaluation.min_coverage's default.
-const DefaultMinCoverage = 0.95
-
 // Coverage returns the fraction of a gate's items that were scored (not
 // lost to an infrastructure failure) and whether it reaches minCoverage.
 // A gate over no items has coverage 0 and passes only if minCoverage <= 0.

@@ -86,31 +86,19 @@ func Budget(kind Kind, maxLR, minLR, totalSteps, t int) (int, error) {
 	return max(minLR, int(math.RoundToEven(lr))), nil
 }
 
-// Control modes (optimizer.lr_control_mode).
+// ControlMode is optimizer.lr_control_mode, canonical (pkg/config maps
+// its aliases): where each step's edit budget comes from.
+type ControlMode string
+
+// Control modes.
 const (
 	// ControlFixed takes the budget from the scheduler.
-	ControlFixed = "fixed"
+	ControlFixed ControlMode = "fixed"
 	// ControlAutonomous asks the optimizer for the budget each step.
-	ControlAutonomous = "autonomous"
+	ControlAutonomous ControlMode = "autonomous"
 	// ControlNone applies no budget (forced in full-rewrite mode).
-	ControlNone = "none"
+	ControlNone ControlMode = "none"
 )
-
-// NormalizeControlMode maps an lr_control_mode value or alias to its
-// canonical name: fixed (manual, scheduler), autonomous (auto, optimizer),
-// none (off, no_lr). Matching trims spaces, lower-cases and treats '-' as
-// '_'; "" is the default, fixed. An unknown value is an error (fix B16).
-func NormalizeControlMode(s string) (string, error) {
-	switch strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_") {
-	case "", "fixed", "manual", "scheduler":
-		return ControlFixed, nil
-	case "autonomous", "auto", "optimizer":
-		return ControlAutonomous, nil
-	case "none", "off", "no_lr":
-		return ControlNone, nil
-	}
-	return "", fmt.Errorf("unknown lr_control_mode %q (want fixed, autonomous or none)", s)
-}
 
 var firstInt = regexp.MustCompile(`-?\d+`)
 

@@ -168,34 +168,6 @@ func TestParseKind(t *testing.T) {
 	}
 }
 
-func TestNormalizeControlMode(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in      string
-		want    string
-		wantErr bool
-	}{
-		{in: "fixed", want: ControlFixed},
-		{in: "manual", want: ControlFixed},
-		{in: "Scheduler", want: ControlFixed},
-		{in: "", want: ControlFixed},
-		{in: "autonomous", want: ControlAutonomous},
-		{in: "auto", want: ControlAutonomous},
-		{in: " optimizer ", want: ControlAutonomous},
-		{in: "none", want: ControlNone},
-		{in: "off", want: ControlNone},
-		{in: "no_lr", want: ControlNone},
-		{in: "no-lr", want: ControlNone},
-		{in: "cosine", wantErr: true},
-	}
-	for _, tt := range tests {
-		got, err := NormalizeControlMode(tt.in)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("NormalizeControlMode(%q) = %q, %v; want %q, error %v", tt.in, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
 func TestParseLearningRate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
