@@ -64,7 +64,7 @@ func (p Progress) StageETA(now time.Time) (time.Duration, bool) {
 // ProgressFile keeps progress.json in a run dir up to date: Update stores
 // the latest state and a writer goroutine writes it atomically (temp file +
 // rename) at most once per interval, so a busy wave costs one write every
-// two seconds, not one per task.
+// few seconds, not one per task.
 type ProgressFile struct {
 	path     string
 	interval time.Duration
@@ -83,10 +83,10 @@ type ProgressFile struct {
 }
 
 // NewProgressFile starts writing dir/progress.json. interval <= 0 means
-// two seconds. Close it when the run ends.
+// three seconds. Close it when the run ends.
 func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 	if interval <= 0 {
-		interval = 2 * time.Second
+		interval = 3 * time.Second
 	}
 	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}

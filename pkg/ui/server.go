@@ -39,7 +39,7 @@ type Options struct {
 	// Prices turns tokens into dollars (nil: the built-in table).
 	Prices *pricing.Table
 	// Poll is how often an open page's run dir is checked for changes
-	// (default 2s).
+	// (default 3s).
 	Poll time.Duration
 	// Fleet reports the live fleet (nil: the Fleet page says there is none).
 	Fleet func(ctx context.Context) (*Fleet, error)
@@ -102,7 +102,7 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 		return nil, errors.New("ui: no run or campaign directory to serve")
 	}
 	if o.Poll <= 0 {
-		o.Poll = 2 * time.Second
+		o.Poll = 3 * time.Second
 	}
 	if o.Prices == nil {
 		o.Prices = pricing.Default()
