@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -65,6 +66,9 @@ func worldScore(t *testing.T, m *Model, env bench.Env, items []bench.Item, skill
 func checkWorld(t *testing.T, name string, cfg map[string]any, wantProposed int) {
 	t.Helper()
 	s, env, man := synthWorld(t, name, cfg)
+	if name == "spreadsheet" {
+		s.Test = s.Test[:min(len(s.Test), 10)] // every episode runs Python in the sandbox
+	}
 	m := quiet()
 	ref := synth.ReferenceSkill("Reference", "Answer the task.", man.Rules)
 	bare := synth.ReferenceSkill("Bare", "Answer the task.", nil)
@@ -136,3 +140,10 @@ func serveLayout(t *testing.T, layout string) string {
 func TestWorldTextGame(t *testing.T) { checkWorld(t, "textgame", nil, 3) }
 
 func TestWorldALFWorld(t *testing.T) { checkWorld(t, "alfworld", nil, 3) }
+
+func TestWorldSpreadsheet(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	checkWorld(t, "spreadsheet", map[string]any{"python": "/usr/bin/python3"}, 2)
+}

@@ -68,6 +68,10 @@ func SizeOf(benchName, preset string) (Size, error) {
 	switch preset {
 	case "", PresetSmall:
 		s := Size{Preset: PresetSmall, Rules: 5, Train: 40, Val: 20, Test: 40}
+		if benchName == "spreadsheet" {
+			// Every episode runs Python in a sandbox: a smaller world.
+			s = Size{Preset: PresetSmall, Rules: 4, Train: 12, Val: 8, Test: 16}
+		}
 		return s, nil
 	case PresetPaper:
 		c, ok := paperCounts[benchName]
