@@ -85,19 +85,21 @@ type StepRecord struct {
 	CandidateScore    *float64             `json:"candidate_gate_score"`
 	EarlyStopped      bool                 `json:"early_stopped,omitempty"`
 	UpperBound        *float64             `json:"candidate_score_upper_bound,omitempty"`
-	CacheHit          bool                 `json:"selection_cache_hit,omitempty"`
-	Unchanged         bool                 `json:"candidate_unchanged,omitempty"`
-	Action            string               `json:"action"`
-	CurrentScore      float64              `json:"current_score"`
-	BestScore         float64              `json:"best_score"`
-	BestStep          int                  `json:"best_step"`
-	CurrentOrigin     string               `json:"current_origin"`
-	BestOrigin        string               `json:"best_origin"`
-	SkillLen          int                  `json:"skill_len"`
-	WallTime          float64              `json:"wall_time_s"`
-	InvalidReplies    int                  `json:"invalid_replies,omitempty"`
-	FilteredRejected  int                  `json:"filtered_rejected_edits,omitempty"`
-	AppendixNotes     int                  `json:"appendix_notes,omitempty"`
+	// GateP is the paired gate's p-value (evaluation.gate_test: paired).
+	GateP            *float64 `json:"gate_p,omitempty"`
+	CacheHit         bool     `json:"selection_cache_hit,omitempty"`
+	Unchanged        bool     `json:"candidate_unchanged,omitempty"`
+	Action           string   `json:"action"`
+	CurrentScore     float64  `json:"current_score"`
+	BestScore        float64  `json:"best_score"`
+	BestStep         int      `json:"best_step"`
+	CurrentOrigin    string   `json:"current_origin"`
+	BestOrigin       string   `json:"best_origin"`
+	SkillLen         int      `json:"skill_len"`
+	WallTime         float64  `json:"wall_time_s"`
+	InvalidReplies   int      `json:"invalid_replies,omitempty"`
+	FilteredRejected int      `json:"filtered_rejected_edits,omitempty"`
+	AppendixNotes    int      `json:"appendix_notes,omitempty"`
 	// CoordinatorCPU is the CPU time this process spent during the step:
 	// the coordinator's own cost when workers run in other processes.
 	CoordinatorCPU float64 `json:"process_cpu_s"`
@@ -724,6 +726,27 @@ func (t *Trainer) gate(ctx context.Context, stage string, g int, candidate strin
 	}
 	h, s, sc := m.Hard, m.Soft, m.Score
 	rec.SelectionHard, rec.SelectionSoft, rec.CandidateScore, rec.SelectionScored = &h, &s, &sc, m.Scored
+	if t.s.UseGate && t.s.GateTest == GateTestPaired {
+		if !(m.Score > t.st.CurrentScore) {
+			return ActReject, m, nil // no improvement: nothing to test
+		}
+		cur, ok := t.selCache[t.st.CurrentHash]
+		if !ok || cur.Items == nil {
+			// Not measured by this process (a resumed run): the content-
+			// addressed rollouts make this a replay, not new calls.
+			var err error
+			if cur, _, err = t.measureSel(ctx, stage+"_current", g, t.st.Current, -1); err != nil {
+				return "", measure{}, err
+			}
+			t.selCache[t.st.CurrentHash] = cur
+		}
+		p, err := t.pairedP(cur, m, g)
+		if err != nil {
+			return "", measure{}, err
+		}
+		rec.GateP = &p
+		return string(gate.DecidePaired(m.Score, t.st.CurrentScore, t.st.BestScore, p, t.s.GateAlpha).Action), m, nil
+	}
 	return string(gate.Decide(m.Score, t.st.CurrentScore, t.st.BestScore, t.s.UseGate).Action), m, nil
 }
 

@@ -1,0 +1,79 @@
+package coordinator_test
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+
+	simmodel "github.com/skillfleet/skillfleet/backends/sim"
+	"github.com/skillfleet/skillfleet/coordinator"
+)
+
+// TestPairedGateOnANoisyTarget trains the demo over 10 seeds with a target
+// whose answers flip with probability 0.15 (sim epsilon, five times the
+// default), once with the strict gate (gate_test none, one sample per
+// item) and once with the paired gate (gate_test paired, gate_repeats 3,
+// gate_alpha 0.05), and tabulates the best skill's test score (mean and
+// variance over the seeds) and the edits each gate accepted. The paired
+// gate must accept fewer edits: an improvement it accepts is significant.
+// SKILLFLEET_GATE_TABLE=path writes the table as Markdown.
+func TestPairedGateOnANoisyTarget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the demo 20 times")
+	}
+	f := newFleet(t)
+	type row struct {
+		name     string
+		sets     []string
+		scores   []float64
+		accepted int
+	}
+	rows := []*row{
+		{name: "strict (gate_test none, 1 sample)", sets: []string{"evaluation.gate_test=none"}},
+		{name: "paired (gate_test paired, gate_repeats 3, alpha 0.05)", sets: []string{"evaluation.gate_test=paired", "evaluation.gate_repeats=3", "evaluation.gate_alpha=0.05"}},
+	}
+	for seed := 1; seed <= 10; seed++ {
+		for _, r := range rows {
+			m := simmodel.New(simmodel.Options{Epsilon: 0.15})
+			sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=2"}, r.sets...)
+			dir, sum, err := f.runPreset(t, demoPreset, m, sets...)
+			if err != nil {
+				t.Fatalf("%s seed %d: %v", r.name, seed, err)
+			}
+			r.scores = append(r.scores, sum.TestHard["best"])
+			for _, e := range events(t, dir) {
+				if e.Type == "step" && (e.Action == coordinator.ActAccept || e.Action == coordinator.ActAcceptNewBest) {
+					r.accepted++
+				}
+			}
+		}
+	}
+	var b strings.Builder
+	b.WriteString("| gate | test score of the best skill, mean | variance | accepted edits (10 runs) |\n|---|---|---|---|\n")
+	for _, r := range rows {
+		mean, variance := meanVar(r.scores)
+		fmt.Fprintf(&b, "| %s | %.4f | %.6f | %d |\n", r.name, mean, variance, r.accepted)
+	}
+	t.Logf("demo preset, sim epsilon 0.15, 10 seeds, 2 epochs:\n%s", b.String())
+	if path := os.Getenv("SKILLFLEET_GATE_TABLE"); path != "" {
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows[1].accepted >= rows[0].accepted {
+		t.Errorf("paired gate accepted %d edits, strict %d: want fewer", rows[1].accepted, rows[0].accepted)
+	}
+}
+
+func meanVar(xs []float64) (mean, variance float64) {
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		variance += (x - mean) * (x - mean)
+	}
+	return mean, variance / math.Max(1, float64(len(xs)-1))
+}
