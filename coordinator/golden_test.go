@@ -40,7 +40,8 @@ var (
 )
 
 // fleet is one in-process NATS server shared by the runs of a test.
-type fleet struct{ url string }
+// hubDir, if set, holds the hub's task journal instead of the run dir.
+type fleet struct{ url, hubDir string }
 
 func newFleet(t *testing.T) *fleet { return &fleet{url: queuetest.Start(t).URL()} }
 
@@ -88,7 +89,11 @@ func (f *fleet) runPresetIn(t *testing.T, runDir string, p preset, m llm.Model, 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: true,
+	hubDir := runDir
+	if f.hubDir != "" {
+		hubDir = f.hubDir
+	}
+	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{NC: nc, RunDir: hubDir, RunID: runID, GRPCListener: ln, NoSync: true,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries}})
 	if err != nil {
 		t.Fatal(err)

@@ -227,6 +227,9 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 }
 
 func (t *Trainer) saveState() error {
+	if err := t.rd.failed(); err != nil {
+		return err // never record progress past a file that was not written
+	}
 	t.st.CurrentPath = skillFile(max(t.st.Step, 0))
 	t.st.BestPath = "best_skill.md"
 	return t.rd.writeJSONErr("state.json", t.st)

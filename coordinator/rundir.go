@@ -47,6 +47,8 @@ type runDir struct {
 	// fence, if set, confirms before each new event that this process
 	// still leads the run (blocking while that cannot be confirmed).
 	fence func() error
+	// werr is the first write error (see writeFile).
+	werr error
 }
 
 func openRunDir(dir, configHash string) (*runDir, error) {
@@ -97,6 +99,9 @@ func (r *runDir) emit(ev Event) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.werr != nil {
+		return r.werr
+	}
 	r.emitted = append(r.emitted, ev)
 	if r.n < len(r.existing) {
 		if !bytes.Equal(r.existing[r.n], line) {
@@ -114,31 +119,58 @@ func (r *runDir) emit(ev Event) error {
 	}
 	r.n++
 	if _, err := r.events.Write(append(line, '\n')); err != nil {
-		return fmt.Errorf("write event: %w", err)
+		r.werr = fmt.Errorf("run dir %s: write events.jsonl: %w", r.dir, err)
+		return r.werr
 	}
-	return r.events.Sync()
+	if err := r.events.Sync(); err != nil {
+		r.werr = fmt.Errorf("run dir %s: sync events.jsonl: %w", r.dir, err)
+		return r.werr
+	}
+	return nil
 }
 
 func (r *runDir) close() error { return r.events.Close() }
 
-func (r *runDir) writeFile(rel, text string) {
-	if err := r.writeAtomic(rel, []byte(text)); err != nil {
-		panic(err) // the run dir is unwritable: nothing sensible can continue
-	}
+// writeFile writes a run-dir file atomically. A write error is returned
+// and also kept: from then on emit refuses new events and failed reports
+// it, so the trainer stops at its next phase boundary, before state.json
+// or events.jsonl can claim work whose files are missing. Callers that
+// cannot stop on the spot may ignore the returned error for that reason.
+func (r *runDir) writeFile(rel, text string) error {
+	return r.keep(r.writeAtomic(rel, []byte(text)))
 }
 
-func (r *runDir) writeJSON(rel string, v any) {
-	if err := r.writeJSONErr(rel, v); err != nil {
-		panic(err)
-	}
-}
-
-func (r *runDir) writeJSONErr(rel string, v any) error {
+// writeJSON writes v as indented JSON; errors as for writeFile.
+func (r *runDir) writeJSON(rel string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", rel, err)
 	}
-	return r.writeAtomic(rel, append(data, '\n'))
+	return r.keep(r.writeAtomic(rel, append(data, '\n')))
+}
+
+// writeJSONErr is writeJSON for callers that handle the error themselves.
+func (r *runDir) writeJSONErr(rel string, v any) error { return r.writeJSON(rel, v) }
+
+// keep records the first write error.
+func (r *runDir) keep(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = fmt.Errorf("run dir %s: %w", r.dir, err)
+	r.mu.Lock()
+	if r.werr == nil {
+		r.werr = err
+	}
+	r.mu.Unlock()
+	return err
+}
+
+// failed is the first write error, or nil.
+func (r *runDir) failed() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.werr
 }
 
 func (r *runDir) writeAtomic(rel string, data []byte) error {

@@ -1,0 +1,64 @@
+package coordinator_test
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestFullDiskStopsCleanlyAndResumes trains the demo into a run dir on a
+// 96 KiB tmpfs: the run must end with an error naming the run dir and "no
+// space left" (not a panic). With the tmpfs grown, the same command in the
+// same dir resumes and ends exactly like the golden demo run. The hub's
+// journal is kept elsewhere (it stalls on a full disk: not handled here).
+func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains the demo")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("mounting a tmpfs needs root")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	f := newFleet(t)
+	// The hub's task journal (package dispatch) stays on a roomy disk:
+	// this test is about the trainer's files.
+	f.hubDir = t.TempDir()
+	dir := filepath.Join(mnt, "run")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := f.runPresetIn(t, dir, demoPreset, nil)
+	if err == nil {
+		t.Fatal("a run on a 96 KiB disk succeeded")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "run dir "+dir) || !strings.Contains(msg, "no space left") || strings.Contains(msg, "\n") {
+		t.Errorf("error = %q, want one line naming the run dir and no space left", msg)
+	}
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("remount: %v %s", err, out)
+	}
+	if _, _, err := f.runPresetIn(t, dir, demoPreset, nil); err != nil {
+		t.Fatalf("resume once space is back: %v", err)
+	}
+	for _, file := range []string{"events.jsonl", "best_skill.md"} {
+		got, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := os.ReadFile(filepath.Join("testdata", "golden", "demo."+file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("resumed %s differs from the golden demo run: %s", file, firstDiff(got, want))
+		}
+	}
+}
