@@ -158,3 +158,32 @@ func TestReadInitAndWriteBest(t *testing.T) {
 		t.Fatalf("run dir holds %d entries, want only best_skill/", len(ents))
 	}
 }
+
+// TestBundleSurvivesProtectedRegions: the trainer's protected-region
+// operations act on the whole text; on a bundle they land in SKILL.md
+// (last) and leave the other files' blocks intact.
+func TestBundleSurvivesProtectedRegions(t *testing.T) {
+	p := mustNew(t, map[string]string{"SKILL.md": entry, "references/units.md": "# F\n"})
+	b := Encode(p)
+	b = skill.InjectSlowPlaceholder(b)
+	b = skill.ReplaceSlowBlock(b, "- epoch lesson")
+	b = skill.InjectAppendix(b)
+	b = skill.FlushAppendix(b, []string{"note one"})
+	cand, _, err := ApplyText(b, []Edit{{File: "references/units.md", Op: "append", Content: "1 mi = 1.609 km"}}, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, _ := skill.RestoreProtected(cand, b)
+	q, err := Decode(restored)
+	if err != nil {
+		t.Fatalf("bundle broken by protected-region operations: %v\n%s", err, restored)
+	}
+	if u, _ := q.File("references/units.md"); u != "# F\n\n1 mi = 1.609 km\n" {
+		t.Fatalf("units.md = %q", u)
+	}
+	for _, want := range []string{skill.SlowStart, "- epoch lesson", skill.AppendixStart, "note one"} {
+		if !strings.Contains(q.Entry(), want) {
+			t.Errorf("SKILL.md lacks %q", want)
+		}
+	}
+}
