@@ -39,6 +39,8 @@ agents=
 if [[ -f scripts/install-agents.sh ]]; then
   agents=1
   tools+=("npm|nodejs npm|command -v npm && command -v node")
+  # Claude Code's own sandbox needs socat for its tool commands.
+  tools+=("socat|socat|command -v socat")
 fi
 
 missing() {
