@@ -258,3 +258,19 @@ func TestWriteRoundTrip(t *testing.T) {
 		t.Fatalf("Write through a symlink: %v, want a symlink refusal", err)
 	}
 }
+
+// TestShippedSeedPackage: the seed package under configs/packages loads
+// and names itself.
+func TestShippedSeedPackage(t *testing.T) {
+	p, err := Load(filepath.Join("..", "..", "configs", "packages", "records_seed"), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm, err := p.FrontMatter()
+	if err != nil || fm.Name != "archived-records" || fm.Description == "" {
+		t.Fatalf("front matter %+v, %v", fm, err)
+	}
+	if _, ok := p.File("references/rules.md"); !ok {
+		t.Fatalf("files %v", p.Paths())
+	}
+}
