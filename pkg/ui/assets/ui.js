@@ -89,12 +89,16 @@
     };
     // A page gets "view" (campaign, fleet) or a run's "base" (once a
     // decision) and "live" (progress, about once a second).
-    var cur = {}, haveBase = false, baseDirty = false;
+    var cur = {}, partKeys = {}, haveBase = false, baseDirty = false;
     function on(name, isBase) {
       es.addEventListener(name, function (e) {
         var v = JSON.parse(e.data);
         root.dataset.updates = String(Number(root.dataset.updates || 0) + 1);
         if (name === "view") { onView(v, true); return; }
+        // A part replaces its previous self: keys it no longer has
+        // (empty lists and notes are left out) are dropped.
+        (partKeys[name] || []).forEach(function (k) { delete cur[k]; });
+        partKeys[name] = Object.keys(v);
         Object.keys(v).forEach(function (k) { cur[k] = v[k]; });
         if (isBase) { haveBase = true; baseDirty = true; }
         if (haveBase && cur.spend) { onView(cur, baseDirty); baseDirty = false; }
