@@ -4,28 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats.go"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/pkg/bench"
-	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
-	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
-	"github.com/skillfleet/skillfleet/pkg/queue"
-	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
-	"github.com/skillfleet/skillfleet/worker"
 )
 
 // scripted wraps the sim model: override answers chosen prompts itself,
@@ -91,79 +80,7 @@ func (s *scripted) users(kind string) []string {
 // changed by sets (config overrides). It returns the run dir and summary.
 func runDemo(t *testing.T, m llm.Model, sets ...string) (string, *coordinator.Summary, error) {
 	t.Helper()
-	root, _ := filepath.Abs(filepath.Join(".."))
-	sets = append([]string{"env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md"), "runtime.sim_llm=false"}, sets...)
-	cfg, err := config.Load(filepath.Join(root, "configs", "demo.yaml"), sets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	runDir := t.TempDir()
-	splitDir := filepath.Join(runDir, "splits")
-	if err := simbench.WriteSplits(splitDir, "demo", 7); err != nil {
-		t.Fatal(err)
-	}
-	splits, err := bench.LoadSplitDir(splitDir, bench.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := coordinator.FromConfig(cfg, "run1", runDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Target.Backend, s.Optimizer.Backend, s.Rewriter.Backend = "scripted", "scripted", "scripted"
-
-	ns := queuetest.Start(t)
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{NC: nc, RunDir: runDir, RunID: "run1", GRPCListener: ln, NoSync: true,
-		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hubDone := make(chan error, 1)
-	hctx, hstop := context.WithCancel(ctx)
-	go func() { hubDone <- hub.Run(hctx) }()
-	defer func() { hstop(); <-hubDone }()
-
-	wnc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wnc.Close()
-	cc, err := worker.Dial(hub.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	cons, err := worker.Consumers(ctx, wnc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := pb.NewCoordinatorClient(cc)
-	x := worker.NewExecutor(worker.ExecutorDeps{Client: client, Prompts: prompts.New(nil),
-		NewModel: func(*pb.ModelSpec) (llm.Model, error) { return m, nil },
-		NewEnv:   func(name string, c []byte) (bench.Env, error) { return registry.New(name, c) }})
-	w := worker.New(worker.Config{Concurrency: 32, DrainTimeout: time.Second, MaxDeliver: cfg.Runtime.MaxDeliveries}, worker.Deps{NC: wnc, Consumers: cons, Client: client, Handler: x})
-	wctx, wstop := context.WithCancel(ctx)
-	wdone := make(chan struct{})
-	go func() { _ = w.Run(wctx); close(wdone) }()
-	defer func() { wstop(); <-wdone }()
-
-	tr, err := coordinator.NewTrainer(s, hub, splits, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := tr.Run(ctx)
-	return runDir, sum, err
+	return newFleet(t).runPreset(t, demoPreset, m, sets...)
 }
 
 func events(t *testing.T, dir string) []coordinator.Event {
