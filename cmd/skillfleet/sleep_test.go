@@ -385,3 +385,28 @@ func TestSleepReviewedTasksFile(t *testing.T) {
 		t.Fatalf("run --tasks-file exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+func TestSleepAutoAdoptIsOptIn(t *testing.T) {
+	state := t.TempDir()
+	skill := filepath.Join(state, "persona-researcher", "skills", sleep.ManagedSkillName, "SKILL.md")
+	if code, out, errOut := runCLI(t, personaArgs(state)...); code != exitOK || strings.Contains(out, "adopted:") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(skill); err == nil {
+		t.Fatal("a night without --auto-adopt wrote the live skill")
+	}
+	if err := os.Remove(filepath.Join(state, "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, personaArgs(state, "--auto-adopt")...)
+	if code != exitOK || !strings.Contains(out, "adopted: 1 file(s)") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(skill)
+	if err != nil || !strings.Contains(string(b), sleep.HabitWrap) {
+		t.Fatalf("live skill after --auto-adopt: %v\n%s", err, b)
+	}
+	if rs, _ := sleep.Receipts(stagingRoot(state)); len(rs) != 1 {
+		t.Fatalf("%d receipts, want 1", len(rs))
+	}
+}
