@@ -50,7 +50,7 @@ func TestStalledAttemptIsAbandonedAndRetried(t *testing.T) {
 		}
 		return 5 * time.Millisecond
 	}}
-	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Floor: 50 * time.Millisecond, Check: 5 * time.Millisecond, Ceiling: time.Minute}, nil)
+	d := NewDeadline(s, DeadlinePolicy{MinSamples: 5, Multiplier: 4, Floor: 50 * time.Millisecond, Check: 5 * time.Millisecond, Ceiling: time.Minute}, nil)
 	m := NewRetry(d, RetryPolicy{MaxRetries: 2, Base: time.Millisecond, Cap: time.Millisecond})
 	warm(t, m, "rollout", 5)
 	start := time.Now()
