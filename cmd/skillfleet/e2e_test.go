@@ -68,7 +68,14 @@ func start(t *testing.T, args ...string) *proc {
 // startCmd starts any program as a test process (killed when the test ends).
 func startCmd(t *testing.T, name string, args ...string) *proc {
 	t.Helper()
+	return startCmdIn(t, "", name, args...)
+}
+
+// startCmdIn starts a program in dir ("" = this directory).
+func startCmdIn(t *testing.T, dir, name string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

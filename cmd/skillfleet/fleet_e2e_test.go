@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,6 +123,25 @@ func writeCampaign(t *testing.T, cells []testCell, maxActive int) string {
 	return path
 }
 
+// checkCells fails unless every cell of the campaign in out is done with
+// the decisions it makes alone, each result recorded once.
+func checkCells(t *testing.T, out string, cells []testCell) {
+	t.Helper()
+	f, err := campaign.Read(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cells {
+		if f.Cells[i].State != campaign.StateDone {
+			t.Errorf("cell %s: state %s (%s)", c.name, f.Cells[i].State, f.Cells[i].Error)
+			continue
+		}
+		dir := filepath.Join(out, "cells", c.name)
+		sameDecisions(t, c.name, dir, aloneRef(t, c.sets...))
+		recordedOnce(t, c.name, dir)
+	}
+}
+
 func sixCells() []testCell {
 	var cells []testCell
 	for _, seed := range []string{"1", "2", "3"} {
@@ -151,19 +168,7 @@ func TestCampaignOnASharedFleetMatchesCellsAlone(t *testing.T) {
 	if o, err := runIn(t, "campaign", "--config", spec, "--out", out, "--nats", url); err != nil {
 		t.Fatalf("campaign: %v\n%s", err, o)
 	}
-	f, err := campaign.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cells {
-		if f.Cells[i].State != campaign.StateDone {
-			t.Errorf("cell %s: state %s (%s)", c.name, f.Cells[i].State, f.Cells[i].Error)
-			continue
-		}
-		dir := filepath.Join(out, "cells", c.name)
-		sameDecisions(t, c.name, dir, aloneRef(t, c.sets...))
-		recordedOnce(t, c.name, dir)
-	}
+	checkCells(t, out, cells)
 	// The report reads the campaign.
 	rep, err := runIn(t, "report", out)
 	if err != nil || !strings.Contains(rep, "mb4-s3") || !strings.Contains(rep, "6 done") {
@@ -269,45 +274,11 @@ func TestCampaignKilledThreeTimesResumes(t *testing.T) {
 	if o, err := runIn(t, "campaign", "--config", spec, "--out", out); err != nil {
 		t.Fatalf("campaign re-run: %v\n%s", err, o)
 	}
-	f, err := campaign.Read(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range cells {
-		if f.Cells[i].State != campaign.StateDone {
-			t.Errorf("cell %s: state %s (%s)", c.name, f.Cells[i].State, f.Cells[i].Error)
-			continue
-		}
-		dir := filepath.Join(out, "cells", c.name)
-		sameDecisions(t, c.name, dir, aloneRef(t, c.sets...))
-		recordedOnce(t, c.name, dir)
-	}
+	checkCells(t, out, cells)
 }
 
 // startIn starts the binary in dir (killed when the test ends).
 func startIn(t *testing.T, dir string, args ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := &syncBuf{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, stdout: bufioReader(out), done: make(chan error, 1), stderr: stderr}
-	go func() { p.done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-		}
-	})
-	return p
+	return startCmdIn(t, dir, binary, args...)
 }
-
-func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }
