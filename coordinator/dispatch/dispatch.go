@@ -375,7 +375,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		}
 		class := queue.ClassOf(t)
 		if d.windowed(class) {
-			d.hold(t, futs[i], data)
+			d.hold(ctx, t, futs[i], data)
 			continue
 		}
 		classes[class] = true

@@ -22,6 +22,9 @@ type heldTask struct {
 	task *pb.Task
 	f    *Future
 	data []byte
+	// trace is the submitter's context, kept (without its cancellation)
+	// for the trace context the task's message carries.
+	trace context.Context
 }
 
 // windowed reports whether a task of class c waits for the bulk window.
@@ -30,9 +33,9 @@ func (d *Dispatcher) windowed(c queue.Class) bool {
 }
 
 // hold queues a bulk task for the pump.
-func (d *Dispatcher) hold(t *pb.Task, f *Future, data []byte) {
+func (d *Dispatcher) hold(ctx context.Context, t *pb.Task, f *Future, data []byte) {
 	d.mu.Lock()
-	d.held = append(d.held, heldTask{task: t, f: f, data: data})
+	d.held = append(d.held, heldTask{task: t, f: f, data: data, trace: context.WithoutCancel(ctx)})
 	d.mu.Unlock()
 	d.kick()
 }
@@ -78,7 +81,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 		if !found {
 			break
 		}
-		msg := d.taskMsg(ctx, h.task, queue.ClassBulk, h.data, "")
+		msg := d.taskMsg(h.trace, h.task, queue.ClassBulk, h.data, "")
 		seq, err := d.publishSync(ctx, msg)
 		if err != nil {
 			d.mu.Lock()
