@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"time"
 )
@@ -283,14 +282,4 @@ func (f *File) WriteHTML(w io.Writer, links map[string]string) error {
 		F     *File
 		Links map[string]string
 	}{f, links})
-}
-
-// Sorted returns the cell names in file order (a convenience for callers).
-func (f *File) Sorted() []string {
-	out := make([]string, len(f.Cells))
-	for i, c := range f.Cells {
-		out[i] = c.Name
-	}
-	sort.Strings(out)
-	return out
 }
