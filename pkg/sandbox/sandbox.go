@@ -141,9 +141,39 @@ type Spec struct {
 	Limits   Limits
 	// Stdin is the program's standard input (default: none).
 	Stdin io.Reader
+	// Stdout and Stderr, when set, receive the program's output as it
+	// comes, each on its own (Run then keeps no Result.Output); else both
+	// go, capped at Limits.Output, to Result.Output.
+	Stdout, Stderr io.Writer
+	// Binds are host paths bound read-only at a place of the caller's
+	// choosing (an agent CLI's install tree, CA certificates).
+	Binds []Bind
 	// Collect names work-directory files to hand back in Result.Files;
 	// "." hands back the whole work directory.
 	Collect []string
+}
+
+// Bind is a host path offered read-only inside the sandbox.
+type Bind struct {
+	Source string // absolute host path
+	Target string // absolute sandbox path, not under /work, /tmp, /proc, /dev or /run/sandbox-forward
+}
+
+// check refuses a bind that would shadow the sandbox's own mounts.
+func (b Bind) check() error {
+	if !filepath.IsAbs(b.Source) || !filepath.IsAbs(b.Target) {
+		return fmt.Errorf("sandbox: bind %q -> %q: both paths must be absolute", b.Source, b.Target)
+	}
+	t := path.Clean(b.Target)
+	for _, p := range []string{"/", WorkDir, "/tmp", "/proc", "/dev", "/usr", forwardDir} {
+		if t == p || (p != "/" && strings.HasPrefix(t, p+"/")) {
+			return fmt.Errorf("sandbox: bind target %q is (under) %s, which the sandbox mounts itself", b.Target, p)
+		}
+	}
+	if _, err := os.Stat(b.Source); err != nil {
+		return fmt.Errorf("sandbox: bind source: %w", err)
+	}
+	return nil
 }
 
 // Entry is a collected work-directory entry.
@@ -467,6 +497,9 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	defer cleanup()
 	out := &capped{max: l.Output}
 	cmd.Stdout, cmd.Stderr = out, out
+	if spec.Stdout != nil || spec.Stderr != nil {
+		cmd.Stdout, cmd.Stderr = orDiscard(spec.Stdout), orDiscard(spec.Stderr)
+	}
 	cmd.Stdin = spec.Stdin
 	start := time.Now()
 	err = cmd.Start()
@@ -541,6 +574,9 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 		if len(spec.Forwards) > 0 {
 			return nil, nil, errors.New("sandbox: forwards need the isolation (unsafe mode has the host network)")
 		}
+		if len(spec.Binds) > 0 {
+			return nil, nil, errors.New("sandbox: binds need the isolation (unsafe mode sees the host's files at their own paths)")
+		}
 		return s.unsafeCommand(ctx, spec, l, script, collectW, env, order)
 	}
 	var fds []fileFD
@@ -586,6 +622,13 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 		fds = append(fds, fileFD{fd: 2 + len(extra), name: name, mode: mode})
 	}
 	var binds [][2]string
+	for _, b := range spec.Binds {
+		if err := b.check(); err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		binds = append(binds, [2]string{b.Source, path.Clean(b.Target)})
+	}
 	if fw != nil {
 		binds = append(binds, [2]string{fw.dir, forwardDir})
 	}
@@ -603,6 +646,13 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	return cmd, closeAll, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // memFile is an anonymous in-memory file holding data, at offset 0.

@@ -437,3 +437,36 @@ func TestDiesWithWorker(t *testing.T) {
 	}
 	t.Errorf("processes outlived the killed worker: %v", seen)
 }
+
+// TestBindsAndStreams: a bind shows a host directory read-only at the
+// chosen place, binds over the sandbox's own mounts are refused, and
+// Stdout/Stderr get the program's two streams apart.
+func TestBindsAndStreams(t *testing.T) {
+	s := newBox(t)
+	host, err := os.MkdirTemp("", "sandbox-bind-") // readable by a root worker's nobody
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(host) })
+	os.Chmod(host, 0o755)
+	if err := os.WriteFile(filepath.Join(host, "tool.txt"), []byte("tool\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb strings.Builder
+	r := run(t, s, Spec{
+		Argv:   sh(`cat /opt/tool/tool.txt; echo to-stderr >&2; touch /opt/tool/x 2>/dev/null && echo WROTE; ls ` + host + ` 2>/dev/null && echo HOST-PATH`),
+		Binds:  []Bind{{Source: host, Target: "/opt/tool"}},
+		Stdout: &out, Stderr: &errb,
+	})
+	if r.ExitCode != 0 && r.ExitCode != 2 && r.ExitCode != 1 {
+		t.Fatalf("exit %d", r.ExitCode)
+	}
+	if out.String() != "tool\n" || errb.String() != "to-stderr\n" || r.Output != "" {
+		t.Errorf("stdout %q stderr %q output %q", out.String(), errb.String(), r.Output)
+	}
+	for _, bad := range []Bind{{host, "/work/x"}, {host, "/tmp"}, {host, "/"}, {host, "/usr/local"}, {"rel", "/opt/x"}, {host, "opt"}, {host + "/missing", "/opt/x"}} {
+		if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Binds: []Bind{bad}}); err == nil {
+			t.Errorf("bind %v accepted", bad)
+		}
+	}
+}
