@@ -260,6 +260,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	dstop()
 	h.unannounce()
+	h.RPC.Drain()
 	stopped := make(chan struct{})
 	go func() { h.grpc.GracefulStop(); close(stopped) }()
 	select {

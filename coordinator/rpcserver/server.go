@@ -51,6 +51,10 @@ type Server struct {
 
 	mu      sync.Mutex
 	workers map[string]*WorkerInfo
+
+	// draining closes when the server stops taking results (see Drain).
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // New returns a Server. heartbeat is the interval workers are asked to use.
@@ -61,7 +65,7 @@ func New(id string, rec Recorder, skills SkillSource, log *slog.Logger, heartbea
 	if heartbeat == 0 {
 		heartbeat = 5 * time.Second
 	}
-	return &Server{rec: rec, skills: skills, log: log, id: id, beat: heartbeat, workers: map[string]*WorkerInfo{}}
+	return &Server{rec: rec, skills: skills, log: log, id: id, beat: heartbeat, workers: map[string]*WorkerInfo{}, draining: make(chan struct{})}
 }
 
 // Register records a worker.
@@ -133,15 +137,42 @@ func (s *Server) Report(stream pb.Coordinator_ReportServer) error {
 		}
 		sendErr <- nil
 	}()
+	// Recv runs on its own goroutine so that Drain can end the stream
+	// while a worker keeps it open between results.
+	type recvd struct {
+		res *pb.Result
+		err error
+	}
+	in := make(chan recvd)
+	go func() {
+		for {
+			res, err := stream.Recv()
+			select {
+			case in <- recvd{res, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	var recvErr error
+loop:
 	for {
-		res, err := stream.Recv()
-		if err != nil {
-			if !errors.Is(err, io.EOF) && status.Code(err) != codes.Canceled {
-				recvErr = err
+		var r recvd
+		select {
+		case r = <-in:
+		case <-s.draining:
+			break loop
+		}
+		if r.err != nil {
+			if !errors.Is(r.err, io.EOF) && status.Code(r.err) != codes.Canceled {
+				recvErr = r.err
 			}
 			break
 		}
+		res := r.res
 		wg.Add(1)
 		id := res.GetTaskId()
 		s.rec.Record(res, func(st pb.ReportAck_Status, err error) {
@@ -163,6 +194,14 @@ func (s *Server) Report(stream pb.Coordinator_ReportServer) error {
 	}
 	return nil
 }
+
+// Drain ends every open Report stream once the results it is recording
+// are acknowledged, and makes new streams end at once, so that a graceful
+// stop does not wait for workers that keep their streams open between
+// results. A worker whose stream ends reports again on a new one: a result
+// that arrives after Drain is never acknowledged here and stays on the
+// queue.
+func (s *Server) Drain() { s.drainOnce.Do(func() { close(s.draining) }) }
 
 // toStatus maps domain errors to gRPC status errors: the one table.
 func toStatus(err error) error {
