@@ -59,6 +59,9 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 	if len(c.argv) == 0 {
 		return "", fmt.Errorf("exec backend: no command (set option agent or command)")
 	}
+	if err := c.sandboxReady(); err != nil {
+		return "", err
+	}
 	want, builtin := testedVersions[c.cfg.Agent]
 	if !builtin || len(c.cfg.Command) > 0 || c.cfg.SkipVersionCheck {
 		return "", nil

@@ -39,6 +39,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -143,6 +144,8 @@ type Config struct {
 	// stays in task.md and the agent is told to read it (default
 	// DefaultTaskInlineMax, under Linux's 128 KiB limit per argument).
 	TaskInlineMax int
+	// Sandbox runs each call under kernel isolation (see sandbox.go).
+	Sandbox SandboxConfig
 }
 
 // DefaultTaskInlineMax is Config.TaskInlineMax's default.
@@ -209,6 +212,7 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 		}
 		c.MaxOutput = n
 	}
+	errs = append(errs, sandboxOptions(opts, &c)...)
 	if len(c.Command) == 0 {
 		if _, ok := presets[c.Agent]; !ok {
 			errs = append(errs, fmt.Sprintf("option agent=%q: want %s or %s, or set option command", c.Agent, AgentCodex, AgentClaude))
@@ -272,6 +276,8 @@ type Client struct {
 	skillPath string
 	calls     atomic.Int64
 	estimated atomic.Int64
+	sb        sandboxState
+	proxyMu   sync.Mutex
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -383,12 +389,17 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 
 	stdout := &capped{max: c.cfg.MaxOutput}
 	stderr := &tail{max: stderrTail}
-	cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
-	cmd.WaitDelay = 2 * time.Second
-	setProcessGroup(cmd)
-	runErr := cmd.Run()
-	killGroup(cmd) // stray children of an agent that exited
+	var runErr error
+	if c.sandboxed() {
+		runErr = c.runSandboxed(ctx, dir, argv, env, stdout, stderr)
+	} else {
+		cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+		cmd.WaitDelay = 2 * time.Second
+		setProcessGroup(cmd)
+		runErr = cmd.Run()
+		killGroup(cmd) // stray children of an agent that exited
+	}
 
 	in := llm.EstimateTokens(skill) + llm.EstimateTokens(task)
 	switch {
@@ -399,10 +410,17 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		return nil, &llm.Error{Kind: llm.KindCancelled, Msg: "agent cancelled; process group killed", Err: context.Canceled}
 	case runErr != nil:
 		var ee *osexec.ExitError
-		if !errors.As(runErr, &ee) {
+		var se *sandboxExit
+		var state fmt.Stringer
+		switch {
+		case errors.As(runErr, &ee):
+			state = ee.ProcessState
+		case errors.As(runErr, &se):
+			state = se
+		default:
 			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "start agent: " + red.Msg(runErr.Error())}
 		}
-		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), ee.ProcessState, red.Msg(stderr.String()))}
+		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), state, red.Msg(stderr.String()))}
 		r, ok := c.parse(stdout.Bytes())
 		if ok && r.content != "" && c.output != OutputText {
 			e.Msg += "; it reported: " + red.Msg(string(head([]byte(r.content), 500)))

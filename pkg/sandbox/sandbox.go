@@ -148,6 +148,11 @@ type Spec struct {
 	// Binds are host paths bound read-only at a place of the caller's
 	// choosing (an agent CLI's install tree, CA certificates).
 	Binds []Bind
+	// NestedUserNS lets the program make user namespaces of its own
+	// inside the sandbox (an agent CLI whose tool sandbox is bubblewrap
+	// too). They nest inside this one: they see no more of the host, but
+	// the kernel's namespace code is then reachable from the program.
+	NestedUserNS bool
 	// Collect names work-directory files to hand back in Result.Files;
 	// "." hands back the whole work directory.
 	Collect []string
@@ -311,7 +316,7 @@ func New(o Options) (*Sandbox, error) {
 func (s *Sandbox) probe() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	args := s.bwrapArgs(NetNone, Limits{}.WithDefaults(), nil, nil)
+	args := s.bwrapArgs(NetNone, Limits{}.WithDefaults(), nil, nil, false)
 	args = append(args, "/usr/bin/true")
 	cmd := exec.CommandContext(ctx, s.bwrap, args...)
 	cmd.SysProcAttr = s.sysProcAttr()
@@ -368,14 +373,16 @@ func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 // bwrapArgs is the isolation: namespaces, the filesystem, the
 // environment. files are (fd, name, mode) for --file; roBinds extra
 // host paths (source, destination) bound read-only.
-func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD, roBinds [][2]string) []string {
+func (s *Sandbox) bwrapArgs(netw Network, l Limits, files []fileFD, roBinds [][2]string, nestedUserNS bool) []string {
 	size := strconv.FormatInt(int64(l.WorkMB)<<20, 10)
-	a := []string{
-		"--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session",
+	a := []string{"--unshare-all", "--unshare-user"}
+	if !nestedUserNS {
+		a = append(a, "--disable-userns")
+	}
+	a = append(a, "--die-with-parent", "--new-session",
 		"--uid", strconv.Itoa(Nobody), "--gid", strconv.Itoa(Nobody),
 		"--hostname", "sandbox",
-		"--ro-bind", "/usr", "/usr",
-	}
+		"--ro-bind", "/usr", "/usr")
 	if netw == NetHost {
 		a = append(a, "--share-net")
 	}
@@ -632,7 +639,7 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 	if fw != nil {
 		binds = append(binds, [2]string{fw.dir, forwardDir})
 	}
-	args := s.bwrapArgs(spec.Network, l, fds, binds)
+	args := s.bwrapArgs(spec.Network, l, fds, binds, spec.NestedUserNS)
 	for _, k := range order {
 		args = append(args, "--setenv", k, env[k])
 	}

@@ -1,0 +1,429 @@
+package exec
+
+// The agent under kernel isolation (option sandbox: bubblewrap). Each call
+// runs the CLI in a pkg/sandbox run:
+//
+//   - its work directory is the sandbox's /work, a size-limited tmpfs
+//     holding what prepare and wireProvider wrote (the skill, task.md,
+//     the attachments, its HOME and CODEX_HOME settings); with
+//     KeepWorkDir its files are copied back to the host work directory
+//     when it ends (regular files only);
+//   - the CLI's install tree (the directory holding node_modules, or the
+//     binary's own directory) is bound read-only at /opt/agent, /usr is
+//     read-only, and nothing else of the host is there: no dataset, no run
+//     directory, no other call's work directory, no host socket;
+//   - its network is a private loopback where only the model endpoint is
+//     reachable: a loopback endpoint (sim-llm, a local server) at its own
+//     127.0.0.1:PORT through pkg/sandbox's forwarder, anything else
+//     through HTTPS_PROXY, a CONNECT proxy on the worker that lets
+//     through the endpoint's host:port and refuses every other target;
+//   - its environment is the one Chat built (keys only as allowed), with
+//     host paths rewritten to the sandbox's;
+//   - the timeout or a cancel kills the whole sandbox (its PID namespace:
+//     every process the CLI started), as does the worker's death.
+//
+// There is no silent fallback: where the isolation cannot be set up, the
+// first call and CheckVersion fail with pkg/sandbox's one line.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	osexec "os/exec"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
+)
+
+// Sandbox modes (option sandbox).
+const (
+	SandboxNone       = "none"
+	SandboxBubblewrap = "bubblewrap"
+)
+
+// SandboxConfig configures the isolation of the agent.
+type SandboxConfig struct {
+	// Mode is SandboxNone ("" too) or SandboxBubblewrap.
+	Mode string
+	// ReadOnly are further host paths the agent needs, bound read-only at
+	// the same place (not under /work, /tmp, /usr).
+	ReadOnly []string
+	// Limits bound each call; zero fields take agentLimits' values.
+	Limits sandbox.Limits
+	// Bwrap is the bubblewrap binary (default: bwrap on PATH).
+	Bwrap string
+	// NoNestedUserNS forbids user namespaces inside the sandbox. By
+	// default they are allowed: the built-in CLIs sandbox their tool
+	// commands with bubblewrap themselves (Claude Code, Codex), which
+	// then nests inside ours; without it their shell tool fails.
+	NoNestedUserNS bool
+}
+
+// agentRoot is where the CLI's install tree is bound in the sandbox.
+const agentRoot = "/opt/agent"
+
+// agentLimits are the defaults for an agent call: CLIs are large
+// runtimes (address space is not a useful bound for them), run many
+// threads and for minutes.
+func agentLimits(l sandbox.Limits, timeout time.Duration) sandbox.Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if l.Wall <= 0 {
+		l.Wall = timeout + 5*time.Second
+	}
+	def(&l.CPU, int(timeout/time.Second)+30)
+	def(&l.MemoryMB, 1<<20)
+	def(&l.FileMB, 256)
+	def(&l.Procs, 1024)
+	def(&l.OpenFiles, 4096)
+	def(&l.WorkMB, 512)
+	def(&l.CollectMB, 128)
+	return l
+}
+
+// sandboxOptions reads the sandbox options: sandbox (none|bubblewrap),
+// sandbox_ro (comma list of host paths), sandbox_work_mb, sandbox_procs,
+// sandbox_nested_userns (true|false).
+func sandboxOptions(opts map[string]string, c *Config) (errs []string) {
+	switch v := opts["sandbox"]; v {
+	case "", SandboxNone, SandboxBubblewrap:
+		c.Sandbox.Mode = v
+	default:
+		return []string{fmt.Sprintf("option sandbox=%q: want %s or %s", v, SandboxBubblewrap, SandboxNone)}
+	}
+	if v := strings.TrimSpace(opts["sandbox_ro"]); v != "" {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); !filepath.IsAbs(p) {
+				errs = append(errs, fmt.Sprintf("option sandbox_ro: %q is not an absolute path", p))
+			} else {
+				c.Sandbox.ReadOnly = append(c.Sandbox.ReadOnly, p)
+			}
+		}
+	}
+	for _, kv := range []struct {
+		key string
+		dst *int
+	}{{"sandbox_work_mb", &c.Sandbox.Limits.WorkMB}, {"sandbox_procs", &c.Sandbox.Limits.Procs}} {
+		if v := opts[kv.key]; v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				errs = append(errs, fmt.Sprintf("option %s=%q: want a positive integer", kv.key, v))
+			}
+			*kv.dst = n
+		}
+	}
+	if v := opts["sandbox_nested_userns"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option sandbox_nested_userns=%q: want true or false", v))
+		}
+		c.Sandbox.NoNestedUserNS = !b
+	}
+	return errs
+}
+
+// sandboxState is a Client's sandbox, set up on first use.
+type sandboxState struct {
+	once  sync.Once
+	box   *sandbox.Sandbox
+	err   error
+	proxy *connectProxy // for endpoints that are not on the loopback
+}
+
+// sandboxed reports whether calls run in the sandbox.
+func (c *Client) sandboxed() bool { return c.cfg.Sandbox.Mode == SandboxBubblewrap }
+
+// sandboxReady sets the sandbox up (once) or says why it cannot be.
+func (c *Client) sandboxReady() error {
+	if !c.sandboxed() {
+		return nil
+	}
+	s := &c.sb
+	s.once.Do(func() {
+		s.box, s.err = sandbox.New(sandbox.Options{Bwrap: c.cfg.Sandbox.Bwrap, ReadOnly: c.cfg.Sandbox.ReadOnly})
+		if s.err != nil {
+			s.err = fmt.Errorf("agent sandbox (option sandbox=%s): %w (option sandbox=none runs the agent without it)", SandboxBubblewrap, s.err)
+		}
+	})
+	return s.err
+}
+
+// endpoint is where the agent's model is: the configured base URL or
+// the agent's own provider.
+func (c *Client) endpoint() (*url.URL, error) {
+	raw := c.cfg.BaseURL
+	if raw == "" {
+		switch c.cfg.Agent {
+		case AgentCodex:
+			raw = "https://api.openai.com/v1"
+		case AgentClaude:
+			raw = "https://api.anthropic.com"
+		default:
+			return nil, nil // a custom command: no network at all
+		}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("agent sandbox: base_url %q: want http(s)://HOST[:PORT]/...", raw)
+	}
+	return u, nil
+}
+
+func endpointPort(u *url.URL) int {
+	if p, err := strconv.Atoi(u.Port()); err == nil {
+		return p
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// loopbackHost: the endpoint is reached at the same host:port inside.
+func loopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback() && ip.To4() != nil
+}
+
+// writeEtc makes the few /etc files a CLI looks at: hosts (localhost),
+// passwd and group (the sandbox's user), nsswitch.conf.
+func writeEtc() (string, error) {
+	dir, err := os.MkdirTemp("", "skillfleet-agent-etc-")
+	if err != nil {
+		return "", fmt.Errorf("agent sandbox: %w", err)
+	}
+	os.Chmod(dir, 0o755) // a root worker's sandbox runs as nobody
+	files := map[string]string{
+		"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
+		"passwd":        fmt.Sprintf("agent:x:%d:%d:agent:%s:/usr/sbin/nologin\n", sandbox.Nobody, sandbox.Nobody, sandbox.WorkDir),
+		"group":         fmt.Sprintf("agent:x:%d:\n", sandbox.Nobody),
+		"nsswitch.conf": "passwd: files\ngroup: files\nhosts: files dns\n",
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			os.RemoveAll(dir)
+			return "", fmt.Errorf("agent sandbox: %w", err)
+		}
+	}
+	return dir, nil
+}
+
+// agentBinds maps the CLI program to its place in the sandbox: the tree
+// holding node_modules (so the npm launchers find their native
+// packages), or the binary's directory; a program under /usr stays.
+func agentBinds(prog string) (inside string, binds []sandbox.Bind, pathDir string, err error) {
+	if !strings.ContainsRune(prog, '/') {
+		p, err := osexec.LookPath(prog)
+		if err != nil {
+			return "", nil, "", fmt.Errorf("agent sandbox: %w", err)
+		}
+		prog = p
+	}
+	prog, err = filepath.Abs(prog)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if strings.HasPrefix(prog, "/usr/") {
+		return prog, nil, filepath.Dir(prog), nil
+	}
+	if i := strings.LastIndex(prog, "/node_modules/"); i > 0 {
+		root := prog[:i]
+		inside = agentRoot + prog[i:]
+		return inside, []sandbox.Bind{{Source: root, Target: agentRoot}}, agentRoot + "/node_modules/.bin", nil
+	}
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return "", nil, "", fmt.Errorf("agent sandbox: %w", err)
+	}
+	dir := agentRoot + "/bin"
+	return dir + "/" + filepath.Base(real), []sandbox.Bind{{Source: filepath.Dir(real), Target: dir}}, dir, nil
+}
+
+// sandboxExit is a sandboxed agent's non-zero exit.
+type sandboxExit struct {
+	code   int
+	signal syscall.Signal
+}
+
+func (e *sandboxExit) Error() string { return "agent " + e.String() }
+
+func (e *sandboxExit) String() string {
+	if e.signal != 0 {
+		return "signal: " + e.signal.String()
+	}
+	return "exit status " + strconv.Itoa(e.code)
+}
+
+// runSandboxed runs argv (host paths under dir) in the sandbox. Its error
+// is nil, a *sandboxExit, the context's error, or a setup failure.
+func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []string, stdout, stderr io.Writer) error {
+	if err := c.sandboxReady(); err != nil {
+		return err
+	}
+	timeout := c.cfg.Timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	spec := sandbox.Spec{
+		Stdout: stdout, Stderr: stderr,
+		Limits:       agentLimits(c.cfg.Sandbox.Limits, timeout),
+		NestedUserNS: !c.cfg.Sandbox.NoNestedUserNS,
+	}
+	// The work directory's files go in; its directories are made first.
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		switch {
+		case rel == ".":
+		case d.IsDir():
+			dirs = append(dirs, filepath.ToSlash(rel))
+		case d.Type().IsRegular():
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			info, _ := d.Info()
+			spec.Files = append(spec.Files, sandbox.File{Name: filepath.ToSlash(rel), Data: data, Mode: info.Mode().Perm()})
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("agent sandbox: read work directory: %w", err)
+	}
+	prog, binds, pathDir, err := agentBinds(argv[0])
+	if err != nil {
+		return err
+	}
+	spec.Binds = binds
+	etc, err := writeEtc()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(etc)
+	for _, f := range []string{"hosts", "passwd", "group", "nsswitch.conf"} {
+		spec.Binds = append(spec.Binds, sandbox.Bind{Source: filepath.Join(etc, f), Target: "/etc/" + f})
+	}
+	rewrite := func(v string) string {
+		if v == dir || strings.HasPrefix(v, dir+"/") {
+			return sandbox.WorkDir + strings.TrimPrefix(v, dir)
+		}
+		return v
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "PATH":
+			v = pathDir + ":/usr/local/bin:/usr/bin:/bin"
+		case "TMPDIR":
+			if !strings.HasPrefix(v, dir) {
+				v = "/tmp"
+			}
+		}
+		spec.Env = append(spec.Env, k+"="+rewrite(v))
+	}
+	u, err := c.endpoint()
+	if err != nil {
+		return err
+	}
+	if u != nil {
+		port := endpointPort(u)
+		if loopbackHost(u.Hostname()) {
+			spec.Forwards = []sandbox.Forward{{Port: port, Target: net.JoinHostPort(u.Hostname(), strconv.Itoa(port))}}
+		} else {
+			p, err := c.connectProxy(net.JoinHostPort(u.Hostname(), strconv.Itoa(port)))
+			if err != nil {
+				return err
+			}
+			spec.Forwards = []sandbox.Forward{{Port: proxyPort, Target: p.addr}}
+			proxy := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
+			spec.Env = append(spec.Env, "HTTPS_PROXY="+proxy, "https_proxy="+proxy, "HTTP_PROXY="+proxy, "http_proxy="+proxy,
+				"NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")
+			if _, err := os.Stat("/etc/ssl/certs"); err == nil {
+				spec.Binds = append(spec.Binds, sandbox.Bind{Source: "/etc/ssl/certs", Target: "/etc/ssl/certs"})
+			}
+		}
+	}
+	script := ""
+	if len(dirs) > 0 {
+		script = "mkdir -p"
+		for _, d := range dirs {
+			script += " " + shellQuote(path.Join(sandbox.WorkDir, d))
+		}
+		script += " && "
+	}
+	script += `exec "$@"`
+	spec.Argv = append([]string{"/usr/bin/sh", "-c", script, "agent-init", prog}, rewriteAll(argv[1:], rewrite)...)
+	if c.cfg.KeepWorkDir {
+		spec.Collect = []string{"."}
+	}
+	res, err := c.sb.box.Run(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("agent sandbox: %w", err)
+	}
+	if c.cfg.KeepWorkDir {
+		keepFiles(dir, res.Files)
+	}
+	switch {
+	case res.TimedOut:
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return context.DeadlineExceeded
+	case res.ExitCode != 0 || res.Signal != 0:
+		return &sandboxExit{code: res.ExitCode, signal: res.Signal}
+	}
+	return nil
+}
+
+func rewriteAll(args []string, f func(string) string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = f(a)
+	}
+	return out
+}
+
+// keepFiles writes the sandbox's work directory back into dir: regular
+// files and directories only, names inside dir only.
+func keepFiles(dir string, files map[string]*sandbox.Entry) {
+	for name, e := range files {
+		if !filepath.IsLocal(filepath.FromSlash(name)) {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		switch e.Type {
+		case "dir":
+			_ = os.MkdirAll(p, 0o755)
+		case "file":
+			if e.TooLarge {
+				continue
+			}
+			_ = os.MkdirAll(filepath.Dir(p), 0o755)
+			if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+				continue
+			}
+			_ = os.WriteFile(p, e.Data, 0o600)
+		}
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
