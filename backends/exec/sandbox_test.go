@@ -1,13 +1,24 @@
 package exec_test
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/sim"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
 func sandboxed(cfg *exec.Config) { cfg.Sandbox.Mode = exec.SandboxBubblewrap }
@@ -70,4 +81,219 @@ func TestSandboxedRealAgents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostDir is a directory a root worker's sandbox (uid nobody) can read,
+// removed at the end of the test.
+func hostDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "skillfleet-sbtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(d, 0o755)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// probeAgent is a stand-in CLI (Python from /usr) that reports what it
+// can see and reach as one JSON object; argv: endpoint port, other
+// port, a host AF_UNIX socket, host paths that must stay out of view.
+const probeAgent = `#!/usr/bin/python3
+import json, os, socket, sys
+port, other, sock = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+r = {"cwd": os.getcwd(), "root": sorted(os.listdir("/")), "work": sorted(os.listdir(".")),
+     "env": sorted(k for k in os.environ), "uid": os.getuid()}
+r["skill"] = open(".agents/skills/skillfleet-target/SKILL.md").read()
+def tcp(p, host="127.0.0.1"):
+    try:
+        s = socket.create_connection((host, p), timeout=3)
+        s.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+        d = s.recv(200).decode(errors="replace")
+        s.close()
+        return "ok " + d.split("\r\n")[0]
+    except Exception as e:
+        return "blocked " + type(e).__name__
+r["endpoint"] = tcp(port)
+r["other_port"] = tcp(other)
+r["outside_ip"] = tcp(port, "10.255.255.1")
+try:
+    u = socket.socket(socket.AF_UNIX); u.settimeout(3); u.connect(sock); r["unix"] = "ok"
+except Exception as e:
+    r["unix"] = "blocked " + type(e).__name__
+seen = {}
+for p in sys.argv[4:]:
+    try:
+        seen[p] = "visible " + ",".join(os.listdir(p))
+    except Exception as e:
+        seen[p] = "hidden " + type(e).__name__
+r["host_paths"] = seen
+w = {}
+for p in ["/opt/agent/bin/x", "/usr/x", "/etc/x", "/x"]:
+    try:
+        open(p, "w").write("x"); w[p] = "WROTE"
+    except Exception as e:
+        w[p] = "refused " + type(e).__name__
+r["writes"] = w
+open("made-by-agent.txt", "w").write("kept\n")
+print(json.dumps(r))
+`
+
+// TestSandboxedAgentView runs a stand-in CLI in the sandbox (no real CLI
+// needed) and checks what it sees: its work directory with the skill and
+// task, nothing of the host (the run's work root, a dataset directory,
+// another call's work directory), only the model endpoint on the network
+// (not another host port, not the outside, not a host AF_UNIX socket),
+// no write outside its work directory, and an environment of only what
+// the backend allows. The kept work directory gets its file back.
+func TestSandboxedAgentView(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(hostDir(t), "probe-agent")
+	if err := os.WriteFile(bin, []byte(probeAgent), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := healthServer(t)
+	other := healthServer(t)
+	sockDir := hostDir(t)
+	ul, err := net.Listen("unix", filepath.Join(sockDir, "host.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ul.Close()
+	os.Chmod(filepath.Join(sockDir, "host.sock"), 0o777)
+	dataset := hostDir(t)
+	os.WriteFile(filepath.Join(dataset, "gold.txt"), []byte("gold"), 0o644)
+	root := hostDir(t)
+	os.MkdirAll(filepath.Join(root, "skillfleet-exec-other"), 0o755)
+
+	c := exec.New(exec.Config{
+		Command: []string{bin, strconv.Itoa(endpoint), strconv.Itoa(other), filepath.Join(sockDir, "host.sock"), root, dataset, "/root", "/home", "/work/main"},
+		BaseURL: "http://127.0.0.1:" + strconv.Itoa(endpoint) + "/v1", Env: []string{"SKILLFLEET_TEST_MARK"},
+		WorkRoot: root, KeepWorkDir: true, Timeout: time.Minute, Sandbox: exec.SandboxConfig{Mode: exec.SandboxBubblewrap},
+		Getenv: env(map[string]string{"SKILLFLEET_TEST_MARK": "m1", "SECRET_NOT_ALLOWED": "s3cr3t", "PATH": os.Getenv("PATH")}),
+	})
+	if _, err := c.CheckVersion(t.Context()); err != nil {
+		skipOrFail(t, err)
+	}
+	resp, err := c.Chat(t.Context(), req("<skill>\n# Probe skill\n</skill>", "probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Cwd, Skill, Endpoint, Unix string
+		OtherPort                  string `json:"other_port"`
+		OutsideIP                  string `json:"outside_ip"`
+		Root, Work, Env            []string
+		UID                        int
+		HostPaths                  map[string]string `json:"host_paths"`
+		Writes                     map[string]string
+	}
+	if err := json.Unmarshal([]byte(resp.Content), &r); err != nil {
+		t.Fatalf("probe output %q: %v", resp.Content, err)
+	}
+	if r.Cwd != "/work" || r.UID != 65534 || !strings.Contains(r.Skill, "# Probe skill") || !slices.Contains(r.Work, "task.md") {
+		t.Errorf("work view: cwd %q uid %d work %v skill %q", r.Cwd, r.UID, r.Work, r.Skill)
+	}
+	for _, n := range r.Root {
+		if !slices.Contains([]string{"bin", "dev", "etc", "lib", "lib64", "opt", "proc", "run", "sbin", "tmp", "usr", "work"}, n) {
+			t.Errorf("unexpected /%s in the sandbox's root %v", n, r.Root)
+		}
+	}
+	if !strings.HasPrefix(r.Endpoint, "ok HTTP/1.0 200") {
+		t.Errorf("the model endpoint: %s", r.Endpoint)
+	}
+	for what, got := range map[string]string{"another host port": r.OtherPort, "the outside": r.OutsideIP, "a host AF_UNIX socket": r.Unix} {
+		if !strings.HasPrefix(got, "blocked") {
+			t.Errorf("%s is reachable: %s", what, got)
+		}
+	}
+	for p, got := range r.HostPaths {
+		if !strings.HasPrefix(got, "hidden") {
+			t.Errorf("host path %s is %s", p, got)
+		}
+	}
+	for p, got := range r.Writes {
+		if !strings.HasPrefix(got, "refused") {
+			t.Errorf("write to %s: %s", p, got)
+		}
+	}
+	want := []string{"HOME", "LANG", "PATH", "PWD", "SKILLFLEET_TEST_MARK", "TMPDIR"}
+	if !slices.Equal(r.Env, want) {
+		t.Errorf("environment %v, want %v", r.Env, want)
+	}
+	kept, _ := filepath.Glob(filepath.Join(root, "skillfleet-exec-*", "made-by-agent.txt"))
+	if len(kept) != 1 {
+		t.Errorf("kept work directory: made-by-agent.txt copied back %d times", len(kept))
+	}
+}
+
+func skipOrFail(t *testing.T, err error) {
+	t.Helper()
+	if os.Getenv("CI") != "" {
+		t.Fatal(err)
+	}
+	t.Skip(err)
+}
+
+// healthServer is a host TCP listener answering any request with 200.
+func healthServer(t *testing.T) int {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	t.Cleanup(ts.Close)
+	return ts.Listener.Addr().(*net.TCPAddr).Port
+}
+
+// TestSandboxedAgentTimeoutKillsAll: a stand-in CLI that starts
+// children in sessions of their own and hangs times out; no process of
+// the sandbox survives (looked up by a marker in their command lines).
+func TestSandboxedAgentTimeoutKillsAll(t *testing.T) {
+	t.Parallel()
+	marker := "sbmark" + strconv.Itoa(os.Getpid()) + strconv.FormatInt(time.Now().UnixNano(), 36)
+	bin := filepath.Join(hostDir(t), "hang-agent")
+	body := "#!/bin/sh\nsetsid sh -c 'sleep 301; :' " + marker + " &\n(sh -c 'sleep 302; :' " + marker + " &)\nsh -c 'sleep 303; :' " + marker + "\n"
+	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c := exec.New(exec.Config{Command: []string{bin}, Timeout: 3 * time.Second, Sandbox: exec.SandboxConfig{Mode: exec.SandboxBubblewrap}, Getenv: env(nil)})
+	if _, err := c.CheckVersion(t.Context()); err != nil {
+		skipOrFail(t, err)
+	}
+	seen := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 25; i++ {
+			seen = max(seen, len(procsWith(marker)))
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	_, err := c.Chat(t.Context(), req("<skill>\nx\n</skill>", "hang"))
+	<-done
+	if llm.KindOf(err) != llm.KindTimeout {
+		t.Fatalf("err %v, want a timeout", err)
+	}
+	if seen < 3 {
+		t.Fatalf("saw %d marked processes while it ran, want 3", seen)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if left := procsWith(marker); len(left) > 0 {
+		t.Fatalf("processes %v survive the timeout", left)
+	}
+}
+
+// procsWith lists live processes whose command line holds s.
+func procsWith(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
