@@ -75,6 +75,27 @@ type ring struct {
 	v    []time.Duration
 	next int
 	n    int64 // ever observed
+	// sorted is v in order as of the n-th observation sortedAt; a
+	// quantile re-sorts only after enough new observations (see fresh).
+	sorted   []time.Duration
+	sortedAt int64
+}
+
+// quantile returns the q-quantile of the kept latencies. Sorting the
+// window on every call cost a worker several percent of its CPU, so the
+// sorted copy is reused until 1/32 of the kept latencies (at least one)
+// are new: the deadline is a heuristic, and a quantile that
+// lags by a few samples does not change it in any way that matters.
+func (r *ring) quantile(q float64) time.Duration {
+	stale := r.n - r.sortedAt
+	if r.sorted == nil || stale >= max(int64(len(r.v)/32), 1) {
+		r.sorted = append(r.sorted[:0], r.v...)
+		slices.Sort(r.sorted)
+		r.sortedAt = r.n
+	}
+	v := r.sorted
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[min(max(i, 0), len(v)-1)]
 }
 
 func (r *ring) add(d time.Duration, window int) {
@@ -112,19 +133,15 @@ func (l *Latencies) Observe(stage string, d time.Duration) {
 // ("" for every stage) and how many there are.
 func (l *Latencies) Quantile(stage string, q float64) (time.Duration, int) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	r := &l.all
 	if stage != "" {
 		r = l.by[stage]
 	}
 	if r == nil || len(r.v) == 0 {
-		l.mu.Unlock()
 		return 0, 0
 	}
-	v := slices.Clone(r.v)
-	l.mu.Unlock()
-	slices.Sort(v)
-	i := int(math.Ceil(q*float64(len(v)))) - 1
-	return v[min(max(i, 0), len(v)-1)], len(v)
+	return r.quantile(q), len(r.v)
 }
 
 // parentQuantile is the q-quantile of the parent's latencies over every
