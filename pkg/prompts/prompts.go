@@ -268,6 +268,23 @@ func (s *Set) system(name, mode string, v reflect.Value, opts RenderOptions) (st
 			buf.Reset()
 			buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
 		}
+	}
+	if mode == ModePatch && IsPackage(payloadSkill(v)) {
+		// A package run: edits name their file (package.md), a block that
+		// extends the edit rules, so it goes before the reply format too.
+		var block bytes.Buffer
+		if err := s.base.ExecuteTemplate(&block, "package.md", data); err != nil {
+			return "", fmt.Errorf("prompts: %s: %w", name, err)
+		}
+		text := buf.String()
+		at := strings.LastIndex(text, replyFormatHeading)
+		if at < 0 {
+			at = len(text)
+		}
+		buf.Reset()
+		buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
+	}
+	if name == AnalystFailure || name == AnalystSuccess {
 		s.mu.RLock()
 		notes := s.notes[opts.Bench]
 		s.mu.RUnlock()
@@ -339,6 +356,12 @@ func userMessage(lead string, v reflect.Value, opts RenderOptions) (string, erro
 	var b strings.Builder
 	b.WriteString(lead)
 	if !opts.PayloadOnly {
+		if skill := payloadSkill(v); IsPackage(skill) {
+			if view, ok := renderPackage(skill); ok {
+				b.WriteString("\n\n" + packageHeading + "\n\n")
+				b.WriteString(strings.TrimSpace(view))
+			}
+		}
 		if f := v.FieldByName("StepBuffer"); f.IsValid() && f.Len() > 0 {
 			b.WriteString("\n\n")
 			b.WriteString(strings.TrimSpace(RenderStepBuffer(f.Interface().([]BufferEntry))))

@@ -204,6 +204,8 @@ var (
 	mergedKeys      = []string{"SupportCount", "SourceType"}
 	coordinatorKeys = []string{"MergeLevel"}
 	labelKeys       = []string{"Label"}
+	// packageKeys only in patch-mode replies of a package run (package.md).
+	packageKeys = []string{"File"}
 )
 
 func TestItemKeyGroupsCoverItem(t *testing.T) {
@@ -212,7 +214,7 @@ func TestItemKeyGroupsCoverItem(t *testing.T) {
 	for _, ks := range itemKeys {
 		all = append(all, ks...)
 	}
-	all = append(append(append(all, mergedKeys...), coordinatorKeys...), labelKeys...)
+	all = append(append(append(append(all, mergedKeys...), coordinatorKeys...), labelKeys...), packageKeys...)
 	it := reflect.TypeFor[Item]()
 	for i := range it.NumField() {
 		if !slices.Contains(all, it.Field(i).Name) {

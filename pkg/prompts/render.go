@@ -85,6 +85,9 @@ func rejected(r RejectedEdit) string {
 	switch {
 	case r.Op != "":
 		s := "[" + r.Op + "]"
+		if r.File != "" && r.File != "SKILL.md" {
+			s += " file=" + q(r.File)
+		}
 		if r.Target != "" {
 			s += " target=" + q(r.Target)
 		}

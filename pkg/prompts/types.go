@@ -41,6 +41,10 @@ func PayloadKey(mode string) string {
 // revise suggestion (rewrite mode) or a whole skill candidate (full-rewrite
 // mode). Fields that a mode does not use stay empty.
 type Item struct {
+	// File is the package file a patch-mode edit touches (a skill package,
+	// pkg/skillpkg): "" is SKILL.md, so a single-file skill's edits are
+	// unchanged. A package edit may also create_file or remove_file.
+	File string `json:"file,omitempty"`
 	// Patch mode: op is append, insert_after, replace or delete.
 	Op      string `json:"op,omitempty"`
 	Target  string `json:"target,omitempty"`
@@ -87,6 +91,8 @@ type Trajectory struct {
 
 // RejectedEdit summarises one ranked item of a rejected step.
 type RejectedEdit struct {
+	// File is the package file the edit named ("" = SKILL.md).
+	File          string   `json:"file,omitempty"`
 	Op            string   `json:"op,omitempty"`
 	Target        string   `json:"target,omitempty"`
 	Content       string   `json:"content,omitempty"`
