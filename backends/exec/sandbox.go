@@ -62,6 +62,9 @@ type SandboxConfig struct {
 	Limits sandbox.Limits
 	// Bwrap is the bubblewrap binary (default: bwrap on PATH).
 	Bwrap string
+	// CAFile is a PEM bundle of further CAs the agent trusts for an
+	// https endpoint (a private gateway's own CA), added to the system's.
+	CAFile string
 	// NoNestedUserNS forbids user namespaces inside the sandbox. By
 	// default they are allowed: the built-in CLIs sandbox their tool
 	// commands with bubblewrap themselves (Claude Code, Codex), which
@@ -124,6 +127,12 @@ func sandboxOptions(opts map[string]string, c *Config) (errs []string) {
 			}
 			*kv.dst = n
 		}
+	}
+	if v := opts["sandbox_ca_file"]; v != "" {
+		if !filepath.IsAbs(v) {
+			errs = append(errs, fmt.Sprintf("option sandbox_ca_file=%q: want an absolute path", v))
+		}
+		c.Sandbox.CAFile = v
 	}
 	if v := opts["sandbox_nested_userns"]; v != "" {
 		b, err := strconv.ParseBool(v)
@@ -356,9 +365,25 @@ func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []strin
 			spec.Forwards = []sandbox.Forward{{Port: proxyPort, Target: p.addr}}
 			proxy := "http://127.0.0.1:" + strconv.Itoa(proxyPort)
 			spec.Env = append(spec.Env, "HTTPS_PROXY="+proxy, "https_proxy="+proxy, "HTTP_PROXY="+proxy, "http_proxy="+proxy,
-				"NO_PROXY=", "no_proxy=", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt")
+				"NO_PROXY=", "no_proxy=")
 			if _, err := os.Stat("/etc/ssl/certs"); err == nil {
 				spec.Binds = append(spec.Binds, sandbox.Bind{Source: "/etc/ssl/certs", Target: "/etc/ssl/certs"})
+			}
+			if ca := c.cfg.Sandbox.CAFile; ca != "" {
+				// Claude Code adds NODE_EXTRA_CA_CERTS to its roots; Codex
+				// and OpenSSL-based tools read CODEX_CA_CERTIFICATE or
+				// SSL_CERT_FILE, which hold the system's bundle and the
+				// extra CAs.
+				pem, err := os.ReadFile(ca)
+				if err != nil {
+					return fmt.Errorf("agent sandbox: option sandbox_ca_file: %w", err)
+				}
+				sys, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+				if err := os.WriteFile(filepath.Join(etc, "ca.pem"), append(append(sys, '\n'), pem...), 0o644); err != nil {
+					return fmt.Errorf("agent sandbox: %w", err)
+				}
+				spec.Binds = append(spec.Binds, sandbox.Bind{Source: filepath.Join(etc, "ca.pem"), Target: "/etc/skillfleet-ca.pem"})
+				spec.Env = append(spec.Env, "SSL_CERT_FILE=/etc/skillfleet-ca.pem", "CODEX_CA_CERTIFICATE=/etc/skillfleet-ca.pem", "NODE_EXTRA_CA_CERTS=/etc/skillfleet-ca.pem")
 			}
 		}
 	}

@@ -15,6 +15,10 @@ import (
 // sandbox's own loopback, forwarded to the worker's connectProxy).
 const proxyPort = 3128
 
+// proxyDial opens the tunnel's upstream connection (tests point it at a
+// local server).
+var proxyDial = func(target string) (net.Conn, error) { return net.DialTimeout("tcp", target, 30*time.Second) }
+
 // connectProxy is an HTTP CONNECT proxy on the worker's loopback that
 // opens tunnels to one host:port (the agent's model endpoint) and refuses
 // every other target with 403. It never sees the TLS inside the tunnel.
@@ -25,6 +29,7 @@ type connectProxy struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	refused []string // targets refused, for tests and errors
+	tunnels int      // tunnels opened to the allowed target
 }
 
 // connectProxy returns the Client's proxy for target, started once.
@@ -79,12 +84,15 @@ func (p *connectProxy) serve(conn net.Conn) {
 		conn.Close()
 		return
 	}
-	up, err := net.DialTimeout("tcp", p.allowed, 30*time.Second)
+	up, err := proxyDial(p.allowed)
 	if err != nil {
 		fmt.Fprintf(conn, "HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\n\r\n")
 		conn.Close()
 		return
 	}
+	p.mu.Lock()
+	p.tunnels++
+	p.mu.Unlock()
 	conn.SetReadDeadline(time.Time{})
 	io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
 	// Bytes the client sent after the request line are the tunnel's.
@@ -105,13 +113,6 @@ func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		cw.CloseWrite()
 	}
-}
-
-// Refused lists the targets refused so far.
-func (p *connectProxy) Refused() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.refused...)
 }
 
 func (p *connectProxy) close() {

@@ -2,8 +2,17 @@ package exec_test
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"errors"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -296,4 +305,85 @@ func procsWith(s string) []int {
 		}
 	}
 	return out
+}
+
+// TestSandboxedRealAgentsHTTPS: an endpoint off the loopback is reached
+// only through the worker's CONNECT proxy (HTTPS_PROXY inside the
+// sandbox). sim-llm serves TLS as "example.com" (httptest's certificate,
+// trusted through option sandbox_ca_file); the proxy's upstream dial is
+// pointed at it. Both real CLIs honour the proxy: the call succeeds
+// through a tunnel, and whatever else they try is refused.
+func TestSandboxedRealAgentsHTTPS(t *testing.T) {
+	ts := httptest.NewUnstartedServer(nil)
+	srv := sim.NewServer(sim.New(sim.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}), sim.ServerOptions{APIKey: plantedKey})
+	ts.Config.Handler = srv
+	caPEM, leaf := testPKI(t, "example.com")
+	ts.TLS = &tls.Config{Certificates: []tls.Certificate{leaf}}
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	port := ts.Listener.Addr().(*net.TCPAddr).Port
+	ca := filepath.Join(hostDir(t), "ca.pem")
+	if err := os.WriteFile(ca, caPEM, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "example.com:" + strconv.Itoa(port)
+	t.Cleanup(exec.SetProxyDial(func(target string) (net.Conn, error) {
+		if target != endpoint {
+			return nil, errors.New("test: no dial to " + target)
+		}
+		return net.Dial("tcp", ts.Listener.Addr().String())
+	}))
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			c, _ := agentClient(t, agent, "https://"+endpoint+"/v1", func(cfg *exec.Config) {
+				sandboxed(cfg)
+				cfg.Sandbox.CAFile = ca
+				cfg.Timeout = time.Minute
+			})
+			skill, q, gold := simTask(t)
+			resp, err := c.Chat(t.Context(), simRequest(skill, q))
+			tunnels, refused := c.ProxyStats()
+			if err != nil {
+				t.Fatalf("%v (proxy: %d tunnels, refused %v)", err, tunnels, refused)
+			}
+			if got := simbench.ExtractAnswer(resp.Content); got != gold {
+				t.Fatalf("answer %q, want %q", got, gold)
+			}
+			if tunnels == 0 {
+				t.Fatalf("proxy: no tunnel to %s", endpoint)
+			}
+			// Whatever else the CLI tried (Codex checks for updates on
+			// github.com and chatgpt.com) was refused.
+			for _, r := range refused {
+				if strings.Contains(r, endpoint) {
+					t.Fatalf("the endpoint was refused: %v", refused)
+				}
+			}
+			t.Logf("%d tunnels to %s; refused: %v", tunnels, endpoint, refused)
+		})
+	}
+}
+
+// testPKI makes a CA and a certificate for host signed by it.
+func testPKI(t *testing.T, host string) (caPEM []byte, leaf tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "skillfleet test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
 }
