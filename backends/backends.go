@@ -1,7 +1,6 @@
 package backends
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillfleet/skillfleet/backends/anthropic"
-	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
@@ -103,58 +100,19 @@ func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Mo
 		}
 		return m, spec.BaseURL, nil
 	}
-	key := func(def string) string { return getenv(cmpOr(spec.APIKeyEnv, def)) }
-	switch spec.Backend {
-	case BackendOpenAI, BackendOpenAICompatible:
-		base := cmpOr(spec.BaseURL, getenv(DefaultOpenAIBaseURLEnv))
-		c := openai.New(openai.Config{BaseURL: base, APIKey: key(DefaultOpenAIKeyEnv), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
-		return c, c.Endpoint(), nil
-	case BackendAzure:
-		if spec.BaseURL == "" {
-			return nil, "", fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
+	b, ok := implementation(spec.Backend)
+	if !ok {
+		names := make([]string, 0, len(implementations)+len(deps.Extra))
+		for _, i := range implementations {
+			names = append(names, i.name)
 		}
-		auth := o.oneOf("auth_mode", openai.AzureAuthAPIKey, openai.AzureAuthAPIKey, openai.AzureAuthBearer, "azure_ad", "bearer")
-		keyEnv := DefaultAzureKeyEnv
-		if auth != openai.AzureAuthAPIKey {
-			auth, keyEnv = openai.AzureAuthBearer, DefaultAzureTokenEnv
+		for k := range deps.Extra {
+			names = append(names, k)
 		}
-		c := openai.New(openai.Config{
-			BaseURL: spec.BaseURL, APIKey: key(keyEnv), Azure: true, AzureAuth: auth,
-			APIVersion: o.str("api_version", ""), Deployment: o.str("deployment", ""),
-			Wire: wirePolicy(o), HTTPClient: deps.HTTPClient,
-		})
-		return c, c.Endpoint(), nil
-	case BackendAnthropic:
-		c := anthropic.New(anthropic.Config{
-			BaseURL: spec.BaseURL, APIKey: key(DefaultAnthropicKeyEnv), Version: o.str("anthropic_version", ""),
-			DefaultMaxTokens: int(o.int("default_max_tokens", 0)), CacheSystem: o.bool("cache_system", false),
-			CacheTTL: o.oneOf("cache_ttl", "", "", "5m", "1h"), ThinkingBudget: int(o.int("thinking_budget", 0)),
-			Betas: listOr(o, "beta"), HTTPClient: deps.HTTPClient,
-		})
-		return c, c.Endpoint(), nil
-	case BackendExec:
-		cfg, err := exec.ConfigFromOptions(spec.Model, spec.Options)
-		if err != nil {
-			return nil, "", fmt.Errorf("backend exec: %w", err)
-		}
-		cfg.Getenv = getenv
-		if spec.APIKeyEnv != "" && !slices.Contains(cfg.Env, spec.APIKeyEnv) {
-			cfg.Env = append(cfg.Env, spec.APIKeyEnv)
-		}
-		cfg.BaseURL = cmp.Or(cfg.BaseURL, spec.BaseURL)
-		cfg.APIKeyEnv = cmp.Or(cfg.APIKeyEnv, spec.APIKeyEnv)
-		c := exec.New(cfg)
-		if _, err := c.CheckVersion(context.Background()); err != nil {
-			return nil, "", fmt.Errorf("backend exec: %w", err)
-		}
-		return c, c.Endpoint(), nil
+		slices.Sort(names)
+		return nil, "", fmt.Errorf("%w %q (known: %s)", ErrUnknownBackend, spec.Backend, strings.Join(slices.Compact(names), ", "))
 	}
-	names := []string{BackendOpenAI, BackendOpenAICompatible, BackendAzure, BackendAnthropic, BackendExec}
-	for k := range deps.Extra {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	return nil, "", fmt.Errorf("%w %q (known: %s)", ErrUnknownBackend, spec.Backend, strings.Join(names, ", "))
+	return b(spec, deps, getenv, o)
 }
 
 func listOr(o *options, key string) []string {

@@ -6,9 +6,11 @@
 // [New] turns a [Spec] (the Go mirror of proto ModelSpec) into a model:
 // backend "openai" (also "openai_compatible": OpenAI or any compatible
 // server), "azure" (Azure OpenAI), "anthropic" (the Messages API), "exec"
-// (a CLI agent such as Codex or Claude Code), or one registered in
-// [Deps].Extra (the worker registers "sim" there, so this package never
-// imports the simulator). The result is the backend wrapped by [Wrap]:
+// (a CLI agent such as Codex or Claude Code), "sim" (the simulated model,
+// a test double), or one registered in [Deps].Extra (tests). Which client
+// families a config may name, and the backend serving each, is one table
+// in families.go ([Families], [CheckConfig]): a new backend is its package
+// plus one row. The result is the backend wrapped by [Wrap]:
 //
 //	request defaults (from the spec) → [Retry] → [Circuit] → [Limited] → backend
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
@@ -145,6 +146,9 @@ func loadConfig(path string, sets []string) (*config.Config, error) {
 		return nil, usageError{errors.New("--config is required")}
 	}
 	cfg, err := config.Load(path, sets)
+	if err == nil {
+		err = backends.CheckConfig(cfg)
+	}
 	if err != nil {
 		var fe *config.FieldError
 		if errors.As(err, &fe) {

@@ -67,7 +67,7 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 }
 
 // modelFactory builds a model for a task's spec: the backend, wrapped with
-// retries (the in-process sim for backend "sim"), then with telemetry: a
+// retries (backends' table, sim included), then with telemetry: a
 // GenAI span and metrics per call.
 //
 // limiter, shared by every model the factory builds (and by every factory
@@ -75,14 +75,7 @@ func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
 // each (backend, endpoint, model).
 func modelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec *pb.ModelSpec) (llm.Model, error) {
 	return func(spec *pb.ModelSpec) (llm.Model, error) {
-		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{
-			Limiter: limiter,
-			Extra: map[string]func(backends.Spec) (llm.Model, error){
-				"sim": func(backends.Spec) (llm.Model, error) {
-					return simmodel.NewSleepAware(simmodel.New(simmodel.Options{})), nil
-				},
-			},
-		})
+		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{Limiter: limiter})
 		if err != nil || tel == nil {
 			return m, err
 		}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"slices"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -75,22 +75,16 @@ var (
 	thinkingModes   = enum{values: []string{"", "server_default", "enabled", "disabled"}}
 	minimaxRegions  = enum{values: []string{"", "global_en", "cn_zh"}}
 
-	// roleBackends are the client families a role may use; targetOnly ones
-	// run agent CLIs and cannot be the optimizer.
-	roleBackends = enum{values: []string{
-		"openai_chat", "openai_compatible", "openai", "anthropic", "claude_chat", "codex_exec",
-		"copilot_chat", "qwen_chat", "minimax_chat", "claude_code_exec", "cursor_exec", "copilot_exec", "sim",
-	}}
 	// envAliases maps SkillOpt's env names to skillfleet's benchmark names
 	// where they differ, so that SkillOpt's configs load unchanged.
 	envAliases = map[string]string{
 		"livemathematicianbench": "livemath",
 		"spreadsheetbench":       "spreadsheet",
 	}
-	targetOnly = map[string]bool{"claude_code_exec": true, "cursor_exec": true, "copilot_exec": true}
-
-	// backendPairs maps model.backend labels to (optimizer, target) families
-	// (SkillOpt's role resolution plus skillfleet's own families).
+	// backendPairs maps SkillOpt's model.backend labels to (optimizer,
+	// target) families. Any other label names one family for both roles.
+	// Which families a backend implements is the backends package's table
+	// (backends.CheckConfig), not this file's.
 	backendPairs = map[string][2]string{
 		"":                  {"openai_chat", "openai_chat"},
 		"azure_openai":      {"openai_chat", "openai_chat"},
@@ -235,32 +229,56 @@ func (c *Config) normalize() error {
 // openai_chat (SkillOpt's rule: an explicitly different role wins).
 func (c *Config) resolveRoles() error {
 	m := &c.Model
-	label := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(m.Backend)), "-", "_")
+	label := familyToken(m.Backend)
+	if !validFamily.MatchString(label) {
+		return c.fieldErr("model.backend", "invalid value %q (want a backend family such as azure_openai, openai_compatible, anthropic, codex_exec or sim)", m.Backend)
+	}
 	pair, ok := backendPairs[label]
 	if !ok {
-		labels := sortedKeys(backendPairs)
-		labels = slices.DeleteFunc(labels, func(l string) bool { return l == "" })
-		return c.fieldErr("model.backend", "unknown value %q (want %s)", m.Backend, enum{values: labels}.list())
+		pair = [2]string{label, label}
 	}
 	m.Backend = label
 	for i, r := range []struct {
 		path string
 		p    *string
 	}{{"model.optimizer_backend", &m.OptimizerBackend}, {"model.target_backend", &m.TargetBackend}} {
-		if strings.TrimSpace(*r.p) == "" {
-			*r.p = "openai_chat"
+		v := familyToken(*r.p)
+		if v == "" {
+			v = "openai_chat"
 		}
-		if err := c.normEnum(r.path, r.p, roleBackends); err != nil {
-			return err
+		if !validFamily.MatchString(v) {
+			return c.fieldErr(r.path, "invalid value %q (want a backend family such as openai_chat, openai_compatible, anthropic, claude_code_exec or sim)", *r.p)
 		}
-		if *r.p == "openai_chat" {
-			*r.p = pair[i]
+		if v == "openai_chat" {
+			v = pair[i]
 		}
-	}
-	if targetOnly[m.OptimizerBackend] {
-		return c.fieldErr("model.optimizer_backend", "%s can only be the target backend", m.OptimizerBackend)
+		*r.p = v
 	}
 	return nil
+}
+
+// validFamily is the shape of a client family name; which families exist
+// is for the backends to say.
+var validFamily = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
+
+// familyToken canonicalises a family name as enums are: case and
+// surrounding space ignored, "-" read as "_".
+func familyToken(s string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimSpace(s)), "-", "_")
+}
+
+// IsSet reports whether a file or an override set the key path
+// ("model.target_backend"), as opposed to its default.
+func (c *Config) IsSet(path string) bool {
+	_, ok := c.src[path]
+	return ok
+}
+
+// FieldError returns an error about the key path, naming the file that set
+// it (or the top-level file when the key kept its default). Checks made
+// outside this package (backends.CheckConfig) word their errors with it.
+func (c *Config) FieldError(path, format string, args ...any) *FieldError {
+	return c.fieldErr(path, format, args...)
 }
 
 // Validate checks ranges and combinations. It returns the first problem

@@ -1,0 +1,197 @@
+package backends
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/backends/anthropic"
+	"github.com/skillfleet/skillfleet/backends/exec"
+	"github.com/skillfleet/skillfleet/backends/openai"
+	"github.com/skillfleet/skillfleet/backends/sim"
+	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+)
+
+// BackendSim is the simulated model (a test double for demos and tests).
+const BackendSim = "sim"
+
+// builder makes a bare backend and names its endpoint (for limiter keys).
+type builder func(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error)
+
+// implementations are the backends [New] builds, by the name a wire
+// ModelSpec carries. A new backend is its package plus one row here (and a
+// row in families when configs should name it by another family name).
+var implementations = []struct {
+	name  string
+	build builder
+}{
+	{BackendOpenAI, buildOpenAI},
+	{BackendOpenAICompatible, buildOpenAI},
+	{BackendAzure, buildAzure},
+	{BackendAnthropic, buildAnthropic},
+	{BackendExec, buildExec},
+	{BackendSim, buildSim},
+}
+
+// Family is a client family that model.optimizer_backend or
+// model.target_backend may name (SkillOpt's names and skillfleet's own),
+// and the backend that serves it.
+type Family struct {
+	// Name is the family as a config names it: openai_chat, claude_code_exec, ...
+	Name string
+	// Backend is the implementation serving it, the ModelSpec.Backend sent
+	// to workers: openai, azure, anthropic, exec or sim.
+	Backend string
+	// Agent is the agent CLI an exec family runs (exec option agent); ""
+	// leaves it to the role's options (agent or command).
+	Agent string
+	// TargetOnly families run agent CLIs; they cannot be the optimizer.
+	TargetOnly bool
+}
+
+// families maps every config family to its implementation. Each
+// implementation's own name is a family too (see [LookupFamily]).
+// SkillOpt's copilot_chat is deliberately absent: nothing implements it,
+// so a config naming it is refused at load instead of failing on a worker.
+var families = []Family{
+	{Name: "openai_chat", Backend: BackendAzure}, // SkillOpt's default family is Azure OpenAI
+	{Name: "azure_openai", Backend: BackendAzure},
+	{Name: "qwen_chat", Backend: BackendOpenAI},
+	{Name: "minimax_chat", Backend: BackendOpenAI},
+	{Name: "claude_chat", Backend: BackendAnthropic},
+	{Name: "claude", Backend: BackendAnthropic},
+	{Name: "codex_exec", Backend: BackendExec, Agent: exec.AgentCodex},
+	{Name: "claude_code_exec", Backend: BackendExec, Agent: exec.AgentClaude, TargetOnly: true},
+	{Name: "cursor_exec", Backend: BackendExec, TargetOnly: true},
+	{Name: "copilot_exec", Backend: BackendExec, TargetOnly: true},
+}
+
+func implementation(name string) (builder, bool) {
+	for _, i := range implementations {
+		if i.name == name {
+			return i.build, true
+		}
+	}
+	return nil, false
+}
+
+// LookupFamily returns the family a config names: a row of the family
+// table, or an implementation under its own name.
+func LookupFamily(name string) (Family, bool) {
+	for _, f := range families {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	if _, ok := implementation(name); ok {
+		return Family{Name: name, Backend: name}, true
+	}
+	return Family{}, false
+}
+
+// Families returns every family a config may name, sorted by name.
+func Families() []Family {
+	out := slices.Clone(families)
+	for _, i := range implementations {
+		if !slices.ContainsFunc(out, func(f Family) bool { return f.Name == i.name }) {
+			out = append(out, Family{Name: i.name, Backend: i.name})
+		}
+	}
+	slices.SortFunc(out, func(a, b Family) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func familyNames() string {
+	fs := Families()
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// CheckConfig checks that a backend implements each role's client family
+// and that the family may play the role. The error is a
+// *[config.FieldError] naming model.backend when the family came from
+// it, else model.<role>_backend, and listing the supported families.
+func CheckConfig(c *config.Config) error {
+	for _, role := range []string{config.RoleOptimizer, config.RoleTarget} {
+		r := c.Model.Role(role)
+		path := "model." + role + "_backend"
+		field := path
+		if !c.IsSet(path) {
+			field = "model.backend"
+		}
+		f, ok := LookupFamily(r.Backend)
+		if !ok {
+			return c.FieldError(field, "client family %s (%s) is not implemented by any backend (supported: %s)", r.Backend, role, familyNames())
+		}
+		if f.TargetOnly && role == config.RoleOptimizer {
+			return c.FieldError(field, "%s runs an agent CLI and can only be the target backend", f.Name)
+		}
+		if f.Backend == BackendExec && f.Agent == "" && r.Options["agent"] == nil && r.Options["command"] == nil {
+			return c.FieldError("model."+role+"_options", "%s needs option command (the agent's argv) or agent (%s or %s)", f.Name, exec.AgentCodex, exec.AgentClaude)
+		}
+	}
+	return nil
+}
+
+func buildOpenAI(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+	base := cmpOr(spec.BaseURL, getenv(DefaultOpenAIBaseURLEnv))
+	c := openai.New(openai.Config{BaseURL: base, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultOpenAIKeyEnv)), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
+	return c, c.Endpoint(), nil
+}
+
+func buildAzure(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+	if spec.BaseURL == "" {
+		return nil, "", fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
+	}
+	auth := o.oneOf("auth_mode", openai.AzureAuthAPIKey, openai.AzureAuthAPIKey, openai.AzureAuthBearer, "azure_ad", "bearer")
+	keyEnv := DefaultAzureKeyEnv
+	if auth != openai.AzureAuthAPIKey {
+		auth, keyEnv = openai.AzureAuthBearer, DefaultAzureTokenEnv
+	}
+	c := openai.New(openai.Config{
+		BaseURL: spec.BaseURL, APIKey: getenv(cmpOr(spec.APIKeyEnv, keyEnv)), Azure: true, AzureAuth: auth,
+		APIVersion: o.str("api_version", ""), Deployment: o.str("deployment", ""),
+		Wire: wirePolicy(o), HTTPClient: deps.HTTPClient,
+	})
+	return c, c.Endpoint(), nil
+}
+
+func buildAnthropic(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+	c := anthropic.New(anthropic.Config{
+		BaseURL: spec.BaseURL, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultAnthropicKeyEnv)), Version: o.str("anthropic_version", ""),
+		DefaultMaxTokens: int(o.int("default_max_tokens", 0)), CacheSystem: o.bool("cache_system", false),
+		CacheTTL: o.oneOf("cache_ttl", "", "", "5m", "1h"), ThinkingBudget: int(o.int("thinking_budget", 0)),
+		Betas: listOr(o, "beta"), HTTPClient: deps.HTTPClient,
+	})
+	return c, c.Endpoint(), nil
+}
+
+func buildExec(spec Spec, _ Deps, getenv func(string) string, _ *options) (llm.Model, string, error) {
+	cfg, err := exec.ConfigFromOptions(spec.Model, spec.Options)
+	if err != nil {
+		return nil, "", fmt.Errorf("backend exec: %w", err)
+	}
+	cfg.Getenv = getenv
+	if spec.APIKeyEnv != "" && !slices.Contains(cfg.Env, spec.APIKeyEnv) {
+		cfg.Env = append(cfg.Env, spec.APIKeyEnv)
+	}
+	cfg.BaseURL = cmp.Or(cfg.BaseURL, spec.BaseURL)
+	cfg.APIKeyEnv = cmp.Or(cfg.APIKeyEnv, spec.APIKeyEnv)
+	c := exec.New(cfg)
+	if _, err := c.CheckVersion(context.Background()); err != nil {
+		return nil, "", fmt.Errorf("backend exec: %w", err)
+	}
+	return c, c.Endpoint(), nil
+}
+
+// buildSim is the in-process simulated model, which also answers
+// skillfleet sleep's prompts.
+func buildSim(spec Spec, _ Deps, _ func(string) string, _ *options) (llm.Model, string, error) {
+	return sim.NewSleepAware(sim.New(sim.Options{})), spec.BaseURL, nil
+}
