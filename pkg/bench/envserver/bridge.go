@@ -28,9 +28,12 @@ type Bridge struct {
 	in     io.WriteCloser
 	out    *bufio.Reader
 	stderr *lockedWriter
+	// cleanup, for a sandboxed child, removes what the sandbox set up.
+	cleanup func()
 }
 
-// StartBridge starts the child process argv.
+// StartBridge starts the child process argv without isolation; see
+// StartSandboxedBridge for the isolated child.
 func StartBridge(ctx context.Context, argv []string, env []string) (*Bridge, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("bridge: no command")
@@ -84,7 +87,11 @@ func (b *Bridge) Stop() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	_ = b.in.Close()
-	return b.cmd.Wait()
+	err := b.cmd.Wait()
+	if b.cleanup != nil {
+		b.cleanup()
+	}
+	return err
 }
 
 // call sends one request and decodes the answer into dst.
