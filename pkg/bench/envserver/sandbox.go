@@ -36,7 +36,7 @@ type BridgeSandbox struct {
 
 // Places in the sandbox.
 const (
-	bridgeScriptDir = "bridge"            // under sandbox.WorkDir
+	bridgeScriptDir = "bridge"             // under sandbox.WorkDir
 	bridgeDataDir   = "/opt/alfworld-data" // ALFWORLD_DATA
 	bridgePathRoot  = "/opt/pythonpath"    // PYTHONPATH entry i at /opt/pythonpath/i
 )
