@@ -124,7 +124,7 @@ func TestDefaults(t *testing.T) {
 		{"evaluation.early_stop", c.Evaluation.EarlyStop, true},
 		{"evaluation.min_coverage", c.Evaluation.MinCoverage, 0.95},
 		{"evaluation.gate_test", c.Evaluation.GateTest, "none"},
-		{"evaluation.gate_alpha", c.Evaluation.GateAlpha, 0.05},
+		{"evaluation.gate_alpha", c.Evaluation.GateAlpha, 0.2},
 		{"evaluation.gate_repeats", c.Evaluation.GateRepeats, 1},
 		{"env.split_mode", c.Env.SplitMode, "ratio"},
 		{"env.split_ratio", c.Env.SplitRatio, "2:1:7"},
