@@ -387,3 +387,46 @@ func testPKI(t *testing.T, host string) (caPEM []byte, leaf tls.Certificate) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
 }
+
+// BenchmarkAgentSandboxOverhead: the per-call cost of the sandbox for an
+// agent call (a stand-in CLI that prints its answer; the model endpoint
+// forwarded into the sandbox), against the same call unsandboxed.
+func BenchmarkAgentSandboxOverhead(b *testing.B) {
+	d, err := os.MkdirTemp("", "skillfleet-sbbench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(d)
+	os.Chmod(d, 0o755)
+	bin := filepath.Join(d, "agent")
+	os.WriteFile(bin, []byte("#!/bin/sh\ncat .agents/skills/*/SKILL.md >/dev/null && echo answer\n"), 0o755)
+	ts := httptest.NewServer(http.NotFoundHandler())
+	defer ts.Close()
+	mk := func(mode string) *exec.Client {
+		return exec.New(exec.Config{Command: []string{bin}, BaseURL: ts.URL + "/v1", Getenv: env(nil), Sandbox: exec.SandboxConfig{Mode: mode}})
+	}
+	boxed, direct := mk(exec.SandboxBubblewrap), mk(exec.SandboxNone)
+	if _, err := boxed.CheckVersion(b.Context()); err != nil {
+		b.Skip(err)
+	}
+	var tb, td []time.Duration
+	for b.Loop() {
+		for _, x := range []struct {
+			c *exec.Client
+			d *[]time.Duration
+		}{{boxed, &tb}, {direct, &td}} {
+			start := time.Now()
+			r, err := x.c.Chat(b.Context(), req("<skill>\ns\n</skill>", "t"))
+			if err != nil || r.Content != "answer" {
+				b.Fatal(r, err)
+			}
+			*x.d = append(*x.d, time.Since(start))
+		}
+	}
+	med := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	b.ReportMetric(float64(med(tb).Microseconds())/1000, "ms-sandboxed-median")
+	b.ReportMetric(float64((med(tb)-med(td)).Microseconds())/1000, "ms-overhead-median")
+}
