@@ -13,6 +13,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
@@ -71,7 +72,7 @@ func (x *Executor) Handle(ctx context.Context, t *pb.Task) *pb.Result {
 		}
 		res = &pb.Result{Outcome: pb.Outcome_OUTCOME_OK}
 	default:
-		ot := optimizerOf(t)
+		ot := catalogue.Optimizer(t)
 		if ot == nil {
 			return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: "task has no kind"}
 		}
@@ -79,29 +80,6 @@ func (x *Executor) Handle(ctx context.Context, t *pb.Task) *pb.Result {
 	}
 	res.DurationMs = time.Since(start).Milliseconds()
 	return res
-}
-
-func optimizerOf(t *pb.Task) *pb.OptimizerTask {
-	switch k := t.GetKind().(type) {
-	case *pb.Task_Reflect:
-		return k.Reflect
-	case *pb.Task_Merge:
-		return k.Merge
-	case *pb.Task_Rank:
-		return k.Rank
-	case *pb.Task_SlowUpdate:
-		return k.SlowUpdate
-	case *pb.Task_Meta:
-		return k.Meta
-	case *pb.Task_Rewrite:
-		return k.Rewrite
-	case *pb.Task_Lr:
-		return k.Lr
-	case *pb.Task_Consolidate:
-		return k.Consolidate
-	default:
-		return nil
-	}
 }
 
 func (x *Executor) model(spec *pb.ModelSpec) (llm.Model, error) {
@@ -252,7 +230,7 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 	}
 	raw, repaired, err := jsonx.Extract(resp.Content)
 	if err == nil {
-		err = validateReply(ot.GetPrompt(), raw)
+		err = catalogue.CheckReply(ot.GetPrompt(), raw)
 	}
 	if err != nil {
 		// The task is retried: the unusable reply is a cause like any other.
@@ -265,35 +243,6 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 	}
 	return &pb.Result{Outcome: pb.Outcome_OUTCOME_OK, Usage: usage,
 		Body: &pb.Result_Optimizer{Optimizer: &pb.OptimizerResult{Content: resp.Content, Json: raw, Repaired: repaired}}}
-}
-
-// validateReply checks that a reply decodes into its prompt's reply type.
-func validateReply(name string, raw []byte) error {
-	var v any
-	switch name {
-	case prompts.AnalystFailure, prompts.AnalystSuccess:
-		v = &prompts.AnalystReply{}
-	case prompts.MergeFailure, prompts.MergeSuccess, prompts.MergeFinal:
-		v = &prompts.MergeReply{}
-	case prompts.Ranking:
-		v = &prompts.RankReply{}
-	case prompts.LRController:
-		v = &prompts.LRReply{}
-	case prompts.Rewrite:
-		v = &prompts.RewriteReply{}
-	case prompts.SlowUpdate:
-		v = &prompts.SlowUpdateReply{}
-	case prompts.MetaSkill:
-		v = &prompts.MetaSkillReply{}
-	case prompts.Consolidate:
-		v = &prompts.ConsolidateReply{}
-	default:
-		return fmt.Errorf("unknown prompt %q", name)
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("does not match the schema: %w", err)
-	}
-	return nil
 }
 
 func usageOf(u llm.Usage, calls, failed, retries, limited int, model string) *pb.Usage {

@@ -28,6 +28,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -410,12 +411,8 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 	if w.deps.Propagator != nil {
 		ctx = w.deps.Propagator.Extract(ctx, queue.HeaderCarrier(msg.Headers()))
 	}
-	role := "optimizer"
-	if queue.IsTargetKind(queue.KindOf(t)) {
-		role = "target"
-	}
 	kind := queue.KindOf(t)
-	ctx = telemetry.WithAttrs(ctx, telemetry.Attrs{Run: t.GetRunId(), Step: int(t.GetStep()), Stage: t.GetStage(), Role: role, TaskID: t.GetId(), Kind: kind})
+	ctx = telemetry.WithAttrs(ctx, telemetry.Attrs{Run: t.GetRunId(), Step: int(t.GetStep()), Stage: t.GetStage(), Role: string(catalogue.RoleOf(kind)), TaskID: t.GetId(), Kind: kind})
 	outcome := "returned"
 	if w.deps.Tracer != nil {
 		var span trace.Span

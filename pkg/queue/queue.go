@@ -15,36 +15,13 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// KindOf returns a task's kind name (its subject suffix), or "" if unset.
-func KindOf(t *pb.Task) string {
-	switch t.GetKind().(type) {
-	case *pb.Task_Rollout:
-		return KindRollout
-	case *pb.Task_Reflect:
-		return KindReflect
-	case *pb.Task_Merge:
-		return KindMerge
-	case *pb.Task_Rank:
-		return KindRank
-	case *pb.Task_SlowUpdate:
-		return KindSlowUpdate
-	case *pb.Task_Meta:
-		return KindMeta
-	case *pb.Task_Rewrite:
-		return KindRewrite
-	case *pb.Task_Lr:
-		return KindLR
-	case *pb.Task_Consolidate:
-		return KindConsolidate
-	case *pb.Task_Noop:
-		return KindNoop
-	default:
-		return ""
-	}
-}
+// KindOf returns a task's kind name (its subject suffix), or "" if unset
+// (see [catalogue.KindOf]).
+func KindOf(t *pb.Task) string { return catalogue.KindOf(t) }
 
 // StreamOptions tunes the task stream.
 type StreamOptions struct {

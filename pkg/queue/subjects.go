@@ -3,6 +3,7 @@ package queue
 import (
 	"strings"
 
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -42,18 +43,18 @@ const (
 	maxDeliveriesAdvisory = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + StreamName + ".*"
 )
 
-// Task kinds, the kind token of a task subject.
+// Task kinds, the kind token of a task subject (pkg/catalogue's table).
 const (
-	KindRollout     = "rollout"
-	KindReflect     = "reflect"
-	KindMerge       = "merge"
-	KindRank        = "rank"
-	KindSlowUpdate  = "slow_update"
-	KindMeta        = "meta"
-	KindRewrite     = "rewrite"
-	KindLR          = "lr"
-	KindConsolidate = "consolidate"
-	KindNoop        = "noop"
+	KindRollout     = catalogue.KindRollout
+	KindReflect     = catalogue.KindReflect
+	KindMerge       = catalogue.KindMerge
+	KindRank        = catalogue.KindRank
+	KindSlowUpdate  = catalogue.KindSlowUpdate
+	KindMeta        = catalogue.KindMeta
+	KindRewrite     = catalogue.KindRewrite
+	KindLR          = catalogue.KindLR
+	KindConsolidate = catalogue.KindConsolidate
+	KindNoop        = catalogue.KindNoop
 )
 
 // Class is the scheduling class of a task: which shared consumer serves it.
@@ -86,24 +87,15 @@ func (c Class) Consumer() string {
 // Classes lists every class.
 var Classes = []Class{ClassCritical, ClassBulk, ClassOptimizer}
 
-// targetKinds are the kinds that run on target slots.
-var targetKinds = map[string]bool{KindRollout: true, KindNoop: true}
-
 // IsTargetKind reports whether tasks of kind run on target (rollout) slots.
-func IsTargetKind(kind string) bool { return targetKinds[kind] }
-
-// bulkStages are the stages whose target work nothing waits on: the
-// selection baseline, test and eval measurements and idle fill.
-func bulkStage(stage string) bool {
-	return stage == "baseline" || strings.HasPrefix(stage, "test") || strings.HasPrefix(stage, "eval")
-}
+func IsTargetKind(kind string) bool { return catalogue.RoleOf(kind) == catalogue.RoleTarget }
 
 // ClassOf is the scheduling class of a task, from its kind and stage.
 func ClassOf(t *pb.Task) Class {
 	if !IsTargetKind(KindOf(t)) {
 		return ClassOptimizer
 	}
-	if bulkStage(t.GetStage()) {
+	if catalogue.IsBulkStage(t.GetStage()) {
 		return ClassBulk
 	}
 	return ClassCritical
