@@ -10,7 +10,7 @@ import (
 
 // fakeRun writes a run dir as the coordinator does, a step at a time.
 type fakeRun struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	steps int
 	total int
@@ -19,7 +19,7 @@ type fakeRun struct {
 	skill, edit string
 }
 
-func newFakeRun(t *testing.T, dir string, total int) *fakeRun {
+func newFakeRun(t testing.TB, dir string, total int) *fakeRun {
 	t.Helper()
 	r := &fakeRun{t: t, dir: dir, total: total, skill: "# Skill\n\n- be careful\n", edit: "check the units"}
 	r.write("run_id", "fake-run-1\n")

@@ -91,7 +91,7 @@ func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	f.wg.Add(1)
-	go f.loop()
+	labelled(func() { go f.loop() })
 	return f
 }
 

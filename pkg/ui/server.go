@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,23 @@ type Options struct {
 	Fleet func(ctx context.Context) (*Fleet, error)
 	// Log gets the server's own messages (nil: none).
 	Log *slog.Logger
+}
+
+// ProfileLabel and ProfileValue are the pprof label on the goroutines
+// doing the dashboard's work (the HTTP server, its pollers, the
+// progress.json writer), so that a CPU profile of a process serving it
+// tells that work apart:
+//
+//	go tool pprof -tagfocus=skillfleet=dashboard BINARY PROFILE
+const (
+	ProfileLabel = "skillfleet"
+	ProfileValue = "dashboard"
+)
+
+// labelled runs f with the dashboard's profile label; goroutines f starts
+// keep it.
+func labelled(f func()) {
+	pprof.Do(context.Background(), pprof.Labels(ProfileLabel, ProfileValue), func(context.Context) { f() })
 }
 
 // CheckBind refuses to listen beyond loopback without a token, unless
@@ -141,11 +159,15 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 	}
 	s.ln = ln
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			o.Log.Error("dashboard stopped", "err", err)
-		}
-	}()
+	// The connections' goroutines, and the pollers their streams start,
+	// inherit the profile label.
+	labelled(func() {
+		go func() {
+			if err := s.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				o.Log.Error("dashboard stopped", "err", err)
+			}
+		}()
+	})
 	go func() {
 		<-ctx.Done()
 		s.Close()
@@ -218,14 +240,20 @@ func isCampaignDir(dir string) bool {
 // changes, and sent as its two parts, "base" and "live".
 func (s *Server) runWatch(t *target) *watch {
 	l := newRunLoader(t.dir, s.o.Prices)
+	var base []byte // the base part as last sent: marshalled once a decision
 	return newWatch(s.ctx, s.o.Poll, func() string { return fingerprint(t.dir, runFiles...) }, func() ([]part, error) {
-		v, _, err := l.load()
+		v, changed, err := l.load()
 		if err != nil {
 			return nil, err
 		}
-		v.Name = t.name
-		v.Stop = s.o.Token != ""
-		return []part{{"base", v.RunBase}, {"live", v.RunLive}}, nil
+		if changed || base == nil {
+			v.Name = t.name
+			v.Stop = s.o.Token != ""
+			if base, err = json.Marshal(v.RunBase); err != nil {
+				return nil, err
+			}
+		}
+		return []part{{event: "base", raw: base}, {event: "live", value: v.RunLive}}, nil
 	})
 }
 

@@ -17,6 +17,9 @@ import (
 type part struct {
 	event string
 	value any
+	// raw, when set, is value already as JSON (a part that did not change
+	// is not marshalled again).
+	raw []byte
 }
 
 // watch keeps one view (a run, a campaign, the fleet) and tells the open
@@ -53,7 +56,7 @@ func one(f func() (any, error)) func() ([]part, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []part{{"view", v}}, nil
+		return []part{{event: "view", value: v}}, nil
 	}
 }
 
@@ -75,6 +78,10 @@ func (w *watch) refresh() bool {
 	for i, p := range parts {
 		if err != nil {
 			break
+		}
+		if p.raw != nil {
+			datas[i] = p.raw
+			continue
 		}
 		datas[i], err = json.Marshal(p.value)
 	}
@@ -136,6 +143,18 @@ func (w *watch) current() ([]byte, error) {
 		}
 	}
 	return json.Marshal(merged)
+}
+
+// part is one part's JSON, refreshed if the last check is old (nil when
+// the view has no such part or failed to build).
+func (w *watch) part(name string) []byte {
+	w.fresh()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return nil
+	}
+	return w.data[name]
 }
 
 func (w *watch) subscribe() chan struct{} {
