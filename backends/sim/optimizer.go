@@ -11,6 +11,7 @@ import (
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // optimize answers an optimizer request. Its randomness is drawn from the
@@ -153,12 +154,22 @@ func editKey(op, target, content string) string {
 	return strings.ToLower(strings.TrimSpace(op)) + "\x00" + strings.TrimSpace(target) + "\x00" + strings.TrimSpace(content)
 }
 
+// fileEditKey is [editKey] of an edit of a package file: the same key for
+// SKILL.md (file "" or "SKILL.md"), the file in front for any other.
+func fileEditKey(file, op, target, content string) string {
+	k := editKey(op, target, content)
+	if file != "" && file != "SKILL.md" {
+		k = "file\x00" + file + "\x00" + k
+	}
+	return k
+}
+
 func newRejectedSet(buf []prompts.BufferEntry) rejectedSet {
 	s := rejectedSet{}
 	for _, e := range buf {
 		for _, r := range e.RejectedEdits {
 			if r.Op != "" {
-				s[editKey(r.Op, r.Target, r.Content)] = true
+				s[fileEditKey(r.File, r.Op, r.Target, r.Content)] = true
 				continue
 			}
 			// A rejected suggestion: compare in patch form.
@@ -170,7 +181,9 @@ func newRejectedSet(buf []prompts.BufferEntry) rejectedSet {
 	return s
 }
 
-func (s rejectedSet) has(e prompts.Item) bool { return s[editKey(e.Op, e.Target, e.Content)] }
+func (s rejectedSet) has(e prompts.Item) bool {
+	return s[fileEditKey(e.File, e.Op, e.Target, e.Content)]
+}
 
 // gold returns the reference answer of a trajectory: its reference, else
 // what the fail reason or the evaluation messages say.
@@ -356,6 +369,13 @@ type failureGroup struct {
 
 func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *prompts.AnalystReply {
 	view := viewSkill(in.Skill)
+	// A skill package in patch mode: proposals go to the files the
+	// trajectories name (world_package.go); identity otherwise.
+	route := func(props []proposal) []proposal { return props }
+	if pk, ok := packageOf(in.Skill); ok && in.Mode == prompts.ModePatch {
+		homes := packageHomes(in.Trajectories)
+		route = func(props []proposal) []proposal { return routePackage(pk, props, homes) }
+	}
 	rejected := newRejectedSet(in.StepBuffer)
 	known := knownHarmful(in.MetaSkill, in.StepBuffer)
 	byID := map[string]*failureGroup{}
@@ -410,7 +430,7 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 			if line := lineWith(in.Skill, p.HarmfulStems); line != "" {
 				desc += fmt.Sprintf(" The skill's line %q causes it.", strings.TrimSpace(line))
 				c := proposal{kind: propRemove, pitfall: g.id, edit: prompts.Item{Op: "delete", Target: line}}
-				if pick, ok := m.choose([]proposal{c}, rejected, r); ok {
+				if pick, ok := m.choose(route([]proposal{c}), rejected, r); ok {
 					pick.edit.SupportCount = pick.support(g.count)
 					props = append(props, pick)
 				}
@@ -439,7 +459,11 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 				}
 			}
 			if !ok {
-				pick, ok = m.choose(ruleEdits(in.Skill, p, r), rejected, r)
+				cands := ruleEdits(in.Skill, p, r)
+				for i := range cands {
+					cands[i].pitfall = g.id
+				}
+				pick, ok = m.choose(route(cands), rejected, r)
 				support = g.count
 			}
 			if !ok {
@@ -645,6 +669,9 @@ func (m *Model) analystSuccess(in *prompts.AnalystInput, r *simbench.RNG) *promp
 				cands = []proposal{bad}
 			} else {
 				cands = compressions(in.Skill)
+				if pk, ok := packageOf(in.Skill); ok && in.Mode == prompts.ModePatch {
+					cands = routePackage(pk, cands, nil)
+				}
 			}
 		}
 		if pick, ok := m.choose(cands, newRejectedSet(in.StepBuffer), r); ok {
@@ -778,6 +805,14 @@ func itemKey(it prompts.Item, mode string) string {
 		}
 	}
 	op := strings.ToLower(strings.TrimSpace(e.Op))
+	if it.File != "" && it.File != "SKILL.md" {
+		// A package file's edit: creations of one file fold into one
+		// (merge), other edits are told apart by their file.
+		if op == skillpkg.OpCreateFile {
+			return "create\x00" + it.File
+		}
+		return "file\x00" + it.File + "\x00" + itemKey(prompts.Item{Op: it.Op, Target: it.Target, Content: it.Content}, mode)
+	}
 	if op == "delete" || op == "remove" {
 		return "delete\x00" + strings.TrimSpace(e.Target)
 	}
@@ -824,6 +859,9 @@ func merge(skill, mode, side string, lists [][]prompts.Item) *prompts.MergeReply
 			s := max(it.SupportCount, 1)
 			if a, ok := byKey[k]; ok {
 				a.support += s
+				if strings.HasPrefix(k, "create\x00") {
+					a.it.Content = foldCreate(a.it.Content, it.Content)
+				}
 				if isReplace(it, mode) && !isReplace(a.it, mode) {
 					src := a.it.SourceType
 					a.it = it

@@ -1,0 +1,356 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
+)
+
+// The package world: the sim benchmark's questions answered under a skill
+// package (pkg/skillpkg) instead of one SKILL.md. It is the sim world of
+// issue #25, where the rules an item needs live in three places, as they
+// do in a real skill directory:
+//
+//   - Answer-writing rules (the format and hedging pitfalls) are the
+//     procedure: the agent follows them from SKILL.md, or from a reference
+//     it opened.
+//   - Record-type rules (units, rounding, sign, counting, scale) are facts
+//     the agent takes from references/: it opens every references/*.md
+//     when SKILL.md points there (mentions "references/"), and trusts only
+//     what it read there for those rules, as a skill that says "rules for
+//     each record type live in references/" asks.
+//   - Reading codes (the reading pitfalls) is work the agent does not
+//     trust itself with: it runs the helper scripts under scripts/ on the
+//     code, and a reading rule holds only when a script implements it.
+//
+// The package reaches the agent inlined, as the bundle a target given no
+// read-file tool sees (skillpkg.Encode). The reply names the files the
+// agent opened and ran, and, when a rule it needed was not where it
+// looked, says so: that is the trajectory the optimizer reads to learn
+// where a rule belongs. A single-file skill never matches this world, so
+// single-file runs are unchanged.
+
+// Where a rule lives in a package.
+const (
+	homeEntry     = ""            // SKILL.md (or a reference the agent opened)
+	homeReference = "references/" // a references/*.md file the agent opened
+	homeScript    = "scripts/"    // a script under scripts/
+)
+
+// homeOf returns where the package world's agent looks for a pitfall's rule.
+func homeOf(category string) string {
+	switch category {
+	case "units", "rounding", "sign", "counting", "scale":
+		return homeReference
+	case "reading":
+		return homeScript
+	default:
+		return homeEntry
+	}
+}
+
+// Phrases of the package world's replies that the analysts read.
+const (
+	// hintReference + cue + hintReferenceEnd: a record-type rule the agent
+	// looked for in references/ and did not find.
+	hintReference    = "I looked in references/ for the rule on "
+	hintReferenceEnd = " and found none."
+	// hintScript + cue + hintScriptEnd: a code no script read for it.
+	hintScript    = "No script in scripts/ reads "
+	hintScriptEnd = "; I read it by eye."
+	// hintNoPointer: SKILL.md does not point to references/ at all.
+	hintNoPointer = "SKILL.md does not point me to references/."
+)
+
+// scriptFile is the helper script the analysts create for reading rules;
+// referenceFile the reference file of a rule's category.
+const scriptFile = "scripts/read_codes.py"
+
+func referenceFile(category string) string { return "references/" + category + ".md" }
+
+// packageOf decodes a skill that is a multi-file bundle.
+func packageOf(skill string) (*skillpkg.Package, bool) {
+	if !skillpkg.IsBundle(skill) {
+		return nil, false
+	}
+	p, err := skillpkg.Decode(skill)
+	if err != nil {
+		return nil, false
+	}
+	return p, true
+}
+
+// packageRead is what the package world's agent reads of a package.
+type packageRead struct {
+	entry   string
+	refs    string   // the opened references, concatenated
+	scripts string   // the scripts, concatenated
+	opened  []string // references opened
+	ran     []string // scripts run
+	pointed bool     // SKILL.md points to references/
+}
+
+func readPackage(p *skillpkg.Package) packageRead {
+	pr := packageRead{entry: p.Entry()}
+	pr.pointed = strings.Contains(pr.entry, homeReference)
+	var refs, scripts []string
+	for _, name := range p.Paths() {
+		text, _ := p.File(name)
+		switch {
+		case strings.HasPrefix(name, homeReference) && (pr.pointed || strings.Contains(pr.entry, name)):
+			pr.opened = append(pr.opened, name)
+			refs = append(refs, text)
+		case strings.HasPrefix(name, homeScript):
+			pr.ran = append(pr.ran, name)
+			scripts = append(scripts, text)
+		}
+	}
+	pr.refs, pr.scripts = strings.Join(refs, "\n"), strings.Join(scripts, "\n")
+	return pr
+}
+
+// where returns the text in which the agent finds a rule of category.
+func (pr packageRead) where(category string) string {
+	switch homeOf(category) {
+	case homeReference:
+		return pr.refs
+	case homeScript:
+		return pr.scripts
+	default:
+		return pr.entry + "\n" + pr.refs
+	}
+}
+
+func init() {
+	addWorld(world{
+		name: "package",
+		match: func(req *llm.Request) bool {
+			skill, ok := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
+			return ok && skillpkg.IsBundle(skill)
+		},
+		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+			return m.packageTarget(req, seed), nil
+		},
+	})
+}
+
+// packageTarget answers a sim benchmark question under a package, as
+// [Model.target] does under one skill, but each rule counts only where the
+// agent looks for it (see the package world above).
+func (m *Model) packageTarget(req *llm.Request, seed int64) string {
+	bundle, _ := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
+	question := simbench.QuestionOf(lastText(req.Messages, llm.RoleUser))
+	p, ok := packageOf(bundle)
+	if !ok {
+		return "The skill package I was given does not decode; I answer without it.\n<answer>unknown</answer>"
+	}
+	base, ok := simbench.BaseValue(question)
+	if !ok {
+		return "I could not find a record value in the question.\n<answer>unknown</answer>"
+	}
+	sum := sha256.Sum256([]byte(bundle))
+	r := simbench.HashRNG([]byte("package"), []byte(req.Model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
+	ids := simbench.PitfallsInQuestion(question)
+	flip := r.Chance(m.o.Epsilon)
+	flipToTypo := r.Chance(0.5)
+	flipPick := r.IntN(max(len(ids), 1))
+
+	pr := readPackage(p)
+	read := pr.entry + "\n" + pr.refs
+	drop := 0.0
+	if over := llm.EstimateTokens(read) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
+		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
+	}
+	all := simbench.ViewSkill(read + "\n" + pr.scripts)
+	bad, hint := "", ""
+	for _, id := range ids {
+		pf, _ := simbench.Lookup(id)
+		covered := simbench.ViewSkill(pr.where(pf.Category)).Covered(id)
+		if covered && !r.Chance(drop) && !all.Broken(id) {
+			continue
+		}
+		bad = id
+		if !covered {
+			switch homeOf(pf.Category) {
+			case homeReference:
+				hint = hintReference + pf.Cue + hintReferenceEnd
+				if !pr.pointed {
+					hint = hintNoPointer
+				}
+			case homeScript:
+				hint = hintScript + pf.Cue + hintScriptEnd
+			}
+		}
+		break
+	}
+	if bad == "" && m.o.HarmSpill > 0 {
+		for _, id := range all.BrokenIDs() {
+			if !slices.Contains(ids, id) && simbench.SpillDraw(question, id) < m.o.HarmSpill {
+				bad = id
+				break
+			}
+		}
+	}
+	answer := base
+	if bad != "" {
+		pf, _ := simbench.Lookup(bad)
+		answer = pf.Wrong(base)
+	}
+	if flip {
+		switch {
+		case bad != "":
+			answer = base
+		case len(ids) > 0 && !flipToTypo:
+			pf, _ := simbench.Lookup(ids[flipPick])
+			answer = pf.Wrong(base)
+		default:
+			answer = simbench.Typo(base)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("I read SKILL.md")
+	if len(pr.opened) > 0 {
+		b.WriteString(", opened " + strings.Join(pr.opened, ", "))
+	}
+	if len(pr.ran) > 0 {
+		b.WriteString(" and ran " + strings.Join(pr.ran, ", ") + " on the code")
+	}
+	b.WriteString(".")
+	if hint != "" {
+		b.WriteString(" " + hint)
+	}
+	return b.String() + "\n<answer>" + answer + "</answer>"
+}
+
+// packageHome returns where a failed trajectory says the agent looked for
+// pitfall p's rule and did not find it: the file to put the rule in
+// (referenceFile, scriptFile), or "" when the trajectory says nothing (the
+// rule belongs in SKILL.md, or the failure is not about a missing rule).
+func packageHome(tr prompts.Trajectory, p simbench.Pitfall) string {
+	for _, msg := range tr.Messages {
+		if msg.Role != llm.RoleAssistant {
+			continue
+		}
+		switch {
+		case strings.Contains(msg.Content, hintReference+p.Cue+hintReferenceEnd):
+			return referenceFile(p.Category)
+		case strings.Contains(msg.Content, hintScript+p.Cue+hintScriptEnd):
+			return scriptFile
+		}
+	}
+	return ""
+}
+
+// scriptFunc is the helper function that implements a reading rule: its
+// docstring states the rule, its body keeps the code as printed.
+func scriptFunc(p simbench.Pitfall, text string) string {
+	return fmt.Sprintf("def keep_%s(code):\n    %q\n    return code.strip()\n", p.ID, text)
+}
+
+// scriptHeader opens a new helper script.
+const scriptHeader = "\"\"\"Helpers the agent runs on a code it copies from an archived record.\"\"\"\n"
+
+// referenceHeader opens a new reference file of a category.
+func referenceHeader(category string) string {
+	return "# Rules for " + category + " in records\n"
+}
+
+// routePackage moves an analyst's proposals to the files of a package:
+// a rule the trajectories say the agent looked for in references/ or
+// scripts/ goes there (appended to the file, or creating it), and an edit
+// with a target names the file that holds the target. Other proposals
+// stay with SKILL.md. homes maps a pitfall to the file its failures name.
+func routePackage(p *skillpkg.Package, props []proposal, homes map[string]string) []proposal {
+	out := props[:0:0]
+	for _, pr := range props {
+		e := pr.edit
+		home := homes[pr.pitfall]
+		switch {
+		case home != "" && (pr.kind == propAdd || pr.kind == propSharpen):
+			pf, _ := lookupPitfall(pr.pitfall)
+			rule := bulletText(e.Content)
+			content := "- " + rule
+			if home == scriptFile {
+				content = scriptFunc(pf, rule)
+			}
+			if _, ok := p.File(home); ok {
+				e = prompts.Item{File: home, Op: "append", Content: content, SupportCount: e.SupportCount, Label: e.Label}
+			} else {
+				head := referenceHeader(pf.Category)
+				if home == scriptFile {
+					head = scriptHeader
+				}
+				e = prompts.Item{File: home, Op: skillpkg.OpCreateFile, Content: head + "\n" + content, SupportCount: e.SupportCount, Label: e.Label}
+				if home != scriptFile {
+					e.Content += "\n"
+				}
+			}
+			pr.kind = propAdd
+		case e.Target != "":
+			e.File = fileHolding(p, e.Target)
+		}
+		pr.edit = e
+		out = append(out, pr)
+	}
+	return out
+}
+
+// fileHolding returns the package file that holds target ("" = SKILL.md,
+// also when no file does).
+func fileHolding(p *skillpkg.Package, target string) string {
+	for _, name := range p.Paths() {
+		if text, _ := p.File(name); strings.Contains(text, target) {
+			if name == skillpkg.EntryFile {
+				return ""
+			}
+			return name
+		}
+	}
+	return ""
+}
+
+// packageHomes reads, for each failed trajectory, which file the agent
+// looked for its pitfall's rule in.
+func packageHomes(trs []prompts.Trajectory) map[string]string {
+	homes := map[string]string{}
+	for _, tr := range trs {
+		if tr.Hard >= 1 {
+			continue
+		}
+		g, ok := gold(tr)
+		if !ok {
+			continue
+		}
+		id, ok := simbench.IdentifyPitfall(answerOf(tr), g)
+		if !ok {
+			continue
+		}
+		p, _ := simbench.Lookup(id)
+		if home := packageHome(tr, p); home != "" {
+			homes[id] = home
+		}
+	}
+	return homes
+}
+
+// foldCreate unites two create_file contents of one file: every paragraph
+// of b that a does not hold is added after a's.
+func foldCreate(a, b string) string {
+	have := map[string]bool{}
+	var paras []string
+	for _, t := range []string{a, b} {
+		for _, para := range strings.Split(strings.TrimSpace(t), "\n\n") {
+			if k := strings.TrimSpace(para); k != "" && !have[k] {
+				have[k] = true
+				paras = append(paras, strings.TrimRight(para, "\n"))
+			}
+		}
+	}
+	return strings.Join(paras, "\n\n") + "\n"
+}

@@ -1,0 +1,177 @@
+package sim
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
+)
+
+const pkgEntry = "---\nname: records\ndescription: Answer questions about archived records.\n---\n# Records\n\n## Rules\n- Put only your final answer inside the answer tags.\n\nRules for each record type live in references/.\n"
+
+func bundleOf(t *testing.T, files map[string]string) string {
+	t.Helper()
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return skillpkg.Encode(p)
+}
+
+// soleItem returns a demo item (seed 7) whose only pitfall is id.
+func soleItem(t *testing.T, id string) simbench.Item {
+	t.Helper()
+	w, err := simbench.Generate("demo", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range slices.Concat(w.Train, w.Val, w.Test) {
+		if len(it.Pitfalls) == 1 && it.Pitfalls[0] == id {
+			return it
+		}
+	}
+	t.Fatalf("no demo item with only pitfall %s", id)
+	return simbench.Item{}
+}
+
+// In the package world a record-type rule counts only in a reference the
+// agent opened, a reading rule only in a script, an answer-format rule in
+// SKILL.md; a miss says where the agent looked. A single-file skill is
+// the sim benchmark's target as before.
+func TestPackageWorldRulesLiveInTheirFiles(t *testing.T) {
+	t.Parallel()
+	m := quiet()
+	units, _ := simbench.Lookup("units_km")
+	swapped, _ := simbench.Lookup("swapped_digits")
+	sep, _ := simbench.Lookup("thousands_sep")
+	noPointer := strings.Replace(pkgEntry, "Rules for each record type live in references/.\n", "", 1)
+	for _, tc := range []struct {
+		name     string
+		skill    string
+		pitfall  string
+		right    bool
+		wantText string
+	}{
+		{"units rule in SKILL.md", bundleOf(t, map[string]string{"SKILL.md": pkgEntry + "- " + units.Rule + "\n", "references/none.md": "# None\n"}), "units_km", false, hintReference + units.Cue + hintReferenceEnd},
+		{"units rule in a reference", bundleOf(t, map[string]string{"SKILL.md": pkgEntry, "references/units.md": "- " + units.Rule + "\n"}), "units_km", true, "opened references/units.md."},
+		{"reference SKILL.md does not point to", bundleOf(t, map[string]string{"SKILL.md": noPointer, "references/units.md": "- " + units.Rule + "\n"}), "units_km", false, hintNoPointer},
+		{"reading rule in a reference", bundleOf(t, map[string]string{"SKILL.md": pkgEntry, "references/reading.md": "- " + swapped.Rule + "\n"}), "swapped_digits", false, hintScript + swapped.Cue + hintScriptEnd},
+		{"reading rule in a script", bundleOf(t, map[string]string{"SKILL.md": pkgEntry, scriptFile: scriptHeader + "\n" + scriptFunc(swapped, swapped.Rule)}), "swapped_digits", true, "ran " + scriptFile + " on the code"},
+		{"format rule in SKILL.md", bundleOf(t, map[string]string{"SKILL.md": pkgEntry + "- " + sep.Rule + "\n", "references/x.md": "# x\n"}), "thousands_sep", true, "I read SKILL.md"},
+		{"single file, units rule", pkgEntry + "- " + units.Rule + "\n", "units_km", true, ""},
+	} {
+		it := soleItem(t, tc.pitfall)
+		ep := rollout(t, m, it, tc.skill, 0)
+		if got := ep.Hard >= 1; got != tc.right {
+			t.Errorf("%s: right = %v, want %v (answer %q)", tc.name, got, tc.right, ep.Answer)
+		}
+		reply := ""
+		for _, msg := range ep.Messages {
+			if msg.Role == "assistant" {
+				reply = msg.Text()
+			}
+		}
+		if tc.wantText != "" && !strings.Contains(reply, tc.wantText) {
+			t.Errorf("%s: reply %q lacks %q", tc.name, reply, tc.wantText)
+		}
+		if !skillpkg.IsBundle(tc.skill) && strings.Contains(reply, "I read SKILL.md") {
+			t.Errorf("%s: a single-file skill went to the package world", tc.name)
+		}
+	}
+}
+
+// A failure analyst on a package puts each missing rule where the
+// trajectories say the agent looked: a reference file, the helper script
+// (which passes its syntax check), or SKILL.md; the edits apply and the
+// agent then answers right. Two analysts' creations of one file fold
+// into one in a merge.
+func TestPackageAnalystRoutesEditsToFiles(t *testing.T) {
+	t.Parallel()
+	m := quiet()
+	bundle := bundleOf(t, map[string]string{"SKILL.md": pkgEntry, "references/README.md": "# References\n"})
+	var trs []prompts.Trajectory
+	items := []simbench.Item{soleItem(t, "units_km"), soleItem(t, "swapped_digits"), soleItem(t, "thousands_sep")}
+	for i, it := range items {
+		ep := rollout(t, m, it, bundle, 0)
+		if ep.Hard >= 1 {
+			t.Fatalf("%s is right under the empty package", it.ID)
+		}
+		trs = append(trs, trajectory(it.ID+string(rune('a'+i)), ep))
+	}
+	var rep prompts.AnalystReply
+	ask(t, m, prompts.AnalystFailure, prompts.ModePatch, prompts.AnalystInput{Skill: bundle, Budget: 4, BatchSize: len(trs), Trajectories: trs}, &rep)
+	files := map[string]prompts.Item{}
+	for _, e := range rep.Patch.Edits {
+		files[e.File] = e
+	}
+	if e := files["references/units.md"]; e.Op != skillpkg.OpCreateFile || !strings.Contains(e.Content, "kilomet") {
+		t.Errorf("no create_file of references/units.md with the units rule: %+v", rep.Patch.Edits)
+	}
+	if e := files[scriptFile]; e.Op != skillpkg.OpCreateFile || !strings.Contains(e.Content, "def keep_swapped_digits") {
+		t.Errorf("no create_file of %s with the reading rule: %+v", scriptFile, rep.Patch.Edits)
+	}
+	if e, ok := files[""]; !ok || !strings.Contains(e.Content+e.Target, "separator") {
+		t.Errorf("no SKILL.md edit with the format rule: %+v", rep.Patch.Edits)
+	}
+	edits := make([]skillpkg.Edit, len(rep.Patch.Edits))
+	for i, e := range rep.Patch.Edits {
+		edits[i] = skillpkg.Edit{File: e.File, Op: e.Op, Target: e.Target, Content: e.Content}
+	}
+	next, rows, err := skillpkg.ApplyText(bundle, edits, skillpkg.ApplyOptions{Check: skillpkg.CheckSyntax})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := skillpkg.Summarize(rows); s.Applied != len(edits) || len(s.Files) < 3 {
+		t.Fatalf("edits did not all apply across three files: %+v %+v", s, rows)
+	}
+	for _, it := range items {
+		if ep := rollout(t, m, it, next, 0); ep.Hard < 1 {
+			t.Errorf("%s still wrong after the edits: %q", it.ID, ep.Answer)
+		}
+	}
+
+	// The same file created by two analysts: one create_file with both rules.
+	rounding, _ := simbench.Lookup("rounding_tens")
+	units, _ := simbench.Lookup("units_km")
+	a := prompts.Item{File: "references/units.md", Op: skillpkg.OpCreateFile, Content: referenceHeader("units") + "\n- " + units.Rule + "\n", SupportCount: 2}
+	b := prompts.Item{File: "references/units.md", Op: skillpkg.OpCreateFile, Content: referenceHeader("units") + "\n- " + rounding.Rule + "\n", SupportCount: 1}
+	var mr prompts.MergeReply
+	ask(t, m, prompts.MergeFailure, prompts.ModePatch, prompts.MergeInput{Skill: bundle, Level: 1, Patches: [][]prompts.Item{{a}, {b}}}, &mr)
+	if len(mr.Edits) != 1 || mr.Edits[0].SupportCount != 3 ||
+		mr.Edits[0].Content != referenceHeader("units")+"\n- "+units.Rule+"\n\n- "+rounding.Rule+"\n" {
+		t.Errorf("creations of one file not folded: %+v", mr.Edits)
+	}
+}
+
+// The step buffer's rejected edits of a package file are recognised by
+// file: the analyst does not propose the rejected creation again.
+func TestPackageRejectedEditNotReproposed(t *testing.T) {
+	t.Parallel()
+	m := quiet()
+	bundle := bundleOf(t, map[string]string{"SKILL.md": pkgEntry, "references/README.md": "# References\n"})
+	it := soleItem(t, "units_km")
+	tr := trajectory(it.ID, rollout(t, m, it, bundle, 0))
+	var first prompts.AnalystReply
+	in := prompts.AnalystInput{Skill: bundle, Budget: 4, BatchSize: 1, Trajectories: []prompts.Trajectory{tr}}
+	ask(t, m, prompts.AnalystFailure, prompts.ModePatch, in, &first)
+	if len(first.Patch.Edits) == 0 || first.Patch.Edits[0].File != "references/units.md" {
+		t.Fatalf("first reply: %+v", first.Patch.Edits)
+	}
+	var rejected []prompts.RejectedEdit
+	for _, e := range first.Patch.Edits {
+		rejected = append(rejected, prompts.RejectedEdit{File: e.File, Op: e.Op, Target: e.Target, Content: e.Content})
+	}
+	in.StepBuffer = []prompts.BufferEntry{{Step: 1, Action: "rejected", NTotal: 1, NFail: 1, RejectedEdits: rejected}}
+	var again prompts.AnalystReply
+	ask(t, m, prompts.AnalystFailure, prompts.ModePatch, in, &again)
+	for _, e := range again.Patch.Edits {
+		for _, r := range rejected {
+			if e.File == r.File && e.Op == r.Op && e.Content == r.Content {
+				t.Errorf("rejected edit proposed again: %+v", e)
+			}
+		}
+	}
+}
