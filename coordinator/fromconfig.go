@@ -78,7 +78,7 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 	if n := c.Model.RewriteMaxCompletionTokens; n > 0 {
 		s.Rewriter.MaxTokens = int32(n)
 	}
-	s.ConfigHash = s.decisionHash()
+	s.ConfigHash = decisionHash(s)
 	return s, nil
 }
 
@@ -213,7 +213,7 @@ func firstNonEmpty(a, b string) string {
 // decisionHash identifies everything that can change a decision. Runtime
 // sizes, budgets, timeouts and the run dir are left out, so a run can be
 // resumed with more workers or a larger budget.
-func (s Settings) decisionHash() string {
+func decisionHash(s Settings) string {
 	c := s
 	c.RunDir, c.ConfigHash = "", ""
 	c.MaxTokens, c.MaxCalls, c.MaxUSD, c.MaxWall = 0, 0, 0, 0

@@ -1,4 +1,4 @@
-package coordinator
+package trainer
 
 import (
 	"context"
@@ -45,6 +45,6 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, sk
 	if err := parallel(fns...); err != nil {
 		return nil, err
 	}
-	t.rd.writeJSON("eval_summary.json", out)
+	t.rd.WriteJSON("eval_summary.json", out)
 	return out, nil
 }

@@ -1,9 +1,8 @@
-package coordinator
+package trainer
 
 import (
 	"context"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -45,7 +44,7 @@ func (t *Trainer) startIdleFill(ctx context.Context) {
 	tasks := t.rolloutTasks(rolloutReq{Stage: "test_baseline", Step: t.st.TotalSteps, Skill: t.s.SkillInit, Items: t.testItems(), Split: bench.SplitTest})
 	var todo []*pb.Task
 	for _, task := range tasks {
-		if _, ok := t.hub.D.Lookup(task.GetId()); !ok {
+		if _, ok := t.d.Lookup(task.GetId()); !ok {
 			todo = append(todo, task)
 		}
 	}
@@ -107,18 +106,9 @@ func (f *idleFill) optimizerWave(ctx context.Context) {
 	}
 }
 
-// capacity is the target concurrency of the workers seen lately; zero
-// (nothing is released) when none has registered.
-func (f *idleFill) capacity() int {
-	if f.t.hub.RPC == nil {
-		return 0
-	}
-	c := 0
-	for _, w := range f.t.hub.RPC.Workers(time.Minute) {
-		c += w.Concurrency
-	}
-	return c
-}
+// capacity is the target concurrency of the executors; zero (nothing is
+// released) when none is known.
+func (f *idleFill) capacity() int { return f.t.d.TargetSlots() }
 
 // stop releases nothing more: the final evaluation takes over.
 func (f *idleFill) stop() {

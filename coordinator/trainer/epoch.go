@@ -1,4 +1,4 @@
-package coordinator
+package trainer
 
 import (
 	"context"
@@ -47,9 +47,9 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 	if e == 1 {
 		next := injectSlowPlaceholder(t.st.Current)
 		t.setCurrent(next, t.st.CurrentScore, false, fmt.Sprintf("slow_update_placeholder_epoch_%02d", e))
-		t.rd.writeFile(skillFile(lastStep), t.st.Current)
-		t.rd.writeJSON(fmt.Sprintf("slow_update/epoch_%02d/slow_result.json", e), map[string]any{"action": "inject_placeholder", "unscored": true})
-		if err := t.rd.emit(Event{Type: "slow_update", Epoch: e, Step: lastStep, Action: "inject_placeholder", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(t.st.CurrentScore), BestScore: round6(t.st.BestScore), Unscored: true}); err != nil {
+		t.rd.WriteFile(SkillFile(lastStep), t.st.Current)
+		t.rd.WriteJSON(fmt.Sprintf("slow_update/epoch_%02d/slow_result.json", e), map[string]any{"action": "inject_placeholder", "unscored": true})
+		if err := t.rd.Emit(Event{Type: "slow_update", Epoch: e, Step: lastStep, Action: "inject_placeholder", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(t.st.CurrentScore), BestScore: round6(t.st.BestScore), Unscored: true}); err != nil {
 			return err
 		}
 		return t.saveState()
@@ -68,14 +68,14 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 	}
 	content := strings.TrimSpace(rep.SlowUpdateContent)
 	dir := fmt.Sprintf("slow_update/epoch_%02d/", e)
-	t.rd.writeJSON(dir+"comparison_pairs.json", stripTrajectories(pairs))
+	t.rd.WriteJSON(dir+"comparison_pairs.json", stripTrajectories(pairs))
 	ev := Event{Type: "slow_update", Epoch: e, Step: lastStep}
 	switch {
 	case !ok || content == "":
 		ev.Action = "no_content"
 	default:
 		cand := replaceSlowBlock(t.st.Current, content)
-		t.rd.writeFile(dir+"candidate_skill.md", cand)
+		t.rd.WriteFile(dir+"candidate_skill.md", cand)
 		ev.CandidateHash = skillHash(cand)
 		origin := fmt.Sprintf("slow_update_epoch_%02d", e)
 		if t.s.SlowUpdateGate {
@@ -96,12 +96,12 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 			ev.Unscored = true
 		}
 	}
-	t.rd.writeJSON(dir+"slow_result.json", map[string]any{"action": ev.Action, "candidate_hash": ev.CandidateHash, "content": content})
-	t.rd.writeFile(skillFile(lastStep), t.st.Current)
-	t.rd.writeFile("best_skill.md", t.st.Best)
+	t.rd.WriteJSON(dir+"slow_result.json", map[string]any{"action": ev.Action, "candidate_hash": ev.CandidateHash, "content": content})
+	t.rd.WriteFile(SkillFile(lastStep), t.st.Current)
+	t.rd.WriteFile("best_skill.md", t.st.Best)
 	ev.CurrentHash, ev.BestHash, ev.CurrentScore, ev.BestScore = t.st.CurrentHash, t.st.BestHash, round6(t.st.CurrentScore), round6(t.st.BestScore)
 	ev.Counts = countPairs(pairs)
-	if err := t.rd.emit(ev); err != nil {
+	if err := t.rd.Emit(ev); err != nil {
 		return err
 	}
 	t.prog.Decision(fmt.Sprintf("epoch %d slow update: %s", e, ev.Action), t.st.CurrentScore, t.st.BestScore)
@@ -112,8 +112,8 @@ func (t *Trainer) metaSkillUpdate(ctx context.Context, e, lastStep int) error {
 	t.prog.Phase(fmt.Sprintf("epoch %d: meta skill", e))
 	dir := fmt.Sprintf("meta_skill/epoch_%02d/", e)
 	if e == 1 {
-		t.rd.writeJSON(dir+"meta_skill_result.json", map[string]any{"action": "skip_first_epoch"})
-		return t.rd.emit(Event{Type: "meta_skill", Epoch: e, Step: lastStep, Action: "skip_first_epoch"})
+		t.rd.WriteJSON(dir+"meta_skill_result.json", map[string]any{"action": "skip_first_epoch"})
+		return t.rd.Emit(Event{Type: "meta_skill", Epoch: e, Step: lastStep, Action: "skip_first_epoch"})
 	}
 	pairs, ok := t.pairsCache[e]
 	if !ok {
@@ -135,8 +135,8 @@ func (t *Trainer) metaSkillUpdate(ctx context.Context, e, lastStep int) error {
 		action = "update"
 	}
 	t.st.MetaSkill = t.metaSkill
-	t.rd.writeJSON(dir+"meta_skill_result.json", map[string]any{"action": action, "meta_skill_content": t.metaSkill})
-	if err := t.rd.emit(Event{Type: "meta_skill", Epoch: e, Step: lastStep, Action: action, MetaHash: skillHash(t.metaSkill)}); err != nil {
+	t.rd.WriteJSON(dir+"meta_skill_result.json", map[string]any{"action": action, "meta_skill_content": t.metaSkill})
+	if err := t.rd.Emit(Event{Type: "meta_skill", Epoch: e, Step: lastStep, Action: action, MetaHash: skillHash(t.metaSkill)}); err != nil {
 		return err
 	}
 	return t.saveState()
@@ -185,7 +185,7 @@ func (t *Trainer) longitudinalPairs(ctx context.Context, e int, stage, prev, cur
 				}
 			}
 		}
-		t.rd.writeJSON(fmt.Sprintf("%s/epoch_%02d/comparison_pairs_all.json", stage, e), stripTrajectories(pairs))
+		t.rd.WriteJSON(fmt.Sprintf("%s/epoch_%02d/comparison_pairs_all.json", stage, e), stripTrajectories(pairs))
 	default:
 		kept = pairs
 	}

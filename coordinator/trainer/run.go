@@ -1,10 +1,9 @@
-package coordinator
+package trainer
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/pkg/bench"
@@ -47,7 +46,7 @@ type Summary struct {
 func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	ctx, span := telemetry.StartSpan(ctx, t.tracer, telemetry.SpanRun, telemetry.Attrs{Run: t.s.RunID})
 	defer telemetry.End(span, &err)
-	start := time.Now()
+	start := t.now()
 	trainN := len(t.splits.Train)
 	if t.s.TrainSize > 0 && t.s.TrainSize != trainN {
 		return nil, fmt.Errorf("train.train_size is %d but the train split has %d items", t.s.TrainSize, trainN)
@@ -66,9 +65,9 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	}
 	t.setCurrent(init, 0, false, "initial_skill")
 	t.st.Best, t.st.BestHash, t.st.BestOrigin = init, skillHash(init), "initial_skill"
-	t.rd.writeFile(skillFile(0), t.s.SkillInit)
-	if t.rd.resuming() {
-		t.log.InfoContext(ctx, "resuming run: replaying recorded results", "run_dir", t.s.RunDir, "events", t.rd.existingEvents())
+	t.rd.WriteFile(SkillFile(0), t.s.SkillInit)
+	if t.rd.Resuming() {
+		t.log.InfoContext(ctx, "resuming run: replaying recorded results", "run_dir", t.s.RunDir, "events", t.rd.ExistingEvents())
 		t.prog.Phase("resuming: replaying recorded results")
 	}
 
@@ -83,7 +82,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	t.startIdleFill(ctx)
 	t.st.BestScore = m.Score
 	baseline := m.Score
-	if err := t.rd.emit(Event{Type: "baseline", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(m.Score), BestScore: round6(m.Score), Counts: map[string]int{"selection_items": m.N, "scored": m.Scored}}); err != nil {
+	if err := t.rd.Emit(Event{Type: "baseline", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(m.Score), BestScore: round6(m.Score), Counts: map[string]int{"selection_items": m.N, "scored": m.Scored}}); err != nil {
 		return nil, err
 	}
 	t.prog.Decision("baseline", m.Score, m.Score)
@@ -97,7 +96,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 			return nil, err
 		}
 	}
-	for _, ev := range t.rd.emitted {
+	for _, ev := range t.rd.Emitted() {
 		if ev.Type != "step" {
 			continue
 		}
@@ -115,10 +114,10 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 		return nil, fmt.Errorf("final evaluation: %w", err)
 	}
 	sum.Accepts, sum.Rejects, sum.Skips = counts["accept"], counts["reject"], counts["skip"]
-	sum.WallTime = time.Since(start).Seconds()
+	sum.WallTime = t.now().Sub(start).Seconds()
 	sum.Tokens = t.acct.Total()
-	t.rd.writeJSON("summary.json", sum)
-	t.rd.writeJSON("tokens.json", t.acct.Report())
+	t.rd.WriteJSON("summary.json", sum)
+	t.rd.WriteJSON("tokens.json", t.acct.Report())
 	t.st.Done = true
 	t.st.Phase = "done"
 	if err := t.saveState(); err != nil {
@@ -130,7 +129,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 // final runs §1.6: final validation and promotion, then the test
 // evaluations of baseline, best and final — all concurrently.
 func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error) {
-	t.rd.writeFile("best_skill.md", t.st.Best)
+	t.rd.WriteFile("best_skill.md", t.st.Best)
 	sum := &Summary{Version: 1, RunID: t.s.RunID, Bench: t.s.Bench, TotalSteps: t.st.TotalSteps, BaselineScore: round6(baseline),
 		BaselineHash: skillHash(t.s.SkillInit), BestSkillPath: "best_skill.md", SelectionEvalN: len(t.selItems())}
 	if err := t.saveState(); err != nil {
@@ -158,7 +157,7 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 		if m.Score > t.st.BestScore {
 			sum.Promoted = true
 			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, m.Score, t.st.TotalSteps, t.st.CurrentOrigin
-			t.rd.writeFile("best_skill.md", t.st.Best)
+			t.rd.WriteFile("best_skill.md", t.st.Best)
 		}
 	}
 	// Then each distinct skill that is reported — baseline, best (after
@@ -214,25 +213,25 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 			sum.TestHard[name] = round6(bt["overall"].Hard)
 			sum.TestSoft[name] = round6(bt["overall"].Soft)
 			ev.Scores["test_"+name+"_hard"] = sum.TestHard[name]
-			t.rd.writeJSON(fmt.Sprintf("test_eval_%s/summary.json", name), bt)
+			t.rd.WriteJSON(fmt.Sprintf("test_eval_%s/summary.json", name), bt)
 		}
 		db := round6(sum.TestHard["best"] - sum.TestHard["baseline"])
 		df := round6(sum.TestHard["final"] - sum.TestHard["baseline"])
 		sum.DeltaBestHard, sum.DeltaFinalHard = &db, &df
 	}
-	if err := t.rd.emit(ev); err != nil {
+	if err := t.rd.Emit(ev); err != nil {
 		return nil, err
 	}
 	return sum, nil
 }
 
 func (t *Trainer) saveState() error {
-	if err := t.rd.failed(); err != nil {
+	if err := t.rd.Failed(); err != nil {
 		return err // never record progress past a file that was not written
 	}
-	t.st.CurrentPath = skillFile(max(t.st.Step, 0))
+	t.st.CurrentPath = SkillFile(max(t.st.Step, 0))
 	t.st.BestPath = "best_skill.md"
-	return t.rd.writeJSONErr("state.json", t.st)
+	return t.rd.WriteJSON("state.json", t.st)
 }
 
 // runEpoch runs one epoch's steps and its boundary under an epoch span,

@@ -1,9 +1,8 @@
-package coordinator
+package trainer
 
 import (
 	"encoding/json"
 
-	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
@@ -12,8 +11,6 @@ import (
 )
 
 // This file binds the trainer to the pure decision packages.
-
-type dispatchFuture = dispatch.Future
 
 func skillHash(text string) string { return skill.Hash(text) }
 

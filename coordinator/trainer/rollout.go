@@ -1,0 +1,188 @@
+package trainer
+
+import (
+	"context"
+	"fmt"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+
+	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
+	"google.golang.org/protobuf/proto"
+)
+
+// rollResult is one item's rollout outcome.
+type rollResult struct {
+	Item bench.Item
+	// Res is nil when the task was cancelled before it ran.
+	Res *pb.Result
+}
+
+func (r rollResult) ok() bool {
+	return r.Res != nil && r.Res.GetOutcome() == pb.Outcome_OUTCOME_OK
+}
+
+func (r rollResult) hard() float64 { return r.Res.GetRollout().GetHard() }
+
+func (r rollResult) soft() float64 { return r.Res.GetRollout().GetSoft() }
+
+// rolloutReq describes one wave of rollouts.
+type rolloutReq struct {
+	Stage    string
+	Step     int
+	Skill    string
+	Items    []bench.Item
+	Split    string
+	Sample   int
+	Feedback bool
+	// BatchSeed is passed to benchmarks that permute per batch.
+	BatchSeed int64
+	// Stop, if set, is called as results arrive (in arrival order, with the
+	// results so far by item index); returning true cancels the rest.
+	Stop func(done []rollResult, finished int) bool
+}
+
+// rollout runs one item per task with a skill and returns the results in
+// item order. Task ids are content-addressed (skill, item, sample, split,
+// benchmark config, target model), so the same measurement asked twice in
+// a run is made once.
+func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _ bool, err error) {
+	ctx, span := t.stageSpan(ctx, rq.Stage, len(rq.Items))
+	defer telemetry.End(span, &err)
+	tasks := t.rolloutTasks(rq)
+	futs, err := t.submit(ctx, tasks)
+	if err != nil {
+		return nil, false, err
+	}
+	// A task whose result was already there (replayed, reused, or run in
+	// the background) is not part of this wave's call graph.
+	known := make([]bool, len(futs))
+	for i, f := range futs {
+		select {
+		case <-f.Done():
+			known[i] = true
+		default:
+		}
+	}
+	t.fill.foreground(len(futs))
+	resolved := 0
+	defer func() { t.fill.foreground(-(len(futs) - resolved)) }()
+	out := make([]rollResult, len(rq.Items))
+	for i, it := range rq.Items {
+		out[i].Item = it
+	}
+	t.prog.StartWave(rq.Stage, len(tasks))
+	waveStart := t.now()
+	ran := 0
+	defer func() { t.waves.Record(rq.Stage, "target", len(tasks), ran, waveStart) }()
+	arrived := make(chan int, len(futs))
+	for i, f := range futs {
+		go func() {
+			select {
+			case <-f.Done():
+				arrived <- i
+			case <-ctx.Done():
+			}
+		}()
+	}
+	stopped := false
+	for n := 0; n < len(futs); n++ {
+		var i int
+		select {
+		case i = <-arrived:
+		case <-ctx.Done():
+			return nil, false, ctx.Err()
+		}
+		res := futs[i].Result()
+		resolved++
+		t.fill.foreground(-1)
+		if res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED {
+			continue
+		}
+		out[i].Res = res
+		if !known[i] && !t.replayed(tasks[i].GetId()) {
+			ran++
+		}
+		t.account(rq.Stage, "target", tasks[i], res)
+		t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
+		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
+			stopped = true
+			var ids []string
+			for j, f := range futs {
+				select {
+				case <-f.Done():
+				default:
+					ids = append(ids, tasks[j].GetId())
+				}
+			}
+			byID := make(map[string]*pb.Task, len(ids))
+			for j := range futs {
+				byID[tasks[j].GetId()] = tasks[j]
+			}
+			// A cancelled task a worker had already started may still
+			// finish: its calls were made, so they count.
+			t.d.CancelWith(ctx, func(res *pb.Result) {
+				if task := byID[res.GetTaskId()]; task != nil {
+					t.account(rq.Stage, "target", task, res)
+				}
+			}, ids...)
+		}
+	}
+	return out, stopped, nil
+}
+
+// submit publishes tasks, re-dispatching recorded failures once when the
+// run retries failed tasks.
+func (t *Trainer) submit(ctx context.Context, tasks []*pb.Task) ([]Future, error) {
+	if t.s.RetryFailed {
+		for _, task := range tasks {
+			if r, ok := t.d.Lookup(task.GetId()); ok && r.GetOutcome() != pb.Outcome_OUTCOME_OK {
+				task.Id += "~retry"
+			}
+		}
+	}
+	futs, err := t.d.Submit(ctx, tasks...)
+	if err != nil {
+		return nil, fmt.Errorf("dispatch: %w", err)
+	}
+	return futs, nil
+}
+
+// rolloutTasks builds the tasks of a rollout request; their ids depend only
+// on what determines the result (skill, item, sample, split, benchmark,
+// target, feedback, batch seed), so equal requests share results.
+func (t *Trainer) rolloutTasks(rq rolloutReq) []*pb.Task {
+	hash := skillHash(rq.Skill)
+	t.d.AddSkill(hash, rq.Skill)
+	target, _ := proto.Marshal(t.s.Target)
+	tasks := make([]*pb.Task, len(rq.Items))
+	for i, it := range rq.Items {
+		fb := "0"
+		if rq.Feedback {
+			fb = "1"
+		}
+		id := hashHex([]byte(hash), []byte(it.ID), []byte(fmt.Sprint(rq.Sample)), []byte(rq.Split), []byte(t.s.BenchHash), target, []byte(fb), []byte(fmt.Sprint(rq.BatchSeed)), it.Raw)
+		tasks[i] = &pb.Task{
+			Id:        t.s.RunID + "/rollout/" + id[:24],
+			RunId:     t.s.RunID,
+			Step:      int32(rq.Step),
+			Stage:     rq.Stage,
+			TimeoutMs: t.s.TaskTimeout.Milliseconds(),
+			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{
+				Target: t.s.Target, Bench: t.s.Bench, BenchConfig: t.s.BenchConfig, Item: it.Raw,
+				Split: rq.Split, SkillHash: hash, Sample: int32(rq.Sample), EvalFeedback: rq.Feedback, BatchSeed: rq.BatchSeed,
+			}},
+		}
+	}
+	return tasks
+}
+
+// batchRollout is the training rollout of one accumulation batch of step g
+// with a skill.
+func (t *Trainer) batchRollout(g int, skill string, b plannedBatch) rolloutReq {
+	items := make([]bench.Item, len(b.Indices))
+	for i, idx := range b.Indices {
+		items[i] = t.splits.Train[idx]
+	}
+	return rolloutReq{Stage: "rollout", Step: g, Skill: skill, Items: items, Split: bench.SplitTrain, Feedback: true, BatchSeed: b.Seed}
+}

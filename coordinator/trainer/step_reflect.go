@@ -1,0 +1,231 @@
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/coordinator/plan"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+)
+
+// rolloutAndReflect rolls out one accumulation batch with the current skill
+// and runs the analysts on its failures and successes.
+func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, b plannedBatch) (*batchOut, error) {
+	rs, _, err := t.rollout(ctx, t.batchRollout(g, current, b))
+	if err != nil {
+		return nil, err
+	}
+	o := &batchOut{Batch: b, Results: rs}
+	// Infrastructure failures have no score and take no part; the scored
+	// results are partitioned by plan.Partition, in item order.
+	var scored []int
+	var hard []float64
+	for i, r := range rs {
+		if !r.ok() {
+			o.NInfra++
+			continue
+		}
+		scored = append(scored, i)
+		hard = append(hard, r.hard())
+		o.Hard += r.hard()
+		o.Soft += r.soft()
+	}
+	if n := len(scored); n > 0 {
+		o.Hard /= float64(n)
+		o.Soft /= float64(n)
+	}
+	fp, sp := plan.Partition(hard, false)
+	fails, succs := make([]int, len(fp)), make([]int, len(sp))
+	for k, j := range fp {
+		fails[k] = scored[j]
+	}
+	for k, j := range sp {
+		succs[k] = scored[j]
+	}
+	o.NFail, o.NSucc = len(fails), len(succs)
+	for _, i := range fails {
+		o.Failed = append(o.Failed, rs[i])
+	}
+	if t.s.FailureOnly {
+		succs = nil
+	}
+	fmb, smb := minibatches(fails, succs, b.Seed, t.s.MinibatchSize)
+	var calls []optCall
+	var sides []string
+	var mbIDs [][]string
+	budget := t.s.LR
+	if t.s.UpdateMode == prompts.ModeFullRewrite {
+		budget = 0
+	}
+	mk := func(name string, mb []int, idx int) {
+		in := prompts.AnalystInput{
+			Kind: name, Mode: t.s.UpdateMode, Skill: current, Budget: budget,
+			StepBuffer: t.stepBuffer(), MetaSkill: t.metaSkillBlock(), BatchSize: len(mb),
+			SkillAware: t.s.SkillAware && (name == prompts.AnalystFailure || t.s.AppendixSource != "failure_only"),
+		}
+		var ids []string
+		for _, i := range mb {
+			tr := trajectoryOf(rs[i])
+			if len(tr.Messages) == 0 {
+				continue // nothing to reflect on
+			}
+			in.Trajectories = append(in.Trajectories, tr)
+			ids = append(ids, rs[i].Item.ID)
+		}
+		if len(in.Trajectories) == 0 {
+			return
+		}
+		calls = append(calls, optCall{Stage: "reflect", Step: g, Name: name, Index: b.Index*1000 + idx, Mode: t.s.UpdateMode, Payload: in, Skill: current})
+		sides = append(sides, name)
+		mbIDs = append(mbIDs, ids)
+	}
+	for i, mb := range fmb {
+		mk(prompts.AnalystFailure, mb, i)
+	}
+	for i, mb := range smb {
+		mk(prompts.AnalystSuccess, mb, 500+i)
+	}
+	if len(calls) == 0 {
+		return o, nil
+	}
+	res, err := t.optimize(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range res {
+		if !r.OK {
+			continue
+		}
+		var rep prompts.AnalystReply
+		if err := json.Unmarshal(r.JSON, &rep); err != nil {
+			t.acct.CountInvalid("reflect")
+			t.log.WarnContext(ctx, "analyst reply has the wrong shape", "step", g, "err", err)
+			continue
+		}
+		isFail := sides[i] == prompts.AnalystFailure
+		if isFail && len(rep.FailureSummary) > 0 {
+			o.Summaries = append(o.Summaries, failureSummary{Types: rep.FailureSummary, IDs: mbIDs[i]})
+		}
+		o.Notes = append(o.Notes, appendixNotesOf(rep.AppendixNotes)...)
+		if rep.Patch == nil {
+			continue
+		}
+		items := rep.Patch.Items(t.s.UpdateMode)
+		if len(items) == 0 {
+			continue
+		}
+		if t.s.UpdateMode != prompts.ModeFullRewrite && len(items) > t.s.LR {
+			items = items[:t.s.LR]
+		}
+		support, ok := intField(rep.BatchSize)
+		if !ok {
+			support = len(mbIDs[i]) // B9: a non-numeric batch_size is not trusted
+		}
+		src := "success"
+		if isFail {
+			src = "failure"
+		}
+		items = t.filterRejected(items)
+		if len(items) == 0 {
+			continue
+		}
+		stamped := make([]prompts.Item, len(items))
+		for k, it := range items {
+			if it.SourceType == "" {
+				it.SourceType = src
+			}
+			if it.SupportCount == 0 {
+				it.SupportCount = max(support, 1)
+			}
+			stamped[k] = it
+		}
+		if isFail {
+			o.FailPatch = append(o.FailPatch, stamped)
+		} else {
+			o.SuccPatch = append(o.SuccPatch, stamped)
+		}
+	}
+	return o, nil
+}
+
+// filterRejected drops items identical to an edit rejected earlier in this
+// epoch (option optimizer.filter_rejected).
+func (t *Trainer) filterRejected(items []prompts.Item) []prompts.Item {
+	if !t.s.FilterRejected {
+		return items
+	}
+	rejected := map[string]bool{}
+	for _, e := range t.buffer {
+		for _, r := range e.RejectedEdits {
+			rejected[normKey(r.Op, r.Target, r.Content)] = true
+		}
+	}
+	if len(rejected) == 0 {
+		return items
+	}
+	out := items[:0:0]
+	for _, it := range items {
+		if rejected[normKey(it.Op, it.Target, it.Content)] {
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func normKey(op, target, content string) string {
+	f := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+	return f(op) + "\x00" + f(target) + "\x00" + f(content)
+}
+
+func trajectoryOf(r rollResult) prompts.Trajectory {
+	ro := r.Res.GetRollout()
+	tr := prompts.Trajectory{
+		ID: r.Item.ID, Task: ro.GetTaskDescription(), TaskType: ro.GetTaskType(), FailReason: ro.GetFailReason(),
+		NTurns: int(ro.GetNTurns()), Hard: ro.GetHard(), Soft: ro.GetSoft(), Answer: ro.GetAnswer(),
+	}
+	var msgs []prompts.Message
+	if len(ro.GetTrajectory()) > 0 {
+		_ = json.Unmarshal(ro.GetTrajectory(), &msgs)
+	}
+	tr.Messages = msgs
+	return tr
+}
+
+func appendixNotesOf(raw json.RawMessage) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if s = strings.TrimSpace(s); s != "" {
+			return []string{s}
+		}
+		return nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range list {
+		var v string
+		if json.Unmarshal(e, &v) == nil {
+			if v = strings.TrimSpace(v); v != "" {
+				out = append(out, v)
+			}
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(e, &m) == nil {
+			for _, k := range []string{"note", "content"} {
+				if v, ok := m[k].(string); ok && strings.TrimSpace(v) != "" {
+					out = append(out, strings.TrimSpace(v))
+					break
+				}
+			}
+		}
+	}
+	return out
+}
