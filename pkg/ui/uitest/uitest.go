@@ -48,11 +48,27 @@ type Browser struct {
 
 	mu       sync.Mutex
 	requests []string
+	urls     map[network.RequestID]string
+	failed   []string
 }
 
+// Option changes how New starts Chromium.
+type Option func(*config)
+
+type config struct{ realResolver bool }
+
+// RealResolver leaves name resolution to the system: without it every
+// name but loopback is made unresolvable. For a test whose network is cut
+// off by other means (a network namespace with loopback only).
+func RealResolver() Option { return func(c *config) { c.realResolver = true } }
+
 // New starts Chromium for the test (closed at its end).
-func New(t testing.TB) *Browser {
+func New(t testing.TB, options ...Option) *Browser {
 	t.Helper()
+	var cfg config
+	for _, o := range options {
+		o(&cfg)
+	}
 	bin := Chromium(t)
 	dir := t.TempDir()
 	opts := []chromedp.ExecAllocatorOption{
@@ -66,24 +82,34 @@ func New(t testing.TB) *Browser {
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("no-default-browser-check", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		// Any name but loopback fails to resolve: a page that needed
-		// the network would show it.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"),
 		chromedp.UserDataDir(filepath.Join(dir, "profile")),
 		chromedp.WindowSize(1280, 1400),
+	}
+	if !cfg.realResolver {
+		// Any name but loopback fails to resolve: a page that needed
+		// the network would show it.
+		opts = append(opts, chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost"))
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelA() })
-	b := &Browser{Ctx: ctx, t: t}
+	b := &Browser{Ctx: ctx, t: t, urls: map[network.RequestID]string{}}
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
 	if err := chromedp.Listen(ctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			b.mu.Lock()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
 			b.requests = append(b.requests, e.Request.URL)
-			b.mu.Unlock()
+			b.urls[e.RequestID] = e.Request.URL
+		case *network.EventResponseReceived:
+			if e.Response.Status >= 400 {
+				b.failed = append(b.failed, fmt.Sprintf("%s: HTTP %d", e.Response.URL, int(e.Response.Status)))
+			}
+		case *network.EventLoadingFailed:
+			b.failed = append(b.failed, fmt.Sprintf("%s: %s", b.urls[e.RequestID], e.ErrorText))
 		}
 	}); err != nil {
 		t.Fatal(err)
@@ -145,6 +171,14 @@ func (b *Browser) Requests() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.requests)
+}
+
+// Failed lists the requests that failed (no answer, or an HTTP error
+// status) so far, each with why.
+func (b *Browser) Failed() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.failed)
 }
 
 // NonLoopback lists the requests to anything but a loopback address
