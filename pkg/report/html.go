@@ -301,6 +301,18 @@ const pageTemplate = `<!DOCTYPE html>
 </table>
 </section>
 
+{{if .R.Packages}}<section id="package">
+<h2>Package changes</h2>
+<p class="dim">Each step's candidate skill package against the package the step started from, file by file (changed lines only).</p>
+{{range .R.Packages}}<details class="{{.Verdict}}"><summary>step {{.Step}} · {{.Verdict}} ({{.Action}}) · {{len .Files}} file(s)</summary>
+{{range .Files}}<p><code>{{.Summary}}</code></p>
+<pre class="diff">{{range .Shown}}{{.}}
+{{end}}{{with .Hidden}}… {{.}} more line(s)
+{{end}}</pre>
+{{end}}</details>
+{{end}}</section>
+{{end}}
+
 <section id="spend">
 <h2>Spend by stage</h2>
 {{with .R.Cost}}<p class="dim">Prices: {{.Source}}, as of {{.AsOf}}. Prices change; check them.</p>{{end}}

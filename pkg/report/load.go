@@ -144,6 +144,9 @@ type Report struct {
 	Cost *pricing.Breakdown
 	// Notes are things the reader should know (missing files, unpriced models).
 	Notes []string
+	// Packages are the package diffs of a skill-package run's steps
+	// (packagediff.go); nil for a single-file run.
+	Packages []PackageStep
 }
 
 // Load reads the run dir. prices may be nil (no dollars).
@@ -191,6 +194,9 @@ func Load(dir string, prices *pricing.Table) (*Report, error) {
 			return nil, err
 		}
 		r.Steps[rec.Step] = rec
+	}
+	if err := r.loadPackageDiffs(dir); err != nil {
+		return nil, err
 	}
 
 	if r.Tokens != nil && prices != nil {

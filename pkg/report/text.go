@@ -132,6 +132,22 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 	}
 
+	if len(r.Packages) > 0 {
+		p("\npackage changes per step (candidate against the skill the step started from)\n")
+		for _, ps := range r.Packages {
+			p("step %d (%s, %s): %d file(s)\n", ps.Step, ps.Verdict, ps.Action, len(ps.Files))
+			for _, f := range ps.Files {
+				p("  %s\n", f.Summary())
+				for _, l := range f.Shown() {
+					p("      %s\n", l)
+				}
+				if more := f.Hidden(); more > 0 {
+					p("      … %d more line(s)\n", more)
+				}
+			}
+		}
+	}
+
 	if len(r.Notes) > 0 {
 		p("\n")
 		for _, n := range r.Notes {
