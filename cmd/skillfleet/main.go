@@ -136,9 +136,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
+		return traceLogger(slog.NewJSONHandler(w, opts)), nil
 	case "text", "":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+		return traceLogger(slog.NewTextHandler(w, opts)), nil
 	default:
 		return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
 	}

@@ -21,6 +21,13 @@ var keyVars = []string{"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "ANTHROPIC_API_
 // metric reader; nil in the binary.
 var telemetryHook func(*telemetry.Options)
 
+// traceLogger is a logger over h whose records written with a context
+// that carries a span (the ...Context methods inside a traced stage or
+// task) get trace_id and span_id, so a log line leads to its trace.
+func traceLogger(h slog.Handler) *slog.Logger {
+	return slog.New(telemetry.NewLogHandler(h))
+}
+
 // setupTelemetry starts tracing (exported only when OTEL_EXPORTER_OTLP_*
 // is set) and, with metricsAddr, a Prometheus endpoint.
 func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, traceContent bool, log *slog.Logger, opts ...func(*telemetry.Options)) (*telemetry.Telemetry, func(), error) {
