@@ -1436,10 +1436,12 @@ func (x *RegisterResponse) GetHeartbeatIntervalMs() int64 {
 }
 
 type HeartbeatRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	WorkerId      string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
-	InFlight      int32                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	Completed     int64                  `protobuf:"varint,3,opt,name=completed,proto3" json:"completed,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId  string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	InFlight  int32                  `protobuf:"varint,2,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	Completed int64                  `protobuf:"varint,3,opt,name=completed,proto3" json:"completed,omitempty"`
+	// The worker's rate limiters, one per model endpoint it has called.
+	Limits        []*LimitStatus `protobuf:"bytes,4,rep,name=limits,proto3" json:"limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1495,6 +1497,152 @@ func (x *HeartbeatRequest) GetCompleted() int64 {
 	return 0
 }
 
+func (x *HeartbeatRequest) GetLimits() []*LimitStatus {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// LimitStatus is one model endpoint's rate limits in a worker and how much
+// of them is left now. A zero limit is none.
+type LimitStatus struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Backend string                 `protobuf:"bytes,1,opt,name=backend,proto3" json:"backend,omitempty"`
+	// The endpoint's address without credentials or query.
+	Endpoint       string `protobuf:"bytes,2,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Model          string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	RequestsPerMin int64  `protobuf:"varint,4,opt,name=requests_per_min,json=requestsPerMin,proto3" json:"requests_per_min,omitempty"`
+	// Requests that may start now (the bucket's level; a minute's worth when full).
+	RequestsLeft float64 `protobuf:"fixed64,5,opt,name=requests_left,json=requestsLeft,proto3" json:"requests_left,omitempty"`
+	TokensPerMin int64   `protobuf:"varint,6,opt,name=tokens_per_min,json=tokensPerMin,proto3" json:"tokens_per_min,omitempty"`
+	TokensLeft   float64 `protobuf:"fixed64,7,opt,name=tokens_left,json=tokensLeft,proto3" json:"tokens_left,omitempty"`
+	// The configured in-flight cap, the adaptive cap now, and calls in flight.
+	MaxConcurrency int32 `protobuf:"varint,8,opt,name=max_concurrency,json=maxConcurrency,proto3" json:"max_concurrency,omitempty"`
+	ConcurrencyCap int32 `protobuf:"varint,9,opt,name=concurrency_cap,json=concurrencyCap,proto3" json:"concurrency_cap,omitempty"`
+	InFlight       int32 `protobuf:"varint,10,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// Calls waiting for a concurrency slot.
+	Waiting int32 `protobuf:"varint,11,opt,name=waiting,proto3" json:"waiting,omitempty"`
+	// True when the rate buckets are shared (Redis): *_left is unknown here.
+	Shared        bool `protobuf:"varint,12,opt,name=shared,proto3" json:"shared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LimitStatus) Reset() {
+	*x = LimitStatus{}
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LimitStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LimitStatus) ProtoMessage() {}
+
+func (x *LimitStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LimitStatus.ProtoReflect.Descriptor instead.
+func (*LimitStatus) Descriptor() ([]byte, []int) {
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *LimitStatus) GetBackend() string {
+	if x != nil {
+		return x.Backend
+	}
+	return ""
+}
+
+func (x *LimitStatus) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *LimitStatus) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *LimitStatus) GetRequestsPerMin() int64 {
+	if x != nil {
+		return x.RequestsPerMin
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetRequestsLeft() float64 {
+	if x != nil {
+		return x.RequestsLeft
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetTokensPerMin() int64 {
+	if x != nil {
+		return x.TokensPerMin
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetTokensLeft() float64 {
+	if x != nil {
+		return x.TokensLeft
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetMaxConcurrency() int32 {
+	if x != nil {
+		return x.MaxConcurrency
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetConcurrencyCap() int32 {
+	if x != nil {
+		return x.ConcurrencyCap
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetInFlight() int32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetWaiting() int32 {
+	if x != nil {
+		return x.Waiting
+	}
+	return 0
+}
+
+func (x *LimitStatus) GetShared() bool {
+	if x != nil {
+		return x.Shared
+	}
+	return false
+}
+
 type HeartbeatResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Known         bool                   `protobuf:"varint,1,opt,name=known,proto3" json:"known,omitempty"`
@@ -1504,7 +1652,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1664,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[13]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1677,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{13}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HeartbeatResponse) GetKnown() bool {
@@ -1548,7 +1696,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1708,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[14]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1721,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{14}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *GetSkillRequest) GetHash() string {
@@ -1593,7 +1741,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1753,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[15]
+	mi := &file_skillfleet_v1_skillfleet_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1766,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{15}
+	return file_skillfleet_v1_skillfleet_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetSkillResponse) GetHash() string {
@@ -1768,11 +1916,27 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\aversion\x18\x04 \x01(\tR\aversion\"m\n" +
 	"\x10RegisterResponse\x12%\n" +
 	"\x0ecoordinator_id\x18\x01 \x01(\tR\rcoordinatorId\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\"j\n" +
+	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\"\x9e\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x05R\binFlight\x12\x1c\n" +
-	"\tcompleted\x18\x03 \x01(\x03R\tcompleted\")\n" +
+	"\tcompleted\x18\x03 \x01(\x03R\tcompleted\x122\n" +
+	"\x06limits\x18\x04 \x03(\v2\x1a.skillfleet.v1.LimitStatusR\x06limits\"\x90\x03\n" +
+	"\vLimitStatus\x12\x18\n" +
+	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1a\n" +
+	"\bendpoint\x18\x02 \x01(\tR\bendpoint\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12(\n" +
+	"\x10requests_per_min\x18\x04 \x01(\x03R\x0erequestsPerMin\x12#\n" +
+	"\rrequests_left\x18\x05 \x01(\x01R\frequestsLeft\x12$\n" +
+	"\x0etokens_per_min\x18\x06 \x01(\x03R\ftokensPerMin\x12\x1f\n" +
+	"\vtokens_left\x18\a \x01(\x01R\n" +
+	"tokensLeft\x12'\n" +
+	"\x0fmax_concurrency\x18\b \x01(\x05R\x0emaxConcurrency\x12'\n" +
+	"\x0fconcurrency_cap\x18\t \x01(\x05R\x0econcurrencyCap\x12\x1b\n" +
+	"\tin_flight\x18\n" +
+	" \x01(\x05R\binFlight\x12\x18\n" +
+	"\awaiting\x18\v \x01(\x05R\awaiting\x12\x16\n" +
+	"\x06shared\x18\f \x01(\bR\x06shared\")\n" +
 	"\x11HeartbeatResponse\x12\x14\n" +
 	"\x05known\x18\x01 \x01(\bR\x05known\"%\n" +
 	"\x0fGetSkillRequest\x12\x12\n" +
@@ -1809,7 +1973,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Outcome)(0),              // 0: skillfleet.v1.Outcome
 	(ReportAck_Status)(0),     // 1: skillfleet.v1.ReportAck.Status
@@ -1826,15 +1990,16 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*RegisterRequest)(nil),   // 12: skillfleet.v1.RegisterRequest
 	(*RegisterResponse)(nil),  // 13: skillfleet.v1.RegisterResponse
 	(*HeartbeatRequest)(nil),  // 14: skillfleet.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil), // 15: skillfleet.v1.HeartbeatResponse
-	(*GetSkillRequest)(nil),   // 16: skillfleet.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),  // 17: skillfleet.v1.GetSkillResponse
-	nil,                       // 18: skillfleet.v1.ModelSpec.OptionsEntry
-	nil,                       // 19: skillfleet.v1.Usage.FailedCausesEntry
+	(*LimitStatus)(nil),       // 15: skillfleet.v1.LimitStatus
+	(*HeartbeatResponse)(nil), // 16: skillfleet.v1.HeartbeatResponse
+	(*GetSkillRequest)(nil),   // 17: skillfleet.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),  // 18: skillfleet.v1.GetSkillResponse
+	nil,                       // 19: skillfleet.v1.ModelSpec.OptionsEntry
+	nil,                       // 20: skillfleet.v1.Usage.FailedCausesEntry
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
-	18, // 0: skillfleet.v1.ModelSpec.options:type_name -> skillfleet.v1.ModelSpec.OptionsEntry
-	19, // 1: skillfleet.v1.Usage.failed_causes:type_name -> skillfleet.v1.Usage.FailedCausesEntry
+	19, // 0: skillfleet.v1.ModelSpec.options:type_name -> skillfleet.v1.ModelSpec.OptionsEntry
+	20, // 1: skillfleet.v1.Usage.failed_causes:type_name -> skillfleet.v1.Usage.FailedCausesEntry
 	5,  // 2: skillfleet.v1.Task.rollout:type_name -> skillfleet.v1.RolloutTask
 	6,  // 3: skillfleet.v1.Task.reflect:type_name -> skillfleet.v1.OptimizerTask
 	6,  // 4: skillfleet.v1.Task.merge:type_name -> skillfleet.v1.OptimizerTask
@@ -1852,19 +2017,20 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	9,  // 16: skillfleet.v1.Result.rollout:type_name -> skillfleet.v1.RolloutResult
 	10, // 17: skillfleet.v1.Result.optimizer:type_name -> skillfleet.v1.OptimizerResult
 	1,  // 18: skillfleet.v1.ReportAck.status:type_name -> skillfleet.v1.ReportAck.Status
-	12, // 19: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
-	14, // 20: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
-	8,  // 21: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
-	16, // 22: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
-	13, // 23: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
-	15, // 24: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
-	11, // 25: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
-	17, // 26: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
-	23, // [23:27] is the sub-list for method output_type
-	19, // [19:23] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	15, // 19: skillfleet.v1.HeartbeatRequest.limits:type_name -> skillfleet.v1.LimitStatus
+	12, // 20: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
+	14, // 21: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
+	8,  // 22: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
+	17, // 23: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
+	13, // 24: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
+	16, // 25: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
+	11, // 26: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
+	18, // 27: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
+	24, // [24:28] is the sub-list for method output_type
+	20, // [20:24] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -1895,7 +2061,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
