@@ -70,6 +70,9 @@ type SandboxConfig struct {
 	// commands with bubblewrap themselves (Claude Code, Codex), which
 	// then nests inside ours; without it their shell tool fails.
 	NoNestedUserNS bool
+	// extraBinds are further (host, sandbox) read-only binds (the check's
+	// view of an agents tree).
+	extraBinds [][2]string
 }
 
 // agentRoot is where the CLI's install tree is bound in the sandbox.
@@ -323,6 +326,9 @@ func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []strin
 		return err
 	}
 	spec.Binds = binds
+	for _, b := range c.cfg.Sandbox.extraBinds {
+		spec.Binds = append(spec.Binds, sandbox.Bind{Source: b[0], Target: b[1]})
+	}
 	etc, err := writeEtc()
 	if err != nil {
 		return err

@@ -430,3 +430,31 @@ func BenchmarkAgentSandboxOverhead(b *testing.B) {
 	b.ReportMetric(float64(med(tb).Microseconds())/1000, "ms-sandboxed-median")
 	b.ReportMetric(float64((med(tb)-med(td)).Microseconds())/1000, "ms-overhead-median")
 }
+
+// TestCheckSandbox: the agent probes of `skillfleet sandbox check` all
+// hold on this host, with the real CLIs' --version run inside when they
+// are installed.
+func TestCheckSandbox(t *testing.T) {
+	t.Parallel()
+	dir, _ := filepath.Abs(filepath.Join("..", "..", ".tools", "agents"))
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "codex")); err != nil {
+		dir = ""
+	}
+	probes, err := exec.CheckSandbox(t.Context(), dir)
+	if err != nil {
+		skipOrFail(t, err)
+	}
+	want := 8
+	if dir != "" {
+		want += 2
+	}
+	if len(probes) != want {
+		t.Errorf("%d probes, want %d", len(probes), want)
+	}
+	for _, p := range probes {
+		t.Logf("%-70s held=%v %s", p.Name, p.Held, p.Detail)
+		if !p.Held {
+			t.Errorf("%s: got through (%s)", p.Name, p.Detail)
+		}
+	}
+}
