@@ -3,77 +3,62 @@ package backends_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
-// clock is a manual clock.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
+// TestCircuit runs on synctest's fake clock: the breaker reads time.Now,
+// and time.Sleep moves it on at once.
 func TestCircuit(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Unix(1_000_000, 0)}
-	m := &script{errs: []error{
-		errOf(llm.KindServer), errOf(llm.KindTransport),
-		errOf(llm.KindRateLimited),                                           // the server is up: resets the count
-		errOf(llm.KindServer), errOf(llm.KindTimeout), errOf(llm.KindServer), // opens
-		errOf(llm.KindServer), // the first probe fails: reopens
-	}}
-	c := backends.NewCircuit(m, backends.CircuitPolicy{Threshold: 3, Cooldown: 30 * time.Second, Now: clk.Now})
-	call := func() error {
-		_, err := c.Chat(t.Context(), &llm.Request{})
-		return err
-	}
-	for i := range 6 {
-		if err := call(); err == nil || errors.Is(err, backends.ErrCircuitOpen) {
-			t.Fatalf("call %d = %v, want the model's own failure", i+1, err)
+	synctest.Test(t, func(t *testing.T) {
+		m := &script{errs: []error{
+			errOf(llm.KindServer), errOf(llm.KindTransport),
+			errOf(llm.KindRateLimited),                                           // the server is up: resets the count
+			errOf(llm.KindServer), errOf(llm.KindTimeout), errOf(llm.KindServer), // opens
+			errOf(llm.KindServer), // the first probe fails: reopens
+		}}
+		c := backends.NewCircuit(m, backends.CircuitPolicy{Threshold: 3, Cooldown: 30 * time.Second})
+		call := func() error {
+			_, err := c.Chat(t.Context(), &llm.Request{})
+			return err
 		}
-	}
-	if c.State() != backends.CircuitOpen {
-		t.Fatalf("after 3 consecutive infrastructure failures: state %v, want open", c.State())
-	}
-	clk.Advance(10 * time.Second)
-	err := call()
-	var le *llm.Error
-	if !errors.As(err, &le) || !errors.Is(err, backends.ErrCircuitOpen) || le.Kind != llm.KindServer || le.RetryAfter != 20*time.Second {
-		t.Fatalf("call while open = %v, want a fast KindServer failure with RetryAfter 20s", err)
-	}
-	if m.Calls() != 6 {
-		t.Errorf("the open circuit let a call through (%d calls)", m.Calls())
-	}
-	clk.Advance(20 * time.Second)
-	if err := call(); err == nil || errors.Is(err, backends.ErrCircuitOpen) { // probe fails
-		t.Fatalf("probe = %v, want the model's failure", err)
-	}
-	if c.State() != backends.CircuitOpen || call() == nil {
-		t.Fatalf("after a failed probe: state %v, want open again", c.State())
-	}
-	clk.Advance(30 * time.Second)
-	if err := call(); err != nil { // probe succeeds
-		t.Fatalf("probe = %v, want success", err)
-	}
-	if c.State() != backends.CircuitClosed {
-		t.Errorf("after a good probe: state %v, want closed", c.State())
-	}
+		for i := range 6 {
+			if err := call(); err == nil || errors.Is(err, backends.ErrCircuitOpen) {
+				t.Fatalf("call %d = %v, want the model's own failure", i+1, err)
+			}
+		}
+		if c.State() != backends.CircuitOpen {
+			t.Fatalf("after 3 consecutive infrastructure failures: state %v, want open", c.State())
+		}
+		time.Sleep(10 * time.Second)
+		err := call()
+		var le *llm.Error
+		if !errors.As(err, &le) || !errors.Is(err, backends.ErrCircuitOpen) || le.Kind != llm.KindServer || le.RetryAfter != 20*time.Second {
+			t.Fatalf("call while open = %v, want a fast KindServer failure with RetryAfter 20s", err)
+		}
+		if m.Calls() != 6 {
+			t.Errorf("the open circuit let a call through (%d calls)", m.Calls())
+		}
+		time.Sleep(20 * time.Second)
+		if err := call(); err == nil || errors.Is(err, backends.ErrCircuitOpen) { // probe fails
+			t.Fatalf("probe = %v, want the model's failure", err)
+		}
+		if c.State() != backends.CircuitOpen || call() == nil {
+			t.Fatalf("after a failed probe: state %v, want open again", c.State())
+		}
+		time.Sleep(30 * time.Second)
+		if err := call(); err != nil { // probe succeeds
+			t.Fatalf("probe = %v, want success", err)
+		}
+		if c.State() != backends.CircuitClosed {
+			t.Errorf("after a good probe: state %v, want closed", c.State())
+		}
+	})
 }
 
 // gate blocks calls until released.
@@ -97,28 +82,29 @@ func (g *gate) Chat(ctx context.Context, _ *llm.Request) (*llm.Response, error) 
 
 func TestCircuitHalfOpenAdmitsOneProbe(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Unix(0, 0)}
-	g := &gate{entered: make(chan struct{}, 8), release: make(chan error)}
-	c := backends.NewCircuit(g, backends.CircuitPolicy{Threshold: 1, Cooldown: time.Minute, Now: clk.Now})
-	go func() { g.release <- errOf(llm.KindServer) }()
-	if _, err := c.Chat(t.Context(), &llm.Request{}); llm.KindOf(err) != llm.KindServer {
-		t.Fatalf("first call = %v", err)
-	}
-	<-g.entered
-	clk.Advance(time.Minute)
-	probe := make(chan error)
-	go func() {
-		_, err := c.Chat(t.Context(), &llm.Request{})
-		probe <- err
-	}()
-	<-g.entered // the probe is in flight
-	if _, err := c.Chat(t.Context(), &llm.Request{}); !errors.Is(err, backends.ErrCircuitOpen) {
-		t.Errorf("second call during the probe = %v, want a fast failure", err)
-	}
-	g.release <- nil
-	if err := <-probe; err != nil || c.State() != backends.CircuitClosed {
-		t.Errorf("probe = %v, state %v; want success, closed", err, c.State())
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := &gate{entered: make(chan struct{}, 8), release: make(chan error)}
+		c := backends.NewCircuit(g, backends.CircuitPolicy{Threshold: 1, Cooldown: time.Minute})
+		go func() { g.release <- errOf(llm.KindServer) }()
+		if _, err := c.Chat(t.Context(), &llm.Request{}); llm.KindOf(err) != llm.KindServer {
+			t.Fatalf("first call = %v", err)
+		}
+		<-g.entered
+		time.Sleep(time.Minute)
+		probe := make(chan error)
+		go func() {
+			_, err := c.Chat(t.Context(), &llm.Request{})
+			probe <- err
+		}()
+		<-g.entered // the probe is in flight
+		if _, err := c.Chat(t.Context(), &llm.Request{}); !errors.Is(err, backends.ErrCircuitOpen) {
+			t.Errorf("second call during the probe = %v, want a fast failure", err)
+		}
+		g.release <- nil
+		if err := <-probe; err != nil || c.State() != backends.CircuitClosed {
+			t.Errorf("probe = %v, state %v; want success, closed", err, c.State())
+		}
+	})
 }
 
 func TestCircuitIgnoresCancellation(t *testing.T) {
@@ -207,23 +193,24 @@ func TestLimiterWaitHonoursContext(t *testing.T) {
 
 func TestLocalBuckets(t *testing.T) {
 	t.Parallel()
-	clk := &clock{now: time.Unix(0, 0)}
-	b := backends.NewLocalBuckets(clk.Now)
-	ctx := t.Context()
-	if w, err := b.Take(ctx, "k", 60, 60, 0); w != 0 || err != nil {
-		t.Fatalf("Take(60 of 60) = %v, %v; want granted", w, err)
-	}
-	if w, err := b.Take(ctx, "k", 2, 60, 0); w != 2*time.Second || err != nil {
-		t.Errorf("Take(2) on an empty 60/min bucket = %v, %v; want a 2s wait", w, err)
-	}
-	clk.Advance(2 * time.Second)
-	if w, err := b.Take(ctx, "k", 2, 60, 0); w != 0 || err != nil {
-		t.Errorf("Take(2) after 2s = %v, %v; want granted (nothing was taken by the refused Take)", w, err)
-	}
-	if _, err := b.Take(ctx, "k", 61, 60, 0); !errors.Is(err, backends.ErrExceedsBurst) {
-		t.Errorf("Take(61 of 60) = %v, want ErrExceedsBurst", err)
-	}
-	if w, err := b.Take(ctx, "other", 5, 0, 0); w != 0 || err != nil {
-		t.Errorf("Take with no limit = %v, %v; want granted", w, err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		b := backends.NewLocalBuckets(time.Now)
+		ctx := t.Context()
+		if w, err := b.Take(ctx, "k", 60, 60, 0); w != 0 || err != nil {
+			t.Fatalf("Take(60 of 60) = %v, %v; want granted", w, err)
+		}
+		if w, err := b.Take(ctx, "k", 2, 60, 0); w != 2*time.Second || err != nil {
+			t.Errorf("Take(2) on an empty 60/min bucket = %v, %v; want a 2s wait", w, err)
+		}
+		time.Sleep(2 * time.Second)
+		if w, err := b.Take(ctx, "k", 2, 60, 0); w != 0 || err != nil {
+			t.Errorf("Take(2) after 2s = %v, %v; want granted (nothing was taken by the refused Take)", w, err)
+		}
+		if _, err := b.Take(ctx, "k", 61, 60, 0); !errors.Is(err, backends.ErrExceedsBurst) {
+			t.Errorf("Take(61 of 60) = %v, want ErrExceedsBurst", err)
+		}
+		if w, err := b.Take(ctx, "other", 5, 0, 0); w != 0 || err != nil {
+			t.Errorf("Take with no limit = %v, %v; want granted", w, err)
+		}
+	})
 }
