@@ -12,13 +12,15 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // FromConfig builds the trainer's settings from a loaded config. runID and
 // runDir name the run; the initial skill is read from env.skill_init.
 func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
-	initText, err := os.ReadFile(c.Env.SkillInit)
+	// A file is read verbatim; a skill package directory as its bundle.
+	initText, err := skillpkg.ReadInit(c.Env.SkillInit, skillpkg.Limits{})
 	if err != nil {
 		return Settings{}, fmt.Errorf("config: %s: env.skill_init: %w", c.File, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
-	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skill"
 )
 
@@ -43,18 +42,18 @@ func parseLR(raw json.RawMessage, available int) (int, bool) {
 	return schedule.ParseLearningRate(raw, available)
 }
 
-func applyEdits(current string, items []prompts.Item, normalize bool) (string, []skill.Report) {
-	return skill.Apply(current, skill.FromItems(items), skill.ApplyOptions{NormalizeOps: normalize})
+// The protected regions live in SKILL.md: for a package they are read and
+// written there (package.go).
+func injectSlowPlaceholder(s string) string { return onEntry(s, skill.InjectSlowPlaceholder) }
+func slowContent(s string) string           { return skill.SlowContent(entryOf(s)) }
+func replaceSlowBlock(s, c string) string {
+	return onEntry(s, func(e string) string { return skill.ReplaceSlowBlock(e, c) })
 }
-
-func injectSlowPlaceholder(s string) string { return skill.InjectSlowPlaceholder(s) }
-func slowContent(s string) string           { return skill.SlowContent(s) }
-func replaceSlowBlock(s, c string) string   { return skill.ReplaceSlowBlock(s, c) }
-func injectAppendix(s string) string        { return skill.InjectAppendix(s) }
-func appendixNotes(s string) []string       { return skill.AppendixNotes(s) }
-func dedupNotes(n []string) []string        { return skill.DedupNotes(n) }
+func injectAppendix(s string) string  { return onEntry(s, skill.InjectAppendix) }
+func appendixNotes(s string) []string { return skill.AppendixNotes(entryOf(s)) }
+func dedupNotes(n []string) []string  { return skill.DedupNotes(n) }
 func writeAppendix(s string, n []string) string {
-	return skill.FlushAppendix(s, n)
+	return onEntry(s, func(e string) string { return skill.FlushAppendix(e, n) })
 }
 
 func restoreProtected(candidate, current string) string {

@@ -98,7 +98,7 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 	}
 	t.rd.WriteJSON(dir+"slow_result.json", map[string]any{"action": ev.Action, "candidate_hash": ev.CandidateHash, "content": content})
 	t.rd.WriteFile(SkillFile(lastStep), t.st.Current)
-	t.rd.WriteFile("best_skill.md", t.st.Best)
+	t.writeBest()
 	ev.CurrentHash, ev.BestHash, ev.CurrentScore, ev.BestScore = t.st.CurrentHash, t.st.BestHash, round6(t.st.CurrentScore), round6(t.st.BestScore)
 	ev.Counts = countPairs(pairs)
 	if err := t.rd.Emit(ev); err != nil {

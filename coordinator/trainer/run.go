@@ -129,7 +129,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 // final runs §1.6: final validation and promotion, then the test
 // evaluations of baseline, best and final — all concurrently.
 func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error) {
-	t.rd.WriteFile("best_skill.md", t.st.Best)
+	t.writeBest()
 	sum := &Summary{Version: 1, RunID: t.s.RunID, Bench: t.s.Bench, TotalSteps: t.st.TotalSteps, BaselineScore: round6(baseline),
 		BaselineHash: skillHash(t.s.SkillInit), BestSkillPath: "best_skill.md", SelectionEvalN: len(t.selItems())}
 	if err := t.saveState(); err != nil {
@@ -157,7 +157,7 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 		if m.Score > t.st.BestScore {
 			sum.Promoted = true
 			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, m.Score, t.st.TotalSteps, t.st.CurrentOrigin
-			t.rd.WriteFile("best_skill.md", t.st.Best)
+			t.writeBest()
 		}
 	}
 	// Then each distinct skill that is reported — baseline, best (after

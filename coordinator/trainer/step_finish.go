@@ -50,7 +50,7 @@ func (t *Trainer) finishStep(ctx context.Context, rec *StepRecord, action string
 	t.st.Phase = fmt.Sprintf("step_%04d", rec.Step)
 	t.rd.WriteJSON(StepFile(rec.Step, "record.json"), rec)
 	t.rd.WriteFile(SkillFile(rec.Step), t.st.Current)
-	t.rd.WriteFile("best_skill.md", t.st.Best)
+	t.writeBest()
 	ev := Event{Type: "step", Step: rec.Step, Epoch: rec.Epoch, Action: action,
 		CandidateHash: rec.CandidateHash, CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash,
 		CurrentScore: round6(t.st.CurrentScore), BestScore: round6(t.st.BestScore),
@@ -133,7 +133,7 @@ func (t *Trainer) bufferEntry(rec *StepRecord, action string, m *measure, outs [
 		e.EarlyStopped = t.s.EarlyStop && !rec.Unchanged
 		for _, it := range ranked {
 			e.RejectedEdits = append(e.RejectedEdits, prompts.RejectedEdit{
-				Op: it.Op, Target: it.Target, Content: it.Content, Type: it.Type, Title: it.Title,
+				File: it.File, Op: it.Op, Target: it.Target, Content: it.Content, Type: it.Type, Title: it.Title,
 				Instruction: it.Instruction, ChangeSummary: it.ChangeSummary, SourceType: sourceIfRewrite(it, t.s.UpdateMode),
 			})
 		}

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/prompts"
@@ -14,27 +15,32 @@ func (t *Trainer) update(ctx context.Context, g int, current string, ranked []pr
 		var rep prompts.RewriteReply
 		model := t.s.Rewriter
 		ok, err := t.optimizeOne(ctx, optCall{Stage: "rewrite", Step: g, Name: prompts.Rewrite, Model: model, Skill: current,
-			Payload: prompts.RewriteInput{Kind: prompts.Rewrite, Skill: current, Suggestions: ranked, StepBuffer: t.stepBuffer()}}, &rep)
+			Payload: prompts.RewriteInput{Kind: prompts.Rewrite, Skill: entryOf(current), Suggestions: ranked, StepBuffer: t.stepBuffer()}}, &rep)
 		if err != nil || !ok || strings.TrimSpace(rep.NewSkill) == "" {
 			return "", false, err
 		}
 		rec.RewriteSummary = rep.ChangeSummary
-		return restoreProtected(strings.TrimRight(rep.NewSkill, " \t\r\n")+"\n", current), true, nil
+		cand, ok := rewritten(rep.NewSkill, current)
+		return cand, ok, nil
 	case prompts.ModeFullRewrite:
 		for _, it := range ranked {
 			if strings.TrimSpace(it.NewSkill) != "" {
 				rec.RewriteSummary = it.ChangeSummary
-				return restoreProtected(strings.TrimRight(it.NewSkill, " \t\r\n")+"\n", current), true, nil
+				cand, ok := rewritten(it.NewSkill, current)
+				return cand, ok, nil
 			}
 		}
 		return "", false, nil
 	default:
-		cand, reports := applyEdits(current, ranked, t.s.NormalizeOps)
+		cand, reports, err := applyEdits(current, ranked, t.s.NormalizeOps)
+		if err != nil {
+			return "", false, fmt.Errorf("step %d: applying edits to the skill package: %w", g, err)
+		}
 		rec.EditApply = map[string]int{}
 		for _, r := range reports {
 			rec.EditApply[string(r.Status)]++
 		}
-		t.rd.WriteJSON(StepFile(g, "edit_apply_report.json"), reports)
+		t.rd.WriteJSON(StepFile(g, "edit_apply_report.json"), editReports(current, cand, reports))
 		return cand, true, nil
 	}
 }

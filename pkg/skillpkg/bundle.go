@@ -237,3 +237,48 @@ func Replace(p *Package, dir string) error {
 	}
 	return os.RemoveAll(old)
 }
+
+// EntryText returns SKILL.md's text of a skill carried as text: the text
+// itself when it is not a bundle.
+func EntryText(text string) (string, error) {
+	if !IsBundle(text) {
+		return text, nil
+	}
+	p, err := Decode(text)
+	if err != nil {
+		return "", err
+	}
+	return p.Entry(), nil
+}
+
+// WithEntry returns text with SKILL.md replaced by entry: entry itself
+// when text is not a bundle, else the bundle with its other files kept.
+// Rewrite-style updates, the slow-update block and the appendix, which
+// produce or edit a whole SKILL.md, go through it so that they never
+// touch the other files.
+func WithEntry(text, entry string) (string, error) {
+	if !IsBundle(text) {
+		return entry, nil
+	}
+	p, err := Decode(text)
+	if err != nil {
+		return "", err
+	}
+	q := p.Clone()
+	q.files[EntryFile] = entry
+	return Encode(q), nil
+}
+
+// OnEntry applies f to SKILL.md of a skill carried as text: f(text) when
+// it is not a bundle (byte for byte today's behaviour), else the bundle
+// with SKILL.md replaced by f of it.
+func OnEntry(text string, f func(string) string) (string, error) {
+	if !IsBundle(text) {
+		return f(text), nil
+	}
+	entry, err := EntryText(text)
+	if err != nil {
+		return "", err
+	}
+	return WithEntry(text, f(entry))
+}

@@ -187,3 +187,37 @@ func TestBundleSurvivesProtectedRegions(t *testing.T) {
 		}
 	}
 }
+
+func TestOnEntryKeepsOtherFiles(t *testing.T) {
+	t.Parallel()
+	p, err := New(map[string]string{"SKILL.md": "# S\n", "references/a.md": "a\n\n\n\nb\n"}, Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle := Encode(p)
+	f := func(s string) string { return strings.ReplaceAll(s+"\n\n\n\nx\n", "\n\n\n", "\n") }
+	out, err := OnEntry(bundle, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, _ := q.File("references/a.md"); ref != "a\n\n\n\nb\n" {
+		t.Errorf("reference changed: %q", ref)
+	}
+	if q.Entry() != f("# S\n") {
+		t.Errorf("entry = %q", q.Entry())
+	}
+	plain, err := OnEntry("# S\n", func(s string) string { return s + "y\n" })
+	if err != nil || plain != "# S\ny\n" {
+		t.Errorf("plain = %q, %v", plain, err)
+	}
+	if e, err := EntryText(out); err != nil || e != q.Entry() {
+		t.Errorf("EntryText = %q, %v", e, err)
+	}
+	if _, err := OnEntry(bundle[:len(bundle)/2], func(s string) string { return s }); err == nil {
+		t.Error("a torn bundle was accepted")
+	}
+}
