@@ -13,11 +13,13 @@ import (
 
 // TestPairedGateOnANoisyTarget trains the demo over 10 seeds with a target
 // whose answers flip with probability 0.15 (sim epsilon, five times the
-// default), once with the strict gate (gate_test none, one sample per
-// item) and once with the paired gate (gate_test paired, gate_repeats 3,
-// gate_alpha 0.05), and tabulates the best skill's test score (mean and
-// variance over the seeds) and the edits each gate accepted. The paired
-// gate must accept fewer edits: an improvement it accepts is significant.
+// default), with the strict gate (gate_test none, one sample per item) and
+// with the paired gate (gate_test paired, gate_repeats 3) at the default
+// gate_alpha 0.2 (docs/skillopt.md has the other alphas), and tabulates the best skill's test score
+// (mean and variance over the seeds) and the edits each gate accepted. At
+// the default alpha the paired gate must accept fewer edits than the
+// strict gate, with a lower variance and a mean at least as high: the
+// edits it turns down only won a draw of the noise.
 // SKILLFLEET_GATE_TABLE=path writes the table as Markdown.
 func TestPairedGateOnANoisyTarget(t *testing.T) {
 	if testing.Short() {
@@ -32,7 +34,7 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 	}
 	rows := []*row{
 		{name: "strict (gate_test none, 1 sample)", sets: []string{"evaluation.gate_test=none"}},
-		{name: "paired (gate_test paired, gate_repeats 3, alpha 0.05)", sets: []string{"evaluation.gate_test=paired", "evaluation.gate_repeats=3", "evaluation.gate_alpha=0.05"}},
+		{name: "paired (gate_test paired, gate_repeats 3, alpha 0.2, the default)", sets: []string{"evaluation.gate_test=paired", "evaluation.gate_repeats=3"}},
 	}
 	for seed := 1; seed <= 10; seed++ {
 		for _, r := range rows {
@@ -62,8 +64,14 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rows[1].accepted >= rows[0].accepted {
-		t.Errorf("paired gate accepted %d edits, strict %d: want fewer", rows[1].accepted, rows[0].accepted)
+	strict, paired := rows[0], rows[1]
+	if paired.accepted >= strict.accepted {
+		t.Errorf("paired gate accepted %d edits, strict %d: want fewer", paired.accepted, strict.accepted)
+	}
+	sm, sv := meanVar(strict.scores)
+	pm, pv := meanVar(paired.scores)
+	if pv >= sv || pm < sm {
+		t.Errorf("paired gate: test score mean %.4f variance %.6f; strict %.4f / %.6f: want a lower variance and a mean at least as high", pm, pv, sm, sv)
 	}
 }
 
