@@ -3,7 +3,6 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,91 +12,40 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/pkg/queue"
-	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
 type bundle struct {
-	hub    *coordinator.Hub
-	ns     *queue.Embedded
-	cancel context.CancelFunc
-	done   chan error
-	seen   sync.Map // task id -> *atomic.Int32 (OnResult calls)
+	hub  *fleettest.Hub
+	ns   *queue.Embedded
+	seen sync.Map // task id -> *atomic.Int32 (OnResult calls)
 }
 
 func setup(t testing.TB, runDir string, ns *queue.Embedded) *bundle {
 	t.Helper()
 	if ns == nil {
-		ns = queuetest.Start(t)
+		ns = fleettest.NATS(t)
 	}
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &bundle{ns: ns, done: make(chan error, 1)}
-	ctx, cancel := context.WithCancel(context.Background())
-	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
-		NC: nc, RunDir: runDir, RunID: "run1", GRPCListener: ln, NoSync: true,
+	b := &bundle{ns: ns}
+	b.hub = fleettest.StartHub(t, ns, coordinator.HubOptions{
+		RunDir: runDir, RunID: "run1",
 		Consumer: queue.ConsumerOptions{AckWait: 2 * time.Second, MaxDeliver: 5},
 		OnResult: func(r *pb.Result) {
 			v, _ := b.seen.LoadOrStore(r.GetTaskId(), new(atomic.Int32))
 			v.(*atomic.Int32).Add(1)
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.hub, b.cancel = hub, cancel
-	go func() { b.done <- hub.Run(ctx) }()
-	t.Cleanup(func() { b.stop() })
 	return b
 }
 
-func (b *bundle) stop() {
-	if b.cancel != nil {
-		b.cancel()
-		<-b.done
-		b.cancel = nil
-	}
-}
+func (b *bundle) stop() { b.hub.Stop() }
 
 func startWorker(t testing.TB, ns *queue.Embedded, addr string, conc int, h worker.Handler) (stop func()) {
 	t.Helper()
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc, err := worker.Dial(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cons, err := worker.Consumers(ctx, nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := worker.New(worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, DrainTimeout: 2 * time.Second},
-		worker.Deps{NC: nc, Consumers: cons, Client: pb.NewCoordinatorClient(cc), Handler: h})
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			<-done
-			_ = cc.Close()
-			nc.Close()
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return fleettest.StartWorker(t, ns, addr, worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, DrainTimeout: 2 * time.Second}, h)
 }
 
 var noop = worker.HandlerFunc(func(ctx context.Context, t *pb.Task) *pb.Result {
@@ -201,7 +149,7 @@ func TestDuplicateReportsAreDroppedAndRedeliveryCountsOnce(t *testing.T) {
 
 func TestCoordinatorRestartDeduplicatesAndReusesResults(t *testing.T) {
 	dir := t.TempDir()
-	ns := queuetest.Start(t)
+	ns := fleettest.NATS(t)
 	b := setup(t, dir, ns)
 	var handled atomic.Int32
 	gate := make(chan struct{})

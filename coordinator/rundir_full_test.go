@@ -27,7 +27,7 @@ func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
-	f := newFleet(t)
+	f := newNATSFleet(t)
 	// The hub's task journal (package dispatch) stays on a roomy disk:
 	// this test is about the trainer's files.
 	f.hubDir = t.TempDir()

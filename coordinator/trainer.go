@@ -60,6 +60,18 @@ func NewAccounting() *Accounting { return trainer.NewAccounting() }
 // dir (refusing one made by another config) and waves.jsonl, and wires the
 // trainer to the hub's dispatcher. prog may be nil.
 func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
+	tr, err := NewTrainerWith(s, hubDispatcher{hub}, hub.D.RecordedIDs(), splits, log, prog)
+	if err != nil {
+		return nil, err
+	}
+	hub.D.OnDuplicateSpend(tr.AccountDuplicate)
+	return tr, nil
+}
+
+// NewTrainerWith prepares a run whose tasks go through d (replayed: the
+// ids d recorded before this process). It opens the run dir and
+// waves.jsonl as NewTrainer does; tests give it an in-memory dispatcher.
+func NewTrainerWith(s Settings, d trainer.Dispatcher, replayed map[string]struct{}, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
 	rd, err := openRunDir(s.RunDir, s.ConfigHash)
 	if err != nil {
 		return nil, err
@@ -67,15 +79,10 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 	if prog == nil {
 		prog = NewProgress(nil, false)
 	}
-	tr, err := trainer.New(s, splits, trainer.Deps{
-		Dispatch: hubDispatcher{hub}, RunDir: runDirSeam{rd}, Logger: log, Progress: prog,
-		Waves: waveRecorder{openWaveLog(s.RunDir)}, Replayed: hub.D.RecordedIDs(),
+	return trainer.New(s, splits, trainer.Deps{
+		Dispatch: d, RunDir: runDirSeam{rd}, Logger: log, Progress: prog,
+		Waves: waveRecorder{openWaveLog(s.RunDir)}, Replayed: replayed,
 	})
-	if err != nil {
-		return nil, err
-	}
-	hub.D.OnDuplicateSpend(tr.AccountDuplicate)
-	return tr, nil
 }
 
 // hubDispatcher is the trainer's [trainer.Dispatcher] over the hub: NATS

@@ -1,0 +1,210 @@
+// Package memdispatch is an in-memory [trainer.Dispatcher]: it runs the
+// trainer's tasks on a handler in this process (no NATS, no gRPC, no
+// journal), so step- and epoch-level tests of the training loop run in
+// milliseconds against the sim model.
+//
+// It keeps the guarantees the trainer relies on: a task id already in
+// flight shares its future, one already recorded resolves at once, a
+// cancelled task resolves as cancelled, and a cancelled task that ran
+// anyway has its result recorded and handed to the late callback. It does
+// not redeliver failed tasks (one delivery, as runtime.max_deliveries=1);
+// the hub tests cover the real path's exactly-once and redelivery rules.
+package memdispatch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// Handler runs one task and returns its result (worker.Handler's method).
+type Handler interface {
+	Handle(ctx context.Context, t *pb.Task) *pb.Result
+}
+
+// Dispatcher runs tasks on a Handler with at most Slots at once.
+type Dispatcher struct {
+	h     Handler
+	slots chan struct{}
+	n     int
+
+	mu       sync.Mutex
+	pending  map[string]*future
+	recorded map[string]*pb.Result
+	skills   map[string]string
+	late     map[string]func(*pb.Result)
+	ran      int
+}
+
+var _ trainer.Dispatcher = (*Dispatcher)(nil)
+
+// New returns a dispatcher running up to slots tasks at once on h
+// (slots <= 0: 64).
+func New(h Handler, slots int) *Dispatcher {
+	if slots <= 0 {
+		slots = 64
+	}
+	return &Dispatcher{h: h, slots: make(chan struct{}, slots), n: slots,
+		pending: map[string]*future{}, recorded: map[string]*pb.Result{}, skills: map[string]string{}, late: map[string]func(*pb.Result){}}
+}
+
+type future struct {
+	id     string
+	done   chan struct{}
+	res    *pb.Result
+	cancel context.CancelFunc
+	once   sync.Once
+}
+
+func (f *future) Done() <-chan struct{} { return f.done }
+func (f *future) Result() *pb.Result    { return f.res }
+
+func (f *future) Wait(ctx context.Context) (*pb.Result, error) {
+	select {
+	case <-f.done:
+		return f.res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (f *future) resolve(r *pb.Result) {
+	f.once.Do(func() {
+		f.res = r
+		close(f.done)
+	})
+}
+
+// Submit starts the tasks not recorded or in flight and returns a future
+// per task, in order.
+func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]trainer.Future, error) {
+	out := make([]trainer.Future, len(tasks))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, t := range tasks {
+		id := t.GetId()
+		if id == "" {
+			return nil, fmt.Errorf("memdispatch: task %d has no id", i)
+		}
+		if r, ok := d.recorded[id]; ok {
+			f := &future{id: id, done: make(chan struct{})}
+			f.resolve(r)
+			out[i] = f
+			continue
+		}
+		if f, ok := d.pending[id]; ok {
+			out[i] = f
+			continue
+		}
+		// The task outlives the submitting call (as on a worker); only a
+		// cancel stops it.
+		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f := &future{id: id, done: make(chan struct{}), cancel: cancel}
+		d.pending[id] = f
+		delete(d.late, id)
+		out[i] = f
+		go d.run(tctx, t, f)
+	}
+	return out, nil
+}
+
+func (d *Dispatcher) run(ctx context.Context, t *pb.Task, f *future) {
+	defer f.cancel()
+	select {
+	case d.slots <- struct{}{}:
+	case <-ctx.Done():
+		return // cancelled while queued: CancelWith resolved it
+	}
+	if ctx.Err() != nil {
+		<-d.slots
+		return
+	}
+	res := d.h.Handle(ctx, t)
+	<-d.slots
+	if res == nil {
+		res = &pb.Result{Outcome: pb.Outcome_OUTCOME_MODEL_ERROR, Error: "handler returned no result"}
+	}
+	res.TaskId = t.GetId()
+	d.mu.Lock()
+	if cur, ok := d.pending[t.GetId()]; ok && cur == f {
+		delete(d.pending, t.GetId())
+		d.recorded[t.GetId()] = res
+		d.ran++
+		d.mu.Unlock()
+		f.resolve(res)
+		return
+	}
+	// Cancelled while running: a result that made calls is recorded (they
+	// were made) and goes to the late callback; the future stays cancelled.
+	late := d.late[t.GetId()]
+	made := res.GetUsage().GetCalls() > 0 || res.GetOutcome() == pb.Outcome_OUTCOME_OK
+	if made {
+		if _, ok := d.recorded[t.GetId()]; !ok {
+			d.recorded[t.GetId()] = res
+			d.ran++
+		}
+	}
+	d.mu.Unlock()
+	if made && late != nil {
+		late(res)
+	}
+}
+
+// CancelWith resolves the futures of tasks not yet finished as cancelled
+// and stops them; late sees the result of one that finishes anyway.
+func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ...string) {
+	var futs []*future
+	d.mu.Lock()
+	for _, id := range ids {
+		f, ok := d.pending[id]
+		if !ok {
+			continue
+		}
+		delete(d.pending, id)
+		if late != nil {
+			d.late[id] = late
+		}
+		futs = append(futs, f)
+	}
+	d.mu.Unlock()
+	for _, f := range futs {
+		f.resolve(&pb.Result{TaskId: f.id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
+		f.cancel()
+	}
+}
+
+// Lookup returns a recorded result.
+func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.recorded[id]
+	return r, ok
+}
+
+// AddSkill makes a skill text available by hash (see [Dispatcher.Skill]).
+func (d *Dispatcher) AddSkill(hash, text string) {
+	d.mu.Lock()
+	d.skills[hash] = text
+	d.mu.Unlock()
+}
+
+// Skill returns a skill text added by hash.
+func (d *Dispatcher) Skill(hash string) (string, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s, ok := d.skills[hash]
+	return s, ok
+}
+
+// TargetSlots is the dispatcher's concurrency.
+func (d *Dispatcher) TargetSlots() int { return d.n }
+
+// Ran is how many tasks ran to a recorded result.
+func (d *Dispatcher) Ran() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ran
+}
