@@ -7,37 +7,11 @@ import (
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 
-	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	"google.golang.org/protobuf/proto"
 )
-
-// optimizerKind maps a prompt name to the task kind that carries it.
-func optimizerTask(name string, ot *pb.OptimizerTask) (*pb.Task, error) {
-	t := &pb.Task{}
-	switch name {
-	case prompts.AnalystFailure, prompts.AnalystSuccess:
-		t.Kind = &pb.Task_Reflect{Reflect: ot}
-	case prompts.MergeFailure, prompts.MergeSuccess, prompts.MergeFinal:
-		t.Kind = &pb.Task_Merge{Merge: ot}
-	case prompts.Ranking:
-		t.Kind = &pb.Task_Rank{Rank: ot}
-	case prompts.LRController:
-		t.Kind = &pb.Task_Lr{Lr: ot}
-	case prompts.Rewrite:
-		t.Kind = &pb.Task_Rewrite{Rewrite: ot}
-	case prompts.SlowUpdate:
-		t.Kind = &pb.Task_SlowUpdate{SlowUpdate: ot}
-	case prompts.MetaSkill:
-		t.Kind = &pb.Task_Meta{Meta: ot}
-	case prompts.Consolidate:
-		t.Kind = &pb.Task_Consolidate{Consolidate: ot}
-	default:
-		return nil, fmt.Errorf("unknown prompt %q", name)
-	}
-	return t, nil
-}
 
 // optCall is one optimizer call to make.
 type optCall struct {
@@ -76,7 +50,7 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) (_ []optResult,
 		mb, _ := proto.Marshal(model)
 		id := hashHex([]byte(c.Name), []byte(c.Mode), []byte(t.s.Bench), payload, mb)
 		ot := &pb.OptimizerTask{Model: model, Prompt: c.Name, Mode: c.Mode, Bench: t.s.Bench, Payload: payload, SkillHash: skillHash(c.Skill)}
-		task, err := optimizerTask(c.Name, ot)
+		task, err := catalogue.PromptTask(ot)
 		if err != nil {
 			return nil, err
 		}
