@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 
@@ -135,6 +136,7 @@ type Limiter struct {
 
 // keyState is one key's in-process state, guarded by Limiter.mu.
 type keyState struct {
+	lim       Limits  // as last asked for (for Status)
 	limit     float64 // current in-flight cap (AIMD)
 	inflight  int
 	successes int
@@ -175,6 +177,9 @@ type Permit struct {
 func (l *Limiter) Acquire(ctx context.Context, key LimitKey, lim Limits, est int64) (*Permit, error) {
 	lim = lim.withDefaults()
 	p := &Permit{l: l, key: key, lim: lim, est: est}
+	l.mu.Lock()
+	l.state(key, lim).lim = lim
+	l.mu.Unlock()
 	if lim.MaxConcurrency > 0 {
 		if err := l.acquireSlot(ctx, key, lim); err != nil {
 			return nil, err
@@ -289,6 +294,66 @@ func (l *Limiter) wake(ks *keyState) {
 		ks.inflight++
 		close(w.ch)
 	}
+}
+
+// BucketLevels is implemented by [Buckets] that can tell how full a
+// bucket is without taking from it.
+type BucketLevels interface {
+	// Level is the tokens bucket key holds now (a bucket not used yet is
+	// full: burst).
+	Level(key string, ratePerMin, burst int64) float64
+}
+
+// Level implements [BucketLevels].
+func (b *LocalBuckets) Level(key string, ratePerMin, burst int64) float64 {
+	if burst <= 0 {
+		burst = ratePerMin
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	lim := b.lims[key]
+	if lim == nil {
+		return float64(burst)
+	}
+	return lim.TokensAt(b.now())
+}
+
+// KeyStatus is one key's limits and what is left of them now.
+type KeyStatus struct {
+	Key    LimitKey
+	Limits Limits
+	// RequestsLeft and TokensLeft are the rate buckets' levels, when
+	// LevelsKnown (the buckets can tell: this process's, not Redis's).
+	RequestsLeft, TokensLeft float64
+	LevelsKnown              bool
+	// Cap is the adaptive in-flight cap now (MaxConcurrency > 0), InFlight
+	// the calls running, Waiting those waiting for a slot.
+	Cap, InFlight, Waiting int
+}
+
+// Status lists the keys this limiter has admitted calls for, by key.
+func (l *Limiter) Status() []KeyStatus {
+	l.mu.Lock()
+	out := make([]KeyStatus, 0, len(l.keys))
+	for k, ks := range l.keys {
+		out = append(out, KeyStatus{Key: k, Limits: ks.lim, Cap: int(ks.limit), InFlight: ks.inflight, Waiting: len(ks.waiters)})
+	}
+	l.mu.Unlock()
+	lv, known := l.buckets.(BucketLevels)
+	for i := range out {
+		s := &out[i]
+		if known {
+			s.LevelsKnown = true
+			if s.Limits.RequestsPerMin > 0 {
+				s.RequestsLeft = lv.Level(s.Key.String()+"|rpm", s.Limits.RequestsPerMin, s.Limits.RequestsPerMin)
+			}
+			if s.Limits.TokensPerMin > 0 {
+				s.TokensLeft = lv.Level(s.Key.String()+"|tpm", s.Limits.TokensPerMin, s.Limits.TokensPerMin)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key.String() < out[j].Key.String() })
+	return out
 }
 
 // Concurrency reports key's current in-flight cap and calls in flight.

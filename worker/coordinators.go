@@ -199,10 +199,10 @@ func (c *coordinators) all() []*coordConn {
 
 // heartbeat tells every connected coordinator this worker is alive, and
 // closes connections idle for IdleTimeout.
-func (c *coordinators) heartbeat(ctx context.Context, inFlight int32, completed int64) {
+func (c *coordinators) heartbeat(ctx context.Context, inFlight int32, completed int64, limits []*pb.LimitStatus) {
 	for _, cn := range c.all() {
 		hctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		resp, err := cn.client.Heartbeat(hctx, &pb.HeartbeatRequest{WorkerId: c.id, InFlight: inFlight, Completed: completed})
+		resp, err := cn.client.Heartbeat(hctx, &pb.HeartbeatRequest{WorkerId: c.id, InFlight: inFlight, Completed: completed, Limits: limits})
 		cancel()
 		if err == nil && !resp.GetKnown() {
 			c.mu.Lock()

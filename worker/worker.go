@@ -121,6 +121,9 @@ type Deps struct {
 	Tracer trace.Tracer
 	// Meters, when set, count tasks by kind and outcome and in-flight tasks.
 	Meters *telemetry.Meters
+	// Limits, when set, reports the worker's rate limiters; each heartbeat
+	// carries them to the coordinators (the dashboard's Fleet page).
+	Limits func() []*pb.LimitStatus
 }
 
 // Worker pulls and runs tasks.
@@ -355,7 +358,11 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			w.coords.heartbeat(ctx, w.inFlight.Load(), w.completed.Load())
+			var limits []*pb.LimitStatus
+			if w.deps.Limits != nil {
+				limits = w.deps.Limits()
+			}
+			w.coords.heartbeat(ctx, w.inFlight.Load(), w.completed.Load(), limits)
 		}
 	}
 }

@@ -7,14 +7,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
+	"sort"
+	"strings"
 	"time"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/ui"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // uiFlags are the dashboard flags of train, coordinator (and campaign).
@@ -170,9 +176,66 @@ func fleetStatus(hub *coordinator.Hub, reg store.Registry) func(context.Context)
 				f.Registry = list
 			}
 		}
-		f.Notes = append(f.Notes, "rate-limit headroom is kept by each worker's limiter and not reported to the coordinator; rate-limited calls per stage are under retries and failures")
+		f.Limits = headrooms(hub.RPC.Workers(30 * time.Second))
+		if len(f.Limits) == 0 {
+			f.Notes = append(f.Notes, "no worker has reported a rate limit: none is configured (model.*_options rpm, tpm, max_concurrency), or no call has been made yet")
+		}
 		return f, nil
 	}
+}
+
+// headrooms lists the workers' rate limiters, by worker then endpoint.
+func headrooms(workers []rpcserver.WorkerInfo) []ui.Headroom {
+	sort.Slice(workers, func(i, j int) bool { return workers[i].ID < workers[j].ID })
+	var out []ui.Headroom
+	for _, w := range workers {
+		for _, l := range w.Limits {
+			if l.GetRequestsPerMin() == 0 && l.GetTokensPerMin() == 0 && l.GetMaxConcurrency() == 0 {
+				continue // an endpoint called without limits
+			}
+			h := ui.Headroom{Worker: w.ID, Backend: l.GetBackend(), Endpoint: l.GetEndpoint(), Model: l.GetModel(),
+				RPM: l.GetRequestsPerMin(), TPM: l.GetTokensPerMin(), MaxConcurrency: int(l.GetMaxConcurrency()), Cap: int(l.GetConcurrencyCap()),
+				InFlight: int(l.GetInFlight()), Waiting: int(l.GetWaiting()), Shared: l.GetShared()}
+			if !h.Shared {
+				rl, tl := l.GetRequestsLeft(), l.GetTokensLeft()
+				h.RequestsLeft, h.TokensLeft = &rl, &tl
+			}
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// limiterStatus reports a worker's limiter for its heartbeats.
+func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
+	return func() []*pb.LimitStatus {
+		var out []*pb.LimitStatus
+		for _, s := range l.Status() {
+			ls := &pb.LimitStatus{Backend: s.Key.Backend, Endpoint: safeEndpoint(s.Key.Endpoint), Model: s.Key.Model,
+				RequestsPerMin: s.Limits.RequestsPerMin, TokensPerMin: s.Limits.TokensPerMin,
+				MaxConcurrency: int32(s.Limits.MaxConcurrency), ConcurrencyCap: int32(s.Cap), InFlight: int32(s.InFlight), Waiting: int32(s.Waiting),
+				Shared: !s.LevelsKnown}
+			if s.LevelsKnown {
+				ls.RequestsLeft, ls.TokensLeft = s.RequestsLeft, s.TokensLeft
+			}
+			out = append(out, ls)
+		}
+		return out
+	}
+}
+
+// safeEndpoint is an endpoint address without credentials, query or
+// fragment, fit to show.
+func safeEndpoint(e string) string {
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme == "" && u.Host == "") {
+		if strings.ContainsAny(e, "@?") {
+			return "(endpoint not shown)"
+		}
+		return e
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }
 
 // runUI serves the dashboard for finished (or running) runs and campaigns.

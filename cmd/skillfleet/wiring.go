@@ -158,7 +158,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			return worker.Dial(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, grpcClientTracing(ws.tel)...)...)
 		}
 		w := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: ws.concurrency, OptimizerConcurrency: ws.optConcurrency, MaxDeliver: ws.maxDeliver, DrainTimeout: 5 * time.Second},
-			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: x,
+			workerTracing(ws.tel, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: x, Limits: limiterStatus(limiter),
 				Coordinators: worker.CoordinatorsConfig{Override: ws.coordinator, Runs: runs, Dial: dial}}))
 		wg.Add(1)
 		go func() {

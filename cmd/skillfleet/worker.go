@@ -98,7 +98,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
 	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
-		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x,
+		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x, Limits: limiterStatus(limiter),
 			Coordinators: worker.CoordinatorsConfig{Override: *coord, Runs: runs, Dial: dial}}))
 	if *health != "" {
 		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {

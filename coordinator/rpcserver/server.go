@@ -38,6 +38,8 @@ type WorkerInfo struct {
 	InFlight    int
 	Completed   int64
 	LastSeen    time.Time
+	// Limits are the worker's rate limiters as of its last heartbeat.
+	Limits []*pb.LimitStatus
 }
 
 // Server implements pb.CoordinatorServer.
@@ -93,6 +95,7 @@ func (s *Server) Heartbeat(_ context.Context, req *pb.HeartbeatRequest) (*pb.Hea
 	}
 	w.InFlight = int(req.GetInFlight())
 	w.Completed = req.GetCompleted()
+	w.Limits = req.GetLimits()
 	w.LastSeen = time.Now()
 	return &pb.HeartbeatResponse{Known: true}, nil
 }

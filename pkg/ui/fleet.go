@@ -21,7 +21,8 @@ type Fleet struct {
 	Recorded int `json:"recorded"`
 	// Queues are the per-class queue depths (waiting and in delivery).
 	Queues []QueueDepth `json:"queues,omitempty"`
-	// Limits are rate-limit headrooms, where the process knows them.
+	// Limits are the workers' rate limiters per model endpoint, as their
+	// last heartbeats reported them.
 	Limits []Headroom `json:"limits,omitempty"`
 	Notes  []string   `json:"notes,omitempty"`
 }
@@ -46,12 +47,27 @@ type QueueDepth struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// Headroom is how much of a rate limit is left.
+// Headroom is one model endpoint's rate limits in one worker and how much
+// of them is left. A zero limit is none.
 type Headroom struct {
-	Name  string  `json:"name"`
-	Limit float64 `json:"limit"`
-	Left  float64 `json:"left"`
-	Unit  string  `json:"unit"`
+	Worker   string `json:"worker"`
+	Backend  string `json:"backend"`
+	Endpoint string `json:"endpoint"`
+	Model    string `json:"model"`
+	// RPM and TPM are the per-minute limits; RequestsLeft and TokensLeft
+	// what may start now (nil when the buckets are shared in Redis and
+	// the worker cannot tell).
+	RPM          int64    `json:"requests_per_min,omitempty"`
+	RequestsLeft *float64 `json:"requests_left,omitempty"`
+	TPM          int64    `json:"tokens_per_min,omitempty"`
+	TokensLeft   *float64 `json:"tokens_left,omitempty"`
+	// MaxConcurrency is the configured in-flight cap, Cap the adaptive cap
+	// now; InFlight and Waiting count calls running and waiting for a slot.
+	MaxConcurrency int  `json:"max_concurrency,omitempty"`
+	Cap            int  `json:"concurrency_cap,omitempty"`
+	InFlight       int  `json:"in_flight"`
+	Waiting        int  `json:"waiting"`
+	Shared         bool `json:"shared,omitempty"`
 }
 
 // FleetView is what the Fleet page shows: the live fleet (nil when this

@@ -381,7 +381,14 @@
       return [w.id, w.host || "", String(w.in_flight), String(w.concurrency), (w.running || []).length + " tasks"];
     }));
     if (f.registry_error) $("registry").appendChild(el("caption", null, "registry: " + f.registry_error));
-    table($("limits"), ["limit", "left", "of", "unit"], (f.limits || []).map(function (h) { return [h.name, String(h.left), String(h.limit), h.unit]; }));
+    function left(l, of) {
+      if (!of) return "no limit";
+      return (l == null ? "? (shared in Redis)" : String(Math.floor(l))) + " of " + of;
+    }
+    table($("limits"), ["worker", "backend", "model", "endpoint", "requests left / min", "tokens left / min", "in flight / cap (max)", "waiting"], (f.limits || []).map(function (h) {
+      return [h.worker, h.backend, h.model, h.endpoint, left(h.requests_left, h.requests_per_min), left(h.tokens_left, h.tokens_per_min),
+        String(h.in_flight) + (h.max_concurrency ? " / " + h.concurrency_cap + " (" + h.max_concurrency + ")" : " (no cap)"), String(h.waiting)];
+    }));
     var fl = clear($("failures"));
     v.runs.forEach(function (r) {
       var t = el("table", { class: "grid" });
