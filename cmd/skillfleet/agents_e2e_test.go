@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 )
 
 // requireAgents skips when the agent CLIs are not installed
@@ -163,4 +168,112 @@ func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 func tailLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// The agent harness configs (configs/harness) train on a small sim world
+// kept in configs/harness/world: six pitfalls, one per category (so the
+// two broad categories' lures stay out), and items drawn from the paper
+// preset's worlds (seeds 1 to agentWorldSources), each split from the same
+// split, keeping only the items whose pitfalls are all among the six, in
+// the generator's own shares of 0, 1, 2 and 3 pitfalls per item. With six
+// rules to find instead of twelve, a run of three short steps (24 real CLI
+// calls of rollouts) can reach them.
+var (
+	agentWorldPitfalls = []string{"units_km", "rounding_tens", "approx_prefix", "thousands_sep", "negative_sign", "off_by_one"}
+	agentWorldSizes    = map[string]int{"train": 24, "val": 8, "test": 10}
+	// agentWorldShares are the shares of items with 0, 1, 2 and 3
+	// pitfalls (pkg/bench/sim's own distribution).
+	agentWorldShares = []float64{0.10, 0.30, 0.35, 0.25}
+)
+
+const agentWorldSources = 40
+
+// agentWorld builds the world's splits.
+func agentWorld(t *testing.T) map[string][]simbench.Item {
+	t.Helper()
+	pools := map[string][][]simbench.Item{}
+	for sp := range agentWorldSizes {
+		pools[sp] = make([][]simbench.Item, len(agentWorldShares))
+	}
+	for seed := int64(1); seed <= agentWorldSources; seed++ {
+		w, err := simbench.Generate(simbench.PresetPaper, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for sp, items := range map[string][]simbench.Item{"train": w.Train, "val": w.Val, "test": w.Test} {
+			for _, it := range items {
+				inside := true
+				for _, p := range it.Pitfalls {
+					inside = inside && slices.Contains(agentWorldPitfalls, p)
+				}
+				if inside {
+					it.ID = fmt.Sprintf("paper%02d-%s", seed, it.ID)
+					pools[sp][len(it.Pitfalls)] = append(pools[sp][len(it.Pitfalls)], it)
+				}
+			}
+		}
+	}
+	out := map[string][]simbench.Item{}
+	for sp, n := range agentWorldSizes {
+		// Each count's quota, by largest remainder.
+		quota := make([]int, len(agentWorldShares))
+		left := n
+		for c, s := range agentWorldShares {
+			quota[c] = int(float64(n) * s)
+			left -= quota[c]
+		}
+		byRemainder := []int{0, 1, 2, 3}
+		sort.SliceStable(byRemainder, func(i, j int) bool {
+			ri := float64(n)*agentWorldShares[byRemainder[i]] - float64(quota[byRemainder[i]])
+			rj := float64(n)*agentWorldShares[byRemainder[j]] - float64(quota[byRemainder[j]])
+			return ri > rj
+		})
+		for _, c := range byRemainder[:left] {
+			quota[c]++
+		}
+		var items []simbench.Item
+		for c, q := range quota {
+			if len(pools[sp][c]) < q {
+				t.Fatalf("%s: %d items with %d pitfalls among the six, want %d", sp, len(pools[sp][c]), c, q)
+			}
+			items = append(items, pools[sp][c][:q]...)
+		}
+		r := simbench.HashRNG([]byte("agents-world"), []byte(sp))
+		r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
+		out[sp] = items
+	}
+	return out
+}
+
+// TestAgentWorldIsCurrent checks configs/harness/world against its
+// generator; SKILLFLEET_UPDATE_AGENT_WORLD=1 rewrites it.
+func TestAgentWorldIsCurrent(t *testing.T) {
+	dir := filepath.Join(repoRoot(t), "configs", "harness", "world")
+	world := agentWorld(t)
+	for sp, items := range world {
+		want, err := json.MarshalIndent(items, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, '\n')
+		p := filepath.Join(dir, sp, "items.json")
+		if os.Getenv("SKILLFLEET_UPDATE_AGENT_WORLD") == "1" {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got := readFile(t, p); !bytes.Equal(got, want) {
+			t.Errorf("%s differs from its generator (agentWorld): run SKILLFLEET_UPDATE_AGENT_WORLD=1 go test ./cmd/skillfleet -run TestAgentWorldIsCurrent", p)
+		}
+		// Every item's pitfalls are among the six, as its question cues them.
+		for _, it := range items {
+			if got := simbench.PitfallsInQuestion(it.Question); !slices.Equal(got, it.Pitfalls) {
+				t.Errorf("%s %s: question cues %v, item lists %v", sp, it.ID, got, it.Pitfalls)
+			}
+		}
+	}
 }
