@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
 )
 
@@ -12,39 +13,57 @@ import (
 // sequence, with each candidate's hash, must be the same. Early stop only
 // skips rollouts of candidates that can no longer strictly beat current.
 //
-// The step buffer is off: by design it shows the optimizer a rejected
-// candidate's score only when early stop is off (a stopped evaluation has
-// no full score), so with it on the optimizer's later inputs, and so its
-// later candidates, differ between the two settings.
+// The step buffer is on (the default): it shows the optimizer the same
+// thing in both modes (a rejected candidate that did not score higher is
+// "not higher", never a partial or full score), so the optimizer's later
+// inputs, and so its later candidates, do not depend on early stop. Five
+// more seeds run the paired gate (McNemar, one sample per item), whose
+// rejected-but-higher candidates are shown with their full score.
 func TestEarlyStopNeverChangesADecision(t *testing.T) {
 	if testing.Short() {
-		t.Skip("trains the paper preset 40 times")
+		t.Skip("trains the paper preset 50 times")
 	}
 	f := newFleet(t)
-	stopped := 0
-	for seed := 1; seed <= 20; seed++ {
-		var seqs [2][]string
-		for i, es := range []bool{true, false} {
-			dir, _, err := f.runPreset(t, paperPreset, nil, fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=1", "train.batch_size=100",
-				"evaluation.sel_env_num=60", "evaluation.eval_test=false", "optimizer.use_step_buffer=false", fmt.Sprintf("evaluation.early_stop=%v", es))
-			if err != nil {
-				t.Fatalf("seed %d early_stop=%v: %v", seed, es, err)
-			}
-			for _, e := range events(t, dir) {
-				if e.Type == "step" || e.Type == "slow_update" {
-					seqs[i] = append(seqs[i], fmt.Sprintf("%s %d %s %s", e.Type, e.Step, e.Action, e.CandidateHash))
+	var stopped atomic.Int64
+	type variant struct {
+		name  string
+		seeds int
+		sets  []string
+	}
+	for _, v := range []variant{
+		{"strict", 20, nil},
+		{"paired", 5, []string{"evaluation.gate_test=paired", "evaluation.gate_alpha=0.2"}},
+	} {
+		for seed := 1; seed <= v.seeds; seed++ {
+			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
+				t.Parallel()
+				var seqs [2][]string
+				for i, es := range []bool{true, false} {
+					sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=1", "train.batch_size=100",
+						"evaluation.sel_env_num=60", "evaluation.eval_test=false", fmt.Sprintf("evaluation.early_stop=%v", es)}, v.sets...)
+					dir, _, err := f.runPreset(t, paperPreset, nil, sets...)
+					if err != nil {
+						t.Fatalf("early_stop=%v: %v", es, err)
+					}
+					for _, e := range events(t, dir) {
+						if e.Type == "step" || e.Type == "slow_update" {
+							seqs[i] = append(seqs[i], fmt.Sprintf("%s %d %s %s", e.Type, e.Step, e.Action, e.CandidateHash))
+						}
+						if e.EarlyStopped && es {
+							stopped.Add(1)
+						}
+					}
 				}
-				if e.EarlyStopped {
-					stopped++
+				if !slices.Equal(seqs[0], seqs[1]) {
+					t.Errorf("decisions differ\nearly stop on:  %q\nearly stop off: %q", seqs[0], seqs[1])
 				}
-			}
-		}
-		if !slices.Equal(seqs[0], seqs[1]) {
-			t.Errorf("seed %d: decisions differ\nearly stop on:  %q\nearly stop off: %q", seed, seqs[0], seqs[1])
+			})
 		}
 	}
-	t.Logf("%d candidate evaluations stopped early over 20 seeds", stopped)
-	if stopped == 0 {
-		t.Error("early stop never fired: the test compares nothing")
-	}
+	t.Cleanup(func() {
+		t.Logf("%d candidate evaluations stopped early", stopped.Load())
+		if stopped.Load() == 0 {
+			t.Error("early stop never fired: the test compares nothing")
+		}
+	})
 }

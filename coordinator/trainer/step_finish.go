@@ -123,14 +123,23 @@ func (t *Trainer) bufferEntry(rec *StepRecord, action string, m *measure, outs [
 	if strings.Contains(action, "reject") {
 		before := round6(t.st.CurrentScore)
 		e.ScoreBefore = &before
-		// With early stop on, a rejected candidate's score may be partial,
-		// so the buffer never shows one: what the optimizer sees must not
-		// depend on whether (or when) an evaluation stopped.
-		if m != nil && !t.s.EarlyStop && !rec.Unchanged {
-			after := round6(m.Score)
-			e.ScoreAfter = &after
+		// What the optimizer sees must not depend on whether (or when) an
+		// evaluation stopped early, so it is the same with early stop on or
+		// off: a candidate that did not score higher than current — the
+		// only kind early stop can stop — is shown as "not higher", never
+		// with its score (a stopped evaluation has only a partial one, and
+		// the full one exists only with early stop off). A candidate that
+		// scored higher and was still rejected (the paired gate found the
+		// gain not significant) was never stoppable, so its full score is
+		// known in both modes and shown. See docs/skillopt.md.
+		if m != nil && !rec.Unchanged {
+			if !rec.EarlyStopped && m.Score > t.st.CurrentScore {
+				after := round6(m.Score)
+				e.ScoreAfter = &after
+			} else {
+				e.EarlyStopped = true
+			}
 		}
-		e.EarlyStopped = t.s.EarlyStop && !rec.Unchanged
 		for _, it := range ranked {
 			e.RejectedEdits = append(e.RejectedEdits, prompts.RejectedEdit{
 				File: it.File, Op: it.Op, Target: it.Target, Content: it.Content, Type: it.Type, Title: it.Title,
