@@ -20,7 +20,7 @@ import (
 type Syntax struct {
 	Python  string        // default "python3"
 	Bash    string        // default "bash"
-	Timeout time.Duration // per check; default 10s
+	Timeout time.Duration // per check; default 60s (a loaded machine must not turn a good script into a refusal)
 }
 
 // Language of a script, from its extension or, lacking one, its shebang:
@@ -72,7 +72,7 @@ func (s Syntax) Check(name, text string) error {
 	}
 	timeout := s.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Second
+		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
