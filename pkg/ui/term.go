@@ -28,6 +28,7 @@ type Terminal struct {
 
 	mu       sync.Mutex
 	cur      Progress
+	text     string // a fixed line set with SetText, instead of cur
 	have     bool
 	spend    func() (int64, *float64)
 	drawn    bool
@@ -95,13 +96,27 @@ func (t *Terminal) draw(now time.Time) {
 		return
 	}
 	tokens, usd := int64(-1), (*float64)(nil)
-	if t.spend != nil {
+	if t.spend != nil && t.text == "" {
 		tokens, usd = t.spend()
 	}
-	eta, ok := t.eta(now)
-	line := TermLine(t.cur, now, eta, ok, tokens, usd, t.Width)
+	var line string
+	if t.text != "" {
+		line = cut(t.text, t.Width)
+	} else {
+		eta, ok := t.eta(now)
+		line = TermLine(t.cur, now, eta, ok, tokens, usd, t.Width)
+	}
 	fmt.Fprint(t.w, "\r\033[K"+line)
 	t.drawn, t.lastDraw = true, now
+}
+
+// SetText shows text as the status line, in place of a run's progress
+// (a campaign's cells and spend), and redraws it now.
+func (t *Terminal) SetText(text string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.text, t.have = text, text != "" || t.have
+	t.draw(t.now())
 }
 
 // Write writes plain lines above the status line.
@@ -170,7 +185,11 @@ func TermLine(p Progress, now time.Time, eta time.Duration, etaOK bool, tokens i
 		}
 		parts = append(parts, s)
 	}
-	line := strings.Join(parts, " · ")
+	return cut(strings.Join(parts, " · "), width)
+}
+
+// cut shortens line to width columns (0: 120) so that it never wraps.
+func cut(line string, width int) string {
 	if width <= 0 {
 		width = 120
 	}

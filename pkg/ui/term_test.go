@@ -52,3 +52,23 @@ func TestTerminalKeepsLineBelowPlainLines(t *testing.T) {
 		t.Errorf("Close did not clear the line: %q", out)
 	}
 }
+
+// TestTerminalText: a fixed text line (a campaign's) is drawn in place,
+// cut to the width, and plain lines still scroll above it.
+func TestTerminalText(t *testing.T) {
+	var buf bytes.Buffer
+	term := NewTerminal(&buf)
+	term.Width = 30
+	term.SetSpend(func() (int64, *float64) { t.Error("a text line asked for the run's spend"); return 0, nil })
+	term.SetText("campaign: cells 1/4 done · 2 running · 1 queued")
+	if _, err := term.Write([]byte("cell c: started\n")); err != nil {
+		t.Fatal(err)
+	}
+	term.SetText("campaign: cells 2/4 done")
+	term.Close()
+	want := "\r\033[Kcampaign: cells 1/4 done · 2 …" + "\r\033[Kcell c: started\n" + "\r\033[Kcampaign: cells 1/4 done · 2 …" +
+		"\r\033[Kcampaign: cells 2/4 done" + "\r\033[K"
+	if got := buf.String(); got != want {
+		t.Errorf("output\n got %q\nwant %q", got, want)
+	}
+}
