@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver"
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
@@ -20,9 +22,16 @@ func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newFlagSet("envserver", "envserver [--listen ADDR] [--games FILE | --bridge [-- CMD ARGS...]]", stderr)
 	listen := fs.String("listen", "127.0.0.1:7070", "address to serve the environment-server protocol on (loopback unless you say otherwise)")
 	games := fs.String("games", "", "serve the games of this layout file (e.g. a synthetic world's games.json from `data synth`) instead of the built-in ones")
-	bridge := fs.Bool("bridge", false, "serve a bridge child process (the command after --, e.g. python3 scripts/alfworld_bridge.py) instead of the built-in text game")
-	if help, err := parse(fs, args); help || err != nil {
-		return err
+	bridge := fs.Bool("bridge", false, "serve a bridge child process (the command after --, e.g. python3 scripts/alfworld_bridge.py) instead of the built-in text game; it runs in the sandbox (bubblewrap)")
+	unsafeBridge := fs.Bool("unsafe-no-sandbox", false, "run the bridge child WITHOUT isolation (logged): it then sees the host's files, network and environment")
+	bridgeRO := fs.String("bridge-ro", "", "comma list of further host paths the sandboxed bridge may read (e.g. a user site-packages directory)")
+	bridgeMem := fs.Int("bridge-memory-mb", 4096, "address-space limit of the sandboxed bridge's processes, MB")
+	// Not parse(): the bridge command after -- is positional.
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageError{err}
 	}
 	var srv envpb.EnvServerServer = textgame.NewServer()
 	what := "the built-in household text game"
@@ -40,12 +49,31 @@ func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if fs.NArg() == 0 {
 			return usageError{errors.New("envserver --bridge: give the bridge command after --, e.g. -- python3 scripts/alfworld_bridge.py")}
 		}
-		br, err := envserver.StartBridge(ctx, fs.Args(), os.Environ())
+		var br *envserver.Bridge
+		var err error
+		if *unsafeBridge {
+			fmt.Fprintln(stderr, "envserver: WARNING: --unsafe-no-sandbox: the bridge runs WITHOUT isolation (it sees the host's files, network and environment)")
+			br, err = envserver.StartBridge(ctx, fs.Args(), os.Environ())
+		} else {
+			var ro []string
+			for _, p := range strings.Split(*bridgeRO, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					ro = append(ro, p)
+				}
+			}
+			br, err = envserver.StartSandboxedBridge(ctx, fs.Args(), os.Environ(), envserver.BridgeSandbox{ReadOnly: ro, MemoryMB: *bridgeMem})
+			if err != nil {
+				err = fmt.Errorf("envserver --bridge: %w (--unsafe-no-sandbox runs it without isolation)", err)
+			}
+		}
 		if err != nil {
 			return err
 		}
 		defer br.Stop()
 		srv, what = br, "bridge "+fs.Arg(0)
+		if !*unsafeBridge {
+			what += " (sandboxed)"
+		}
 	} else if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("envserver: unexpected arguments %q (did you mean --bridge?)", fs.Args())}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -13,16 +14,20 @@ import (
 	"syscall"
 	"time"
 
+	execbackend "github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 )
 
-const sandboxUsage = `Usage: skillfleet sandbox check [--python PY]
+const sandboxUsage = `Usage: skillfleet sandbox check [--python PY] [--agents DIR]
        skillfleet sandbox run PROGRAM.py --input FILE.xlsx [--keep DIR] [--python PY] [--timeout D]
 
 check  runs the containment probes (one hostile program per attack class)
        on this host exactly as SpreadsheetBench runs generated code, prints
        a table and exits non-zero if any gets through or the isolation
-       (bubblewrap, user namespaces) is missing.
+       (bubblewrap, user namespaces) is missing; then the agent CLIs'
+       sandbox: only the model endpoint reachable, host files hidden,
+       nested bubblewrap for the CLIs' own tool sandbox, and each CLI of
+       --agents DIR answering --version inside.
 run    runs one program as the benchmark would (INPUT_PATH, OUTPUT_PATH),
        prints its output, exit status and the limits it hit; --keep copies
        its work directory (regular files only) to DIR.`
@@ -57,8 +62,14 @@ func defaultPython() string {
 func runSandboxCheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newFlagSet("sandbox check", "sandbox check [--python PY]", stderr)
 	python := flags.String("python", defaultPython(), "Python interpreter with openpyxl, as in the benchmark's env.python")
+	agents := flags.String("agents", "", "install tree of the agent CLIs to run inside the agent sandbox (scripts/install-agents.sh's DIR; default .tools/agents when present)")
 	if help, err := parse(flags, args); help || err != nil {
 		return err
+	}
+	if *agents == "" {
+		if _, err := os.Stat(filepath.Join(".tools", "agents", "node_modules", ".bin")); err == nil {
+			*agents = filepath.Join(".tools", "agents")
+		}
 	}
 	const row = "%-56s  %-18s  %-11s  %6s  %s\n"
 	fmt.Fprintf(stdout, row, "PROBE", "OUTCOME", "RESULT", "TIME", "DETAIL")
@@ -81,10 +92,30 @@ func runSandboxCheck(ctx context.Context, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stdout, row, "isolation (bubblewrap, user namespaces)", "-", "MISSING", "-", err)
 		return err
 	}
-	if failed > 0 {
-		return fmt.Errorf("sandbox check: %d of %d probes failed on this host", failed, len(results))
+	// The agent CLIs' sandbox (backends/exec, option sandbox: bubblewrap).
+	probes, err := execbackend.CheckSandbox(ctx, *agents)
+	if err != nil {
+		fmt.Fprintf(stdout, row, "agent sandbox", "-", "MISSING", "-", err)
+		return err
 	}
-	fmt.Fprintf(stdout, "sandbox check: all %d probes held (isolation: bubblewrap, python %s)\n", len(results), *python)
+	for _, p := range probes {
+		outcome, verdict := "blocked", "held"
+		if p.Control {
+			outcome = "works"
+		}
+		if !p.Held {
+			failed++
+			if outcome, verdict = "GOT THROUGH", "GOT THROUGH"; p.Control {
+				outcome, verdict = "broken", "FAILED"
+			}
+		}
+		fmt.Fprintf(stdout, row, p.Name, outcome, verdict, p.Elapsed.Round(100*time.Millisecond), p.Detail)
+	}
+	total := len(results) + len(probes)
+	if failed > 0 {
+		return fmt.Errorf("sandbox check: %d of %d probes failed on this host", failed, total)
+	}
+	fmt.Fprintf(stdout, "sandbox check: all %d probes held (isolation: bubblewrap, python %s, agent CLIs %s)\n", total, *python, cmp.Or(*agents, "not checked (none installed)"))
 	return nil
 }
 

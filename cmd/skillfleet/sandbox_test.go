@@ -5,8 +5,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	envpb "github.com/skillfleet/skillfleet/proto/skillfleet/envserver/v1"
 )
 
 // `sandbox check` without bwrap on PATH: exit 1, the missing piece named.
@@ -60,4 +67,92 @@ func TestSandboxRun(t *testing.T) {
 	if code := run([]string{"sandbox", "run", prog}, &stdout, &stderr); code != exitUsage {
 		t.Errorf("no --input: exit %d", code)
 	}
+}
+
+// `envserver --bridge` without bwrap on PATH refuses with one line naming
+// bubblewrap and the explicit opt-out; it never falls back silently.
+func TestEnvserverBridgeRefusesWithoutBwrap(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"envserver", "--listen", "127.0.0.1:0", "--bridge", "--", "/usr/bin/python3", "../../scripts/alfworld_bridge.py"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code == exitOK || !strings.Contains(msg, "bubblewrap (bwrap) is not on PATH") || !strings.Contains(msg, "--unsafe-no-sandbox") ||
+		strings.Contains(stdout.String(), "serving") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout.String(), msg)
+	}
+}
+
+// `envserver --bridge` serves the ALFWorld bridge from inside the
+// sandbox (stand-in textworld/alfworld modules): a game is played over
+// gRPC; killing the server (SIGKILL) takes the sandboxed bridge with it.
+func TestEnvserverBridgeSandboxed(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI: bwrap missing (apt-get install bubblewrap)")
+		}
+		t.Skip("bwrap not installed")
+	}
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	fake, _ := filepath.Abs("../../pkg/bench/envserver/testdata/fakealfworld")
+	data, _ := filepath.Abs("../../pkg/bench/envserver/testdata/alfdata")
+	script, _ := filepath.Abs("../../scripts/alfworld_bridge.py")
+	t.Setenv("PYTHONPATH", fake)
+	t.Setenv("ALFWORLD_DATA", data)
+	t.Setenv("PYTHONDONTWRITEBYTECODE", "1")
+	p := start(t, "envserver", "--listen", "127.0.0.1:0", "--bridge", "--", "/usr/bin/python3", script)
+	l := p.line(t, "envserver: serving", 20*time.Second)
+	if !strings.Contains(l, "(sandboxed)") {
+		t.Fatalf("%q: not sandboxed", l)
+	}
+	addr := l[strings.LastIndex(l, " ")+1:]
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := envpb.NewEnvServerClient(conn)
+	r, err := c.Reset(t.Context(), &envpb.ResetRequest{Game: "valid_seen/pick_and_place_simple-Mug-None-Cabinet-1/trial_1/game.tw-pddl"})
+	if err != nil {
+		t.Fatalf("reset: %v; server stderr: %s", err, p.stderr.String())
+	}
+	if !strings.Contains(r.GetTask(), "mug") {
+		t.Errorf("task %q", r.GetTask())
+	}
+	bridges := procsWith(script)
+	if len(bridges) == 0 {
+		t.Fatal("no bridge process seen")
+	}
+	p.cmd.Process.Kill()
+	<-p.done
+	deadline := time.Now().Add(5 * time.Second)
+	for len(procsWith(script)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if left := procsWith(script); len(left) > 0 {
+		t.Errorf("bridge processes %v outlive the killed server", left)
+	}
+}
+
+// procsWith lists live processes whose command line holds s.
+func procsWith(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+				if i := bytes.LastIndexByte(st, ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+					continue
+				}
+			}
+			out = append(out, pid)
+		}
+	}
+	return out
 }
