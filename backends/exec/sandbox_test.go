@@ -458,3 +458,68 @@ func TestCheckSandbox(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxedRealAgentTimeout: a sandboxed real CLI whose model never
+// answers (sim-llm stalls) times out; its processes (found by the mark in
+// their environment: the launcher, the native binary, the sandbox's own)
+// were running and none survives.
+func TestSandboxedRealAgentTimeout(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reads other users' /proc/PID/environ: root only")
+	}
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			t.Parallel()
+			_, url := simFor(t, sim.ServerOptions{FaultRateStall: 1, StallFor: time.Minute})
+			c, _ := agentClient(t, agent, url, func(cfg *exec.Config) { sandboxed(cfg); cfg.Timeout = 12 * time.Second })
+			mark := "mark-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
+			skill, q, _ := simTask(t)
+			seen := map[int]bool{}
+			done := make(chan struct{})
+			stop := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					for _, p := range procsWithEnv(mark) {
+						seen[p] = true
+					}
+				}
+			}()
+			_, err := c.Chat(t.Context(), simRequest(skill, q))
+			close(stop)
+			<-done
+			if llm.KindOf(err) != llm.KindTimeout {
+				t.Fatalf("err = %v, want a timeout", err)
+			}
+			if len(seen) < 2 {
+				t.Fatalf("saw %d processes of the agent while it ran, want the launcher and the native binary", len(seen))
+			}
+			time.Sleep(300 * time.Millisecond)
+			if left := procsWithEnv(mark); len(left) > 0 {
+				t.Fatalf("processes %v of the sandboxed agent survive the timeout (seen %d)", left, len(seen))
+			}
+		})
+	}
+}
+
+// procsWithEnv lists live processes whose environment holds s.
+func procsWithEnv(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
