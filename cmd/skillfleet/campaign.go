@@ -22,6 +22,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/ui"
 )
 
 // exitCampaignFailed + N is the exit status of a campaign in which N cells
@@ -199,7 +200,15 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	fmt.Fprintf(stdout, "skillfleet: campaign %s: %d cells, up to %d at once; %s; campaign dir %s\n",
 		c.name(), len(cells), spec.MaxActiveRuns, fleetLine(o, natsURL), dir)
+	if isTTY(stdout) {
+		// One live status line below the cells' lines (see ui.go).
+		c.term = ui.NewTerminal(stdout)
+		c.stdout = c.term
+	}
 	c.run(ctx)
+	if c.term != nil {
+		c.term.Close()
+	}
 	fmt.Fprintln(stdout)
 	if err := c.state.WriteText(stdout); err != nil {
 		return err
@@ -237,6 +246,7 @@ type campaignRun struct {
 	log     *slog.Logger
 	prices  *pricing.Table
 	stdout  io.Writer
+	term    *ui.Terminal // the status line, when stdout is a terminal
 	natsURL string
 	started time.Time
 
@@ -362,7 +372,11 @@ func (c *campaignRun) run(ctx context.Context) {
 			close(done[cs.Name])
 		}
 	}
-	tick := time.NewTicker(10 * time.Second)
+	every := 10 * time.Second
+	if c.term != nil {
+		every = time.Second
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	progressDone := make(chan struct{})
 	go func() {
@@ -433,9 +447,13 @@ func (c *campaignRun) cellState(name string) string {
 
 func (c *campaignRun) printProgress() {
 	c.mu.Lock()
-	counts := c.state.Counts()
+	counts, total := c.state.Counts(), len(c.state.Cells)
 	c.mu.Unlock()
 	tok, usd := c.spend()
+	if c.term != nil {
+		c.term.SetText(campaignLine(counts, total, tok, usd, time.Since(c.started)))
+		return
+	}
 	fmt.Fprintf(c.stdout, "campaign: %d done, %d running, %d queued, %d failed; %s tokens, $%.2f; %s\n",
 		counts[campaign.StateDone], counts[campaign.StateRunning], counts[campaign.StateQueued], counts[campaign.StateFailed],
 		fmtTokens(tok), usd, time.Since(c.started).Round(time.Second))

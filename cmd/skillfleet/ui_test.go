@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,5 +87,62 @@ func TestUIBeyondLoopbackRefused(t *testing.T) {
 	}
 	if strings.Contains(p.stderr.String(), "t0ken") {
 		t.Error("the token was printed")
+	}
+}
+
+// TestCampaignStatusLine: the campaign line counts cells and spend, and
+// estimates the time left from the pace at which cells end.
+func TestCampaignStatusLine(t *testing.T) {
+	counts := map[string]int{"done": 2, "running": 2, "queued": 3, "failed": 1}
+	got := campaignLine(counts, 8, 1_234_567, 0.4567, 90*time.Second)
+	want := "campaign: cells 2/8 done · 2 running · 3 queued · 1 failed · 1.23M tok $0.46 · 1m30s · ETA 2m30s"
+	if got != want {
+		t.Errorf("line\n got %q\nwant %q", got, want)
+	}
+	if got := campaignLine(map[string]int{"running": 1, "queued": 1}, 2, 0, 0, time.Second); got != "campaign: cells 0/2 done · 1 running · 1 queued · 0 tok $0.00 · 1s" {
+		t.Errorf("no cell ended yet: %q", got)
+	}
+}
+
+// TestCampaignTerminalLine: on a terminal (a pseudo-terminal from
+// script(1)) a campaign keeps one live status line — cells done, running,
+// queued, spend — below the cells' plain lines, and ends it before the
+// results table.
+func TestCampaignTerminalLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a campaign")
+	}
+	scriptBin, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("script(1) (util-linux) is not installed: no pseudo-terminal to run the campaign on")
+	}
+	t.Parallel()
+	spec := writeCampaign(t, []testCell{{name: "a", sets: []string{"train.seed=1"}}, {name: "b", sets: []string{"train.seed=2"}}}, 1)
+	out := filepath.Join(t.TempDir(), "camp")
+	cmd := exec.Command(scriptBin, "-q", "-f", "-e", "-c", binary+" campaign --config "+spec+" --out "+out, "/dev/null")
+	cmd.Dir = repoRoot(t)
+	b, err := cmd.CombinedOutput()
+	text := string(b)
+	if err != nil {
+		t.Fatalf("campaign on a terminal: %v\n%q", err, text)
+	}
+	// The line is redrawn in place ("\r" + clear to end of line).
+	for _, want := range []string{
+		"\r\x1b[Kcampaign: cells 0/2 done · 1 running · 1 queued · ",
+		"\r\x1b[Kcampaign: cells 1/2 done · 1 running · 0 queued · ",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("no %q in the terminal output:\n%q", want, text)
+		}
+	}
+	// A cell's plain line clears the status line first.
+	if !regexp.MustCompile("\r\x1b\\[Kcell [ab]: (started|done)").MatchString(text) {
+		t.Errorf("no plain line written above the status line:\n%q", text)
+	}
+	if !regexp.MustCompile(`cells 1/2 done · 1 running · 0 queued · [0-9.]+[kM]? tok \$[0-9.]+ · [0-9]+s · ETA `).MatchString(text) {
+		t.Errorf("no spend and ETA on the status line:\n%q", text)
+	}
+	if i := strings.LastIndex(text, "campaign: cells"); i < 0 || !strings.Contains(text[i:], "\r\x1b[K") {
+		t.Errorf("the status line was not cleared before the results")
 	}
 }
