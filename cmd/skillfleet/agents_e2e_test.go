@@ -39,39 +39,60 @@ func requireAgents(t *testing.T) {
 
 const agentPlantedKey = "sk-agent-planted-c0ffee1234"
 
+// agentRun is one skillfleet process run with the agent CLIs.
+type agentRun struct {
+	out  string
+	wall time.Duration
+	// cpu is the user+system time of skillfleet and every process it
+	// waited for (the CLIs and their children).
+	cpu time.Duration
+}
+
 // runAgentCLI runs skillfleet with a planted key in the environment, passed
 // to the agent through the env option.
-func runAgentCLI(t *testing.T, args ...string) (string, time.Duration, error) {
+func runAgentCLI(t *testing.T, args ...string) (agentRun, error) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "SKILLFLEET_AGENT_TEST_KEY="+agentPlantedKey)
 	start := time.Now()
 	b, err := cmd.CombinedOutput()
-	return string(b), time.Since(start), err
+	r := agentRun{out: string(b), wall: time.Since(start)}
+	if cmd.ProcessState != nil {
+		r.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	}
+	return r, err
 }
 
 type trainSummary struct {
 	TestHard map[string]float64 `json:"test_hard"`
 }
 
+// minAgentGain is the least rise of the test score (hard accuracy) that
+// training with either real CLI must show (issue #22).
+const minAgentGain = 0.3
+
 // TestAgentHarnessesTrainAndTransfer trains a skill with the real Codex
 // CLI and the real Claude Code as the target against sim-llm
-// (configs/harness): each run completes and reports baseline and best test
-// scores (logged; the issue's +0.3 is not reached reliably, see the
-// report), then the Codex-trained skill is evaluated under Claude Code
-// (harness transfer) and must beat Claude Code's no-skill baseline. A planted key reaches the agents (the
-// env option) but no file of the run directories, their logs or kept
-// work directories.
+// (configs/harness, --assert-improves), the two at once: each must raise
+// the test score by at least minAgentGain. Then the Codex-trained skill is
+// evaluated under Claude Code (harness transfer) and must beat Claude
+// Code's no-skill baseline. A planted key reaches the agents (the env
+// option) but no file of the run directories, their logs or kept work
+// directories.
 //
-// It runs about 170 real CLI calls (10 to 15 minutes on a busy 2-core
-// machine), so it runs only with SKILLFLEET_AGENT_E2E=1 and a -timeout of
-// 30m or more.
+// About 180 real CLI calls, near 10 CPU-minutes: 14 min of wall on this
+// 2-core machine under the load of a CI run (load average 40-60), so it is
+// opt-in: SKILLFLEET_AGENT_E2E=1 (and a -timeout of 30m). Each training's
+// wall, CPU time and calls are logged (docs/backends.md has the figures).
+// It skips without the CLIs (scripts/install-agents.sh), unless
+// SKILLFLEET_REQUIRE_AGENTS=1, and with -short.
 func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 	requireAgents(t)
 	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
-		t.Skip("runs two trainings and an eval with the real agent CLIs (10-15 min): set SKILLFLEET_AGENT_E2E=1 and -timeout 30m")
+		t.Skip("two trainings and a transfer eval with the real agent CLIs (about 180 CLI calls, 10 CPU-minutes): set SKILLFLEET_AGENT_E2E=1 and -timeout 30m")
 	}
+	t.Parallel()
 	tmp := t.TempDir()
 	work := filepath.Join(tmp, "workdirs")
 	if err := os.MkdirAll(work, 0o755); err != nil {
@@ -86,27 +107,32 @@ func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			log, took, err := runAgentCLI(t, "train", "--config", "configs/harness/"+h+"-sim.yaml", "--out", out,
+			r, err := runAgentCLI(t, "train", "--config", "configs/harness/"+h+"-sim.yaml", "--out", out, "--assert-improves",
 				"--keep-workdirs", "--set", "model.target_options.work_root="+work,
 				"--set", "model.target_options.env=SKILLFLEET_AGENT_TEST_KEY")
 			mu.Lock()
 			defer mu.Unlock()
-			t.Logf("%s: train took %s", h, took.Round(time.Second))
-			if err != nil {
-				t.Errorf("%s: train: %v\n%s", h, err, tailLines(log, 30))
-				return
-			}
-			if err := os.WriteFile(out+".log", []byte(log), 0o644); err != nil {
+			if err := os.WriteFile(out+".log", []byte(r.out), 0o644); err != nil {
 				t.Error(err)
+			}
+			if err != nil {
+				t.Errorf("%s: train --assert-improves: %v\n%s", h, err, tailLines(r.out, 30))
+				return
 			}
 			var s trainSummary
 			if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
 				t.Error(err)
 				return
 			}
-			t.Logf("%s: test score %.3f -> %.3f", h, s.TestHard["baseline"], s.TestHard["best"])
-			if _, ok := s.TestHard["best"]; !ok || len(s.TestHard) < 2 {
+			calls := agentCalls(t, out)
+			t.Logf("%s: test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s (%.1f CPU-s a call)", h, s.TestHard["baseline"], s.TestHard["best"],
+				calls, r.wall.Round(time.Second), r.cpu.Round(time.Second), r.cpu.Seconds()/float64(max(calls, 1)))
+			base, okBase := s.TestHard["baseline"]
+			best, okBest := s.TestHard["best"]
+			if !okBase || !okBest {
 				t.Errorf("%s: summary test scores %v, want baseline and best", h, s.TestHard)
+			} else if best-base < minAgentGain-1e-9 {
+				t.Errorf("%s: test score %.3f -> %.3f, a rise of %.3f; want at least %.1f", h, base, best, best-base, minAgentGain)
 			}
 		}()
 	}
@@ -117,18 +143,20 @@ func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 
 	// Transfer: the Codex-trained skill under Claude Code.
 	evalOut := filepath.Join(tmp, "transfer")
-	log, took, err := runAgentCLI(t, "eval", "--config", "configs/harness/claude-sim.yaml", "--skill", filepath.Join(runs["codex"], "best_skill.md"),
+	r, err := runAgentCLI(t, "eval", "--config", "configs/harness/claude-sim.yaml", "--skill", filepath.Join(runs["codex"], "best_skill.md"),
 		"--baseline", "--out", evalOut)
-	if err != nil {
-		t.Fatalf("transfer eval: %v\n%s", err, tailLines(log, 30))
-	}
-	if err := os.WriteFile(evalOut+".log", []byte(log), 0o644); err != nil {
+	if err := os.WriteFile(evalOut+".log", []byte(r.out), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	if err != nil {
+		t.Fatalf("transfer eval: %v\n%s", err, tailLines(r.out, 30))
 	}
 	var res []struct {
 		Name string `json:"name"`
 		By   map[string]struct {
-			Hard float64 `json:"hard_acc"`
+			Total  int     `json:"total"`
+			Scored int     `json:"scored"`
+			Hard   float64 `json:"hard_acc"`
 		} `json:"by_task_type"`
 	}
 	if err := json.Unmarshal(readFile(t, filepath.Join(evalOut, "eval_summary.json")), &res); err != nil {
@@ -136,9 +164,14 @@ func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 	}
 	score := map[string]float64{}
 	for _, r := range res {
-		score[r.Name] = r.By["overall"].Hard
+		o := r.By["overall"]
+		if o.Total == 0 || o.Scored != o.Total {
+			t.Fatalf("transfer eval %s: %d of %d items scored", r.Name, o.Scored, o.Total)
+		}
+		score[r.Name] = o.Hard
 	}
-	t.Logf("transfer (%s): Claude Code no skill %.3f, seed %.3f, Codex-trained skill %.3f", took.Round(time.Second), score["no_skill"], score["seed_skill"], score["skill"])
+	t.Logf("transfer (wall %s, CPU %s): Claude Code with no skill %.3f, the seed skill %.3f, the Codex-trained skill %.3f",
+		r.wall.Round(time.Second), r.cpu.Round(time.Second), score["no_skill"], score["seed_skill"], score["skill"])
 	if score["skill"] <= score["no_skill"] {
 		t.Fatalf("the Codex-trained skill scores %.3f under Claude Code, no better than no skill (%.3f)", score["skill"], score["no_skill"])
 	}
@@ -163,6 +196,28 @@ func TestAgentHarnessesTrainAndTransfer(t *testing.T) {
 		t.Fatalf("%d kept work dirs, %d files scanned: the scan saw too little", len(kept), n)
 	}
 	t.Logf("planted key absent from %d files (%d kept work dirs)", n, len(kept))
+}
+
+// agentCalls counts a run's target calls (every one a CLI run) from its
+// tokens.json.
+func agentCalls(t *testing.T, runDir string) int {
+	t.Helper()
+	var tok struct {
+		Rows []struct {
+			Role  string `json:"role"`
+			Calls int    `json:"calls"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(runDir, "tokens.json")), &tok); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range tok.Rows {
+		if r.Role == "target" {
+			n += r.Calls
+		}
+	}
+	return n
 }
 
 func tailLines(s string, n int) string {
@@ -276,4 +331,102 @@ func TestAgentWorldIsCurrent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fakeAgentScript is a stand-in codex or claude: it passes the version
+// check and answers by the last digit of the task's record value: 1 exits
+// with status 3, 2 hangs, 3 prints garbage; any other prints the record
+// value (the gold answer) in the CLI's JSON output.
+const fakeAgentScript = `#!/bin/bash
+[ "$1" = "--version" ] && { echo '%s'; exit 0; }
+task=$(cat task.md)
+v=$(grep -o 'Record value: [0-9]*' <<<"$task" | tail -1 | grep -o '[0-9]*$')
+case "$v" in
+*1) echo "boom" >&2; exit 3 ;;
+*2) sleep 300 ;;
+*3) echo '<html>502 Bad Gateway</html>' ;;
+*) printf '%s\n' "$v" ;;
+esac
+`
+
+// TestFailingAgentIsNotAScore: under a stand-in Codex CLI and Claude Code
+// (fakeAgentScript) that exit non-zero, hang or print garbage on four of
+// the ten test items, `skillfleet eval` scores the six others only (all
+// right: 1.0 over 6, not 0.6 over 10), logs each failure with its type,
+// and leaves no process of a hung agent behind; `skillfleet train` refuses
+// its gate for too few scored items instead of scoring them 0.
+func TestFailingAgentIsNotAScore(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ agent, version, answer string }{
+		{"codex", "codex-cli 0.169.0", `{"type":"thread.started"}\n{"type":"item.completed","item":{"type":"agent_message","text":"<answer>%s</answer>"}}\n{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":5}}`},
+		{"claude", "2.1.328 (Claude Code)", `{"type":"result","subtype":"success","is_error":false,"result":"<answer>%s</answer>","usage":{"input_tokens":100,"output_tokens":5}}`},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			bin := filepath.Join(dir, tc.agent)
+			if err := os.WriteFile(bin, []byte(fmt.Sprintf(fakeAgentScript, tc.version, tc.answer)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			pathKey := map[string]string{"codex": "model.codex_exec_path", "claude": "model.claude_code_exec_path"}[tc.agent]
+			common := []string{"--config", "configs/harness/" + tc.agent + "-sim.yaml", "--set", pathKey + "=" + bin,
+				"--set", "model.timeout=3s", "--set", "model.max_retries=0", "--set", "runtime.max_deliveries=2"}
+			out := filepath.Join(dir, "eval")
+			r, err := runAgentCLI(t, append([]string{"eval", "--skill", "configs/skills/sim_demo_seed.md", "--out", out}, common...)...)
+			if err != nil {
+				t.Fatalf("eval: %v\n%s", err, tailLines(r.out, 30))
+			}
+			var res []struct {
+				By map[string]struct {
+					Total  int     `json:"total"`
+					Scored int     `json:"scored"`
+					Hard   float64 `json:"hard_acc"`
+				} `json:"by_task_type"`
+			}
+			if err := json.Unmarshal(readFile(t, filepath.Join(out, "eval_summary.json")), &res); err != nil || len(res) != 1 {
+				t.Fatalf("eval_summary.json: %v (%d results)", err, len(res))
+			}
+			if o := res[0].By["overall"]; o.Total != 10 || o.Scored != 6 || o.Hard != 1 {
+				t.Errorf("overall %+v: want 6 of 10 items scored, all right (hard 1)", o)
+			}
+			for _, want := range []string{"OUTCOME_INVALID_REPLY", "exited with exit status 3: boom", "timed out after 3s; process group killed"} {
+				if !strings.Contains(r.out, want) {
+					t.Errorf("the eval's log has no %q:\n%s", want, tailLines(r.out, 20))
+				}
+			}
+			if strings.Contains(r.out, "OUTCOME_OK") {
+				t.Errorf("a failure logged as OK")
+			}
+			// The hung agents' process groups were killed: no process runs
+			// the stand-in any more.
+			if pids := procsMentioning(t, dir); len(pids) > 0 {
+				t.Errorf("processes of the stand-in still run: %v", pids)
+			}
+
+			r, err = runAgentCLI(t, append([]string{"train", "--out", filepath.Join(dir, "train")}, common...)...)
+			if err == nil || !strings.Contains(r.out, "too few items scored") || !strings.Contains(r.out, "of 8 selection items") {
+				t.Errorf("train with a failing agent: %v; want the gate refused for too few scored items:\n%s", err, tailLines(r.out, 10))
+			}
+		})
+	}
+}
+
+// procsMentioning lists the processes whose command line holds s.
+func procsMentioning(t *testing.T, s string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, e.Name()+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
 }
