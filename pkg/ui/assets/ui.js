@@ -184,7 +184,9 @@
     }));
     $("spend").appendChild(el("caption", null, "from " + v.spend.source + (v.spend.prices_as_of ? "; prices as of " + v.spend.prices_as_of : "")));
 
-    var key = v.last_step + "/" + v.best_score + "/" + v.finished + "/" + v.epoch;
+    // The skills change only when a step is accepted, a new best is found
+    // or the run ends (or an epoch starts): not on every rejected step.
+    var key = v.decided.accepted + "/" + v.best_step + "/" + v.best_score + "/" + v.finished + "/" + v.epoch;
     if (key !== lastSkillKey) {
       lastSkillKey = key;
       loadSkill("current");
