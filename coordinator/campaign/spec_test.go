@@ -67,3 +67,86 @@ func TestExpandRefusesBadSpecs(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnessAxis: harness is an axis of the matrix. Each harness cell
+// carries its harness_sets keys (after the defaults, before the cell's
+// own), "api" needs none, exclusions and overrides match on harness, and
+// an eval-only cell measures another harness's best skill under its own
+// harness (the transfer table). The repository's harness campaign
+// (configs/harness/campaign.yaml) expands to its three cells.
+func TestHarnessAxis(t *testing.T) {
+	s, err := load(t, `
+defaults: {set: {runtime.idle_fill: false}}
+harness_sets:
+  codex: {model.target_backend: codex_exec, model.codex_exec_path: /opt/codex}
+  claude: {model.target_backend: claude_code_exec}
+matrix:
+  configs: [w.yaml]
+  harnesses: [api, codex, claude]
+  seeds: [1, 2]
+  exclude: [{harness: api, seed: "2"}]
+  overrides: [{match: {harness: claude}, set: {model.timeout: 20m}}]
+cells:
+  - name: codex-to-claude
+    harness: claude
+    eval: {from: w-codex-s1}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]Cell{}
+	var names []string
+	for _, c := range cells {
+		got[c.Name] = c
+		names = append(names, c.Name)
+	}
+	if want := "w-api-s1 w-codex-s1 w-codex-s2 w-claude-s1 w-claude-s2 codex-to-claude"; strings.Join(names, " ") != want {
+		t.Fatalf("cells %s, want %s", strings.Join(names, " "), want)
+	}
+	for name, want := range map[string]string{
+		"w-api-s1":        "runtime.idle_fill=false train.seed=1",
+		"w-codex-s2":      "runtime.idle_fill=false model.codex_exec_path=/opt/codex model.target_backend=codex_exec train.seed=2",
+		"w-claude-s1":     "runtime.idle_fill=false model.target_backend=claude_code_exec train.seed=1 model.timeout=20m",
+		"codex-to-claude": "runtime.idle_fill=false model.target_backend=claude_code_exec",
+	} {
+		if c := got[name]; strings.Join(c.Sets, " ") != want {
+			t.Errorf("%s: sets %q, want %q", name, strings.Join(c.Sets, " "), want)
+		}
+	}
+	if c := got["codex-to-claude"]; c.Harness != "claude" || c.EvalFrom != "w-codex-s1" || c.EvalSplit != "test" {
+		t.Errorf("transfer cell %+v: want harness claude measuring w-codex-s1's test split", c)
+	}
+	if c := got["w-codex-s1"]; c.Harness != "codex" || c.EvalFrom != "" {
+		t.Errorf("codex cell %+v", c)
+	}
+
+	// The repository's harness campaign.
+	s, err = Load(filepath.Join("..", "..", "configs", "harness", "campaign.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err = s.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = names[:0]
+	for _, c := range cells {
+		names = append(names, c.Name+"/"+c.Harness+"/"+c.EvalFrom)
+		if !fileExists(s.ConfigPath(c.Config)) && c.EvalFrom == "" {
+			t.Errorf("%s: config %s not found", c.Name, c.Config)
+		}
+	}
+	if want := "codex-sim-codex/codex/ codex-sim-claude/claude/ codex-skill-under-claude/claude/codex-sim-codex"; strings.Join(names, " ") != want {
+		t.Fatalf("configs/harness/campaign.yaml: cells %s, want %s", strings.Join(names, " "), want)
+	}
+	for _, c := range cells {
+		joined := strings.Join(c.Sets, " ")
+		if c.Harness == "claude" && (!strings.Contains(joined, "model.target_backend=claude_code_exec") || strings.Contains(joined, "codex_exec")) {
+			t.Errorf("%s: sets %q do not pick Claude Code alone", c.Name, joined)
+		}
+	}
+}
