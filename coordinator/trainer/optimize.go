@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/skillfleet/skillfleet/pkg/catalogue"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -34,9 +37,44 @@ type optResult struct {
 }
 
 // optimize runs optimizer calls concurrently and returns their outcomes in order.
-func (t *Trainer) optimize(ctx context.Context, calls []optCall) (_ []optResult, err error) {
+func (t *Trainer) optimize(ctx context.Context, calls []optCall) ([]optResult, error) {
+	w, err := t.optimizeAsync(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]optResult, len(calls))
+	for i := range calls {
+		if out[i], err = w.wait(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// optWave is a wave of optimizer calls in flight; each call's outcome is
+// taken with wait, in any order (streaming stages act on each as it lands).
+type optWave struct {
+	t     *Trainer
+	calls []optCall
+	tasks []*pb.Task
+	futs  []Future
+	span  trace.Span
+	start time.Time
+
+	mu   sync.Mutex
+	out  []*optResult
+	left int
+	ran  int
+}
+
+// optimizeAsync submits optimizer calls and returns at once.
+func (t *Trainer) optimizeAsync(ctx context.Context, calls []optCall) (_ *optWave, err error) {
 	ctx, span := t.stageSpan(ctx, calls[0].Stage, len(calls))
-	defer telemetry.End(span, &err)
+	defer func() {
+		if err != nil {
+			telemetry.End(span, &err)
+		}
+	}()
 	tasks := make([]*pb.Task, len(calls))
 	for i, c := range calls {
 		payload, err := json.Marshal(c.Payload)
@@ -65,27 +103,38 @@ func (t *Trainer) optimize(ctx context.Context, calls []optCall) (_ []optResult,
 	}
 	t.fill.optimizerWave(ctx)
 	t.prog.StartWave(calls[0].Stage, len(tasks))
-	waveStart := t.now()
-	ran := 0
-	defer func() { t.waves.Record(calls[0].Stage, "optimizer", len(tasks), ran, waveStart) }()
-	out := make([]optResult, len(calls))
-	for i, f := range futs {
-		res, err := f.Wait(ctx)
-		if err != nil {
-			return nil, err
-		}
-		t.account(calls[i].Stage, "optimizer", tasks[i], res)
-		if !t.replayed(tasks[i].GetId()) {
-			ran++
-		}
-		ok := res.GetOutcome() == pb.Outcome_OUTCOME_OK
-		t.prog.TaskDone(calls[i].Stage, ok)
-		out[i] = optResult{OK: ok, JSON: res.GetOptimizer().GetJson(), Error: res.GetError()}
-		if !ok {
-			t.log.WarnContext(ctx, "optimizer call failed", "stage", calls[i].Stage, "step", calls[i].Step, "task_id", tasks[i].GetId(), "outcome", res.GetOutcome().String(), "err", res.GetError())
-		}
+	return &optWave{t: t, calls: calls, tasks: tasks, futs: futs, span: span, start: t.now(), out: make([]*optResult, len(calls)), left: len(calls)}, nil
+}
+
+// wait returns call i's outcome once it is in (accounted once, however
+// often it is asked for).
+func (w *optWave) wait(ctx context.Context, i int) (optResult, error) {
+	res, err := w.futs[i].Wait(ctx)
+	if err != nil {
+		return optResult{}, err
 	}
-	return out, nil
+	t, c, task := w.t, w.calls[i], w.tasks[i]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if r := w.out[i]; r != nil {
+		return *r, nil
+	}
+	t.account(c.Stage, "optimizer", task, res)
+	if !t.replayed(task.GetId()) {
+		w.ran++
+	}
+	ok := res.GetOutcome() == pb.Outcome_OUTCOME_OK
+	t.prog.TaskDone(c.Stage, ok)
+	r := optResult{OK: ok, JSON: res.GetOptimizer().GetJson(), Error: res.GetError()}
+	w.out[i] = &r
+	if !ok {
+		t.log.WarnContext(ctx, "optimizer call failed", "stage", c.Stage, "step", c.Step, "task_id", task.GetId(), "outcome", res.GetOutcome().String(), "err", res.GetError())
+	}
+	if w.left--; w.left == 0 {
+		t.waves.Record(w.calls[0].Stage, "optimizer", len(w.tasks), w.ran, w.start)
+		w.span.End()
+	}
+	return r, nil
 }
 
 // optimizeOne runs one call and decodes its reply into out.

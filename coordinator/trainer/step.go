@@ -128,21 +128,15 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	t.prog.Step(epoch, t.s.NumEpochs, g, t.st.TotalSteps, t.st.CurrentScore, t.st.BestScore)
 	current := t.st.Current
 
-	// ① rollout and ② reflect: each accumulation batch independently.
+	// ① rollout, ② reflect and ③'s merge trees as one stream: each
+	// batch's analysts start when its rollouts are in, each merge when its
+	// patches exist (see step_stream.go).
 	ts := t.now()
-	outs := make([]*batchOut, len(batches))
-	fns := make([]func() error, len(batches))
-	for i, b := range batches {
-		fns[i] = func() error {
-			o, err := t.rolloutAndReflect(ctx, g, current, b)
-			outs[i] = o
-			return err
-		}
-	}
-	if err := parallel(fns...); err != nil {
+	outs, failMerged, succMerged, reflected, err := t.reflectAndMerge(ctx, g, current, batches)
+	if err != nil {
 		return err
 	}
-	rec.Timing["rollout_reflect"] = t.now().Sub(ts).Seconds()
+	rec.Timing["rollout_reflect"] = reflected.Sub(ts).Seconds()
 	var failPatches, succPatches [][]prompts.Item
 	var notes []string
 	var nScored int
@@ -172,16 +166,8 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 		return t.finishStep(ctx, rec, ActSkipNoPatches, nil, start, tokBefore, outs, nil, current)
 	}
 
-	// ③ aggregate: the two merge trees concurrently, then the final merge.
-	ts = t.now()
-	var failMerged, succMerged []prompts.Item
-	err := parallel(
-		func() (err error) { failMerged, err = t.mergeTree(ctx, g, "failure", failPatches); return },
-		func() (err error) { succMerged, err = t.mergeTree(ctx, g, "success", succPatches); return },
-	)
-	if err != nil {
-		return err
-	}
+	// ③ aggregate: the final merge of the two trees.
+	ts = reflected
 	merged, err := t.mergeFinal(ctx, g, failMerged, succMerged)
 	if err != nil {
 		return err

@@ -9,9 +9,45 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
+// batchReflect is one accumulation batch whose analyst calls are in
+// flight: each call's outcome is taken as it lands (analystOutcome), and
+// collect assembles them in call order.
+type batchReflect struct {
+	o     *batchOut
+	wave  *optWave // nil when the batch has nothing to reflect on
+	sides []string
+	ids   [][]string
+	res   []analystOut
+}
+
+// analystOut is what one analyst call contributed.
+type analystOut struct {
+	patch   []prompts.Item
+	summary *failureSummary
+	notes   []string
+}
+
 // rolloutAndReflect rolls out one accumulation batch with the current skill
 // and runs the analysts on its failures and successes.
 func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, b plannedBatch) (*batchOut, error) {
+	br, err := t.startReflect(ctx, g, current, b)
+	if err != nil {
+		return nil, err
+	}
+	for i := range br.sides {
+		if _, err := t.analystOutcome(ctx, g, br, i); err != nil {
+			return nil, err
+		}
+	}
+	br.collect()
+	return br.o, nil
+}
+
+// startReflect rolls out one accumulation batch with the current skill and
+// submits the analyst calls on its failures and successes. The minibatches
+// are SkillOpt's (plan.Minibatches over the batch's partition), so they
+// need every rollout of the batch.
+func (t *Trainer) startReflect(ctx context.Context, g int, current string, b plannedBatch) (*batchReflect, error) {
 	rs, _, err := t.rollout(ctx, t.batchRollout(g, current, b))
 	if err != nil {
 		return nil, err
@@ -86,67 +122,94 @@ func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, 
 	for i, mb := range smb {
 		mk(prompts.AnalystSuccess, mb, 500+i)
 	}
+	br := &batchReflect{o: o, sides: sides, ids: mbIDs, res: make([]analystOut, len(calls))}
 	if len(calls) == 0 {
-		return o, nil
+		return br, nil
 	}
-	res, err := t.optimize(ctx, calls)
-	if err != nil {
+	if br.wave, err = t.optimizeAsync(ctx, calls); err != nil {
 		return nil, err
 	}
-	for i, r := range res {
-		if !r.OK {
+	return br, nil
+}
+
+// analystOutcome waits for analyst call i of a batch and decodes its reply:
+// the patch (capped at the learning rate, rejected edits filtered, each
+// item stamped with its source and support), the failure summary, the
+// appendix notes. Calls of one batch may be taken concurrently.
+func (t *Trainer) analystOutcome(ctx context.Context, g int, br *batchReflect, i int) (analystOut, error) {
+	r, err := br.wave.wait(ctx, i)
+	if err != nil {
+		return analystOut{}, err
+	}
+	var out analystOut
+	defer func() { br.res[i] = out }()
+	if !r.OK {
+		return out, nil
+	}
+	var rep prompts.AnalystReply
+	if err := json.Unmarshal(r.JSON, &rep); err != nil {
+		t.acct.CountInvalid("reflect")
+		t.log.WarnContext(ctx, "analyst reply has the wrong shape", "step", g, "err", err)
+		return out, nil
+	}
+	isFail := br.sides[i] == prompts.AnalystFailure
+	if isFail && len(rep.FailureSummary) > 0 {
+		out.summary = &failureSummary{Types: rep.FailureSummary, IDs: br.ids[i]}
+	}
+	out.notes = appendixNotesOf(rep.AppendixNotes)
+	if rep.Patch == nil {
+		return out, nil
+	}
+	items := rep.Patch.Items(t.s.UpdateMode)
+	if len(items) == 0 {
+		return out, nil
+	}
+	if t.s.UpdateMode != prompts.ModeFullRewrite && len(items) > t.s.LR {
+		items = items[:t.s.LR]
+	}
+	support, ok := intField(rep.BatchSize)
+	if !ok {
+		support = len(br.ids[i]) // B9: a non-numeric batch_size is not trusted
+	}
+	src := "success"
+	if isFail {
+		src = "failure"
+	}
+	items = t.filterRejected(items)
+	if len(items) == 0 {
+		return out, nil
+	}
+	stamped := make([]prompts.Item, len(items))
+	for k, it := range items {
+		if it.SourceType == "" {
+			it.SourceType = src
+		}
+		if it.SupportCount == 0 {
+			it.SupportCount = max(support, 1)
+		}
+		stamped[k] = it
+	}
+	out.patch = stamped
+	return out, nil
+}
+
+// collect assembles the batch's analyst outcomes in call order.
+func (br *batchReflect) collect() {
+	o := br.o
+	for i, r := range br.res {
+		if r.summary != nil {
+			o.Summaries = append(o.Summaries, *r.summary)
+		}
+		o.Notes = append(o.Notes, r.notes...)
+		if r.patch == nil {
 			continue
 		}
-		var rep prompts.AnalystReply
-		if err := json.Unmarshal(r.JSON, &rep); err != nil {
-			t.acct.CountInvalid("reflect")
-			t.log.WarnContext(ctx, "analyst reply has the wrong shape", "step", g, "err", err)
-			continue
-		}
-		isFail := sides[i] == prompts.AnalystFailure
-		if isFail && len(rep.FailureSummary) > 0 {
-			o.Summaries = append(o.Summaries, failureSummary{Types: rep.FailureSummary, IDs: mbIDs[i]})
-		}
-		o.Notes = append(o.Notes, appendixNotesOf(rep.AppendixNotes)...)
-		if rep.Patch == nil {
-			continue
-		}
-		items := rep.Patch.Items(t.s.UpdateMode)
-		if len(items) == 0 {
-			continue
-		}
-		if t.s.UpdateMode != prompts.ModeFullRewrite && len(items) > t.s.LR {
-			items = items[:t.s.LR]
-		}
-		support, ok := intField(rep.BatchSize)
-		if !ok {
-			support = len(mbIDs[i]) // B9: a non-numeric batch_size is not trusted
-		}
-		src := "success"
-		if isFail {
-			src = "failure"
-		}
-		items = t.filterRejected(items)
-		if len(items) == 0 {
-			continue
-		}
-		stamped := make([]prompts.Item, len(items))
-		for k, it := range items {
-			if it.SourceType == "" {
-				it.SourceType = src
-			}
-			if it.SupportCount == 0 {
-				it.SupportCount = max(support, 1)
-			}
-			stamped[k] = it
-		}
-		if isFail {
-			o.FailPatch = append(o.FailPatch, stamped)
+		if br.sides[i] == prompts.AnalystFailure {
+			o.FailPatch = append(o.FailPatch, r.patch)
 		} else {
-			o.SuccPatch = append(o.SuccPatch, stamped)
+			o.SuccPatch = append(o.SuccPatch, r.patch)
 		}
 	}
-	return o, nil
 }
 
 // filterRejected drops items identical to an edit rejected earlier in this
