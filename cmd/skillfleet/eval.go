@@ -5,18 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o trainOpts
 	fs := newFlagSet("eval", "eval --config FILE --skill FILE [--split test] [--baseline] [flags]", stderr)
 	o.register(fs, false)
-	skillPath := fs.String("skill", "", "skill file to score (required)")
+	skillPath := fs.String("skill", "", "skill file, or skill package directory, to score (required)")
 	split := fs.String("split", "test", "split: train, val or test")
 	baseline := fs.Bool("baseline", false, "also score the empty (no-skill) and the seed skill (env.skill_init), side by side")
 	if help, err := parse(fs, args); help || err != nil {
@@ -32,7 +32,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // baselines when baseline is set) and writes eval_summary.json in the run dir.
 func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, baselineToo bool, stdout, stderr io.Writer) error {
 	split, baseline := &splitName, &baselineToo
-	text, err := os.ReadFile(skillPath)
+	// A skill file verbatim, or a skill package directory as its bundle.
+	text, err := skillpkg.ReadInit(skillPath, skillpkg.Limits{})
 	if err != nil {
 		return usageError{fmt.Errorf("eval: --skill: %w", err)}
 	}
