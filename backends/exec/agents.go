@@ -122,6 +122,12 @@ func probeVersion(ctx context.Context, bin, path string) (string, error) {
 const claudeSettings = `{"sandbox":{"enabled":true,"autoAllowBashIfSandboxed":true,"allowUnsandboxedCommands":false},` +
 	`"permissions":{"defaultMode":"dontAsk","allow":["Skill","Read","Glob","Grep","Bash"]}}`
 
+// codexFeatures turns off what a one-task `codex exec` run does not use
+// and pays for at every start: the login-shell snapshot, the plugin and
+// app catalogues (fetched from GitHub with git ls-remote). About a tenth
+// of a call's CPU time.
+const codexFeatures = "[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"
+
 // providerName is the Codex model_providers entry skillfleet writes.
 const providerName = "skillfleet"
 
@@ -143,18 +149,19 @@ func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), 
 			return nil, cleanup, err
 		}
 		env = append(env, "CODEX_HOME="+home)
-		if c.cfg.BaseURL == "" {
-			return env, cleanup, nil
-		}
 		var b strings.Builder
-		if model != "" {
-			fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
+		if c.cfg.BaseURL != "" {
+			if model != "" {
+				fmt.Fprintf(&b, "model = %s\n", strconv.Quote(model))
+			}
+			fmt.Fprintf(&b, "model_provider = %q\n\n[model_providers.%s]\nname = %q\nbase_url = %s\nwire_api = \"responses\"\n",
+				providerName, providerName, providerName, strconv.Quote(c.cfg.BaseURL))
+			if c.cfg.APIKeyEnv != "" {
+				fmt.Fprintf(&b, "env_key = %s\n", strconv.Quote(c.cfg.APIKeyEnv))
+			}
+			b.WriteString("\n")
 		}
-		fmt.Fprintf(&b, "model_provider = %q\n\n[model_providers.%s]\nname = %q\nbase_url = %s\nwire_api = \"responses\"\n",
-			providerName, providerName, providerName, strconv.Quote(c.cfg.BaseURL))
-		if c.cfg.APIKeyEnv != "" {
-			fmt.Fprintf(&b, "env_key = %s\n", strconv.Quote(c.cfg.APIKeyEnv))
-		}
+		b.WriteString(codexFeatures)
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(b.String()), 0o600); err != nil {
 			return nil, cleanup, err
 		}

@@ -347,3 +347,42 @@ echo 'Segmentation fault? <html>not json</html>'`)
 		}
 	}
 }
+
+// TestCodexConfig: the config.toml a Codex call gets in its own CODEX_HOME
+// points at the provider by the key's variable name (never the key) and
+// turns off the start-up work a one-task run does not use (the shell
+// snapshot, the plugin and app catalogues); without a base URL only the
+// latter is written.
+func TestCodexConfig(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "config.toml")
+	bin := script(t, `[ "$1" = "--version" ] && { echo 'codex-cli 0.169.0'; exit 0; }
+cp "$CODEX_HOME/config.toml" `+out+`
+echo '{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}'`)
+	for _, tc := range []struct {
+		base string
+		want string
+	}{
+		{"http://127.0.0.1:9/v1", "model = \"m1\"\nmodel_provider = \"skillfleet\"\n\n[model_providers.skillfleet]\nname = \"skillfleet\"\nbase_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nenv_key = \"MY_KEY\"\n\n" +
+			"[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"},
+		{"", "[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"},
+	} {
+		c := exec.New(exec.Config{Agent: exec.AgentCodex, Bin: bin, Model: "m1", BaseURL: tc.base, APIKeyEnv: "MY_KEY",
+			Getenv: env(map[string]string{"MY_KEY": "sk-secret-1234"})})
+		if resp, err := c.Chat(t.Context(), req("<skill>\nx\n</skill>", "task")); err != nil || resp.Content != "ok" {
+			t.Fatalf("base %q: %+v, %v", tc.base, resp, err)
+		}
+		if got := string(readAll(t, out)); got != tc.want {
+			t.Errorf("base %q: config.toml\n%s\nwant\n%s", tc.base, got, tc.want)
+		}
+	}
+}
+
+func readAll(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
