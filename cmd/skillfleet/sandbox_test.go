@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,4 +157,83 @@ func procsWith(s string) []int {
 		}
 	}
 	return out
+}
+
+// TestSandboxedAgentHarnessesTrain trains with the real Codex CLI and the
+// real Claude Code as the target, each call inside the agent sandbox
+// (target_options.sandbox=bubblewrap), against sim-llm reached through
+// the sandbox's forwarder: each must raise the test score by at least
+// minAgentGain, and the planted key (passed through the env option) is in
+// no file of the run directories, their logs or the kept work directories
+// (copied back from the sandbox).
+//
+// Opt-in like TestAgentHarnessesTrainAndTransfer (SKILLFLEET_AGENT_E2E=1,
+// -timeout 30m): about 170 real CLI calls; measured 12 min of wall for
+// the two at once (codex 88 calls, 9m50s; claude 84, 11m43s; both 0.200
+// -> 0.700) under a load average of 30-90, key absent from 6038 files.
+func TestSandboxedAgentHarnessesTrain(t *testing.T) {
+	requireAgents(t)
+	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
+		t.Skip("two trainings with the real agent CLIs in the sandbox: set SKILLFLEET_AGENT_E2E=1 and -timeout 30m")
+	}
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatal("bwrap missing (apt-get install bubblewrap)")
+	}
+	t.Parallel()
+	tmp := t.TempDir()
+	work := filepath.Join(tmp, "workdirs")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{}, 2)
+	for _, h := range []string{"codex", "claude"} {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			out := filepath.Join(tmp, h)
+			r, err := runAgentCLI(t, "train", "--config", "configs/harness/"+h+"-sim.yaml", "--out", out, "--assert-improves",
+				"--keep-workdirs", "--set", "model.target_options.work_root="+work, "--set", "model.target_options.sandbox=bubblewrap",
+				"--set", "model.target_options.env=SKILLFLEET_AGENT_TEST_KEY")
+			if werr := os.WriteFile(out+".log", []byte(r.out), 0o644); werr != nil {
+				t.Error(werr)
+			}
+			if err != nil {
+				t.Errorf("%s sandboxed: train --assert-improves: %v\n%s", h, err, tailLines(r.out, 30))
+				return
+			}
+			var s trainSummary
+			b, err := os.ReadFile(filepath.Join(out, "summary.json"))
+			if err == nil {
+				err = json.Unmarshal(b, &s)
+			}
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			base, best := s.TestHard["baseline"], s.TestHard["best"]
+			t.Logf("%s sandboxed: test score %.3f -> %.3f; %d CLI calls, wall %s", h, base, best, agentCalls(t, out), r.wall.Round(time.Second))
+			if best-base < minAgentGain-1e-9 {
+				t.Errorf("%s sandboxed: test score %.3f -> %.3f; want a rise of at least %.1f", h, base, best, minAgentGain)
+			}
+		}()
+	}
+	<-done
+	<-done
+	n := 0
+	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		n++
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(agentPlantedKey)) {
+			t.Errorf("the planted key is in %s", p)
+		}
+		return nil
+	})
+	// Kept work directories came back from the sandbox: Codex's own
+	// session files and Claude Code's settings are there.
+	kept, _ := filepath.Glob(filepath.Join(work, "skillfleet-exec-*"))
+	if len(kept) < 100 || n < 300 {
+		t.Fatalf("%d kept work dirs, %d files scanned: the scan saw too little", len(kept), n)
+	}
+	t.Logf("planted key absent from %d files (%d kept work dirs)", n, len(kept))
 }
