@@ -229,3 +229,42 @@ func TestSkillPackageRolloutCache(t *testing.T) {
 		t.Errorf("the cached package run wrote no best_skill/: %v", err)
 	}
 }
+
+// TestSkillPackageCampaignAndEval: a campaign cell trains a package (its
+// best_skill/ is written in the cell) and an eval cell measures it again
+// from the cell's best_skill.md bundle; `skillfleet eval --skill` takes a
+// package directory.
+func TestSkillPackageCampaignAndEval(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a campaign")
+	}
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "camp")
+	if o, err := runIn(t, "campaign", "--config", "configs/packages/campaign.yaml", "--out", out); err != nil {
+		t.Fatalf("campaign: %v\n%s", err, o)
+	}
+	cell := filepath.Join(out, "cells", "sim-s1")
+	if files := packageFiles(t, filepath.Join(cell, skillpkg.BestDir)); len(files) < 2 {
+		t.Errorf("the train cell's best_skill/ has %d file(s)", len(files))
+	}
+	var ev []struct {
+		Name string `json:"name"`
+	}
+	raw := readFile(t, filepath.Join(out, "cells", "sim-s1-again", "eval_summary.json"))
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatalf("eval cell summary: %v\n%s", err, raw)
+	}
+	measured := false
+	for _, r := range ev {
+		measured = measured || r.Name == "skill"
+	}
+	if !measured {
+		t.Errorf("eval cell measured no skill:\n%s", raw)
+	}
+
+	o, err := runIn(t, "eval", "--config", "configs/packages/sim.yaml", "--skill", "configs/packages/records_seed",
+		"--split", "test", "--out", filepath.Join(t.TempDir(), "eval"))
+	if err != nil || !strings.Contains(o, "eval_summary.json") {
+		t.Errorf("eval --skill <package dir>: %v\n%s", err, o)
+	}
+}
