@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -72,7 +73,7 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 // ids d recorded before this process). It opens the run dir and
 // waves.jsonl as NewTrainer does; tests give it an in-memory dispatcher.
 func NewTrainerWith(s Settings, d trainer.Dispatcher, replayed map[string]struct{}, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
-	rd, err := openRunDir(s.RunDir, s.ConfigHash)
+	rd, err := rundir.Open(s.RunDir, s.ConfigHash)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +81,7 @@ func NewTrainerWith(s Settings, d trainer.Dispatcher, replayed map[string]struct
 		prog = NewProgress(nil, false)
 	}
 	return trainer.New(s, splits, trainer.Deps{
-		Dispatch: d, RunDir: runDirSeam{rd}, Logger: log, Progress: prog,
+		Dispatch: d, RunDir: rd, Logger: log, Progress: prog,
 		Waves: waveRecorder{openWaveLog(s.RunDir)}, Replayed: replayed,
 	})
 }
@@ -120,23 +121,6 @@ func (d hubDispatcher) TargetSlots() int {
 		c += w.Concurrency
 	}
 	return c
-}
-
-// runDirSeam is the run dir as the trainer writes it.
-type runDirSeam struct{ *runDir }
-
-func (r runDirSeam) Emit(ev Event) error               { return r.emit(ev) }
-func (r runDirSeam) WriteFile(rel, text string) error  { return r.writeFile(rel, text) }
-func (r runDirSeam) WriteJSON(rel string, v any) error { return r.writeJSON(rel, v) }
-func (r runDirSeam) Failed() error                     { return r.failed() }
-func (r runDirSeam) Resuming() bool                    { return r.resuming() }
-func (r runDirSeam) ExistingEvents() int               { return r.existingEvents() }
-func (r runDirSeam) SetFence(f func() error)           { r.fence = f }
-
-func (r runDirSeam) Emitted() []Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Event(nil), r.emitted...)
 }
 
 type waveRecorder struct{ *waveLog }

@@ -4,10 +4,12 @@
 //
 // It reads only files (events.jsonl, summary.json, tokens.json,
 // steps/step_NNNN/record.json, run_id), so it works on a finished run, a
-// stopped one, and one still in progress. The counters are pkg/usage's, shared
-// with the coordinator; the other JSON shapes are the parts a report reads,
-// declared here (pkg depends on no coordinator code, and a report should
-// read run dirs written by older versions too).
+// stopped one, and one still in progress. File names and the event record
+// are pkg/rundir's and the counters pkg/usage's, both shared with the
+// coordinator; the summary and step record are the parts a report reads,
+// declared here (the coordinator's own types carry decision types pkg may
+// not import, and a report should read run dirs written by older versions
+// too).
 package report
 
 import (
@@ -23,28 +25,13 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
-// Event is one line of events.jsonl.
-type Event struct {
-	Type           string             `json:"type"`
-	Epoch          int                `json:"epoch,omitempty"`
-	Step           int                `json:"step,omitempty"`
-	Action         string             `json:"action,omitempty"`
-	CandidateHash  string             `json:"candidate_hash,omitempty"`
-	CurrentHash    string             `json:"current_hash,omitempty"`
-	BestHash       string             `json:"best_hash,omitempty"`
-	CandidateScore *float64           `json:"candidate_score,omitempty"`
-	CurrentScore   float64            `json:"current_score"`
-	BestScore      float64            `json:"best_score"`
-	EarlyStopped   bool               `json:"early_stopped,omitempty"`
-	Unchanged      bool               `json:"unchanged,omitempty"`
-	CacheHit       bool               `json:"cache_hit,omitempty"`
-	Unscored       bool               `json:"unscored,omitempty"`
-	Counts         map[string]int     `json:"counts,omitempty"`
-	Scores         map[string]float64 `json:"scores,omitempty"`
-}
+// Event is one line of events.jsonl (pkg/rundir's record, the one the
+// coordinator writes).
+type Event = rundir.Event
 
 // Totals are the counters of tokens.json and of a step record's tokens.
 type Totals = usage.Totals
@@ -152,14 +139,14 @@ type Report struct {
 // Load reads the run dir. prices may be nil (no dollars).
 func Load(dir string, prices *pricing.Table) (*Report, error) {
 	r := &Report{Steps: map[int]StepRecord{}}
-	evs, err := readEvents(filepath.Join(dir, "events.jsonl"))
+	evs, err := readEvents(filepath.Join(dir, rundir.EventsFile))
 	if err != nil {
 		return nil, err
 	}
 	r.Events = evs
 
 	var sum Summary
-	switch err := readJSON(filepath.Join(dir, "summary.json"), &sum); {
+	switch err := readJSON(filepath.Join(dir, rundir.SummaryFile), &sum); {
 	case err == nil:
 		r.Summary = &sum
 		r.RunID, r.Benchmark = sum.RunID, sum.Bench
@@ -169,13 +156,13 @@ func Load(dir string, prices *pricing.Table) (*Report, error) {
 		return nil, err
 	}
 	if r.RunID == "" {
-		if b, err := os.ReadFile(filepath.Join(dir, "run_id")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(dir, rundir.RunIDFile)); err == nil {
 			r.RunID = strings.TrimSpace(string(b))
 		}
 	}
 
 	var tok TokenFile
-	switch err := readJSON(filepath.Join(dir, "tokens.json"), &tok); {
+	switch err := readJSON(filepath.Join(dir, rundir.TokensFile), &tok); {
 	case err == nil:
 		r.Tokens = &tok
 	case errors.Is(err, fs.ErrNotExist):
@@ -184,7 +171,7 @@ func Load(dir string, prices *pricing.Table) (*Report, error) {
 		return nil, err
 	}
 
-	recs, err := filepath.Glob(filepath.Join(dir, "steps", "step_*", "record.json"))
+	recs, err := filepath.Glob(filepath.Join(dir, rundir.StepRecordGlob))
 	if err != nil {
 		return nil, fmt.Errorf("report: %w", err)
 	}

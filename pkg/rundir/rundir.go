@@ -79,7 +79,7 @@ type Event struct {
 
 // ErrConfigChanged is returned by [Open] for a run directory made with
 // another config.
-var ErrConfigChanged = errors.New("run dir was made with a different config")
+var ErrConfigChanged = errors.New("made with a different config")
 
 // Dir writes one run directory. Its methods are safe for concurrent use.
 type Dir struct {
