@@ -58,12 +58,21 @@ type Options struct {
 	// every task so a worker that does not find the run in the run
 	// directory still knows where its result goes.
 	Addr string
+	// OnFatal, if set, is called once when the journal fails (a full
+	// disk): no result can be recorded any more, so the run must stop.
+	// From then on Submit refuses tasks and every Future's Wait returns
+	// the error.
+	OnFatal func(error)
 }
 
 // Dispatcher publishes tasks and resolves their futures.
 type Dispatcher struct {
 	o   Options
 	log *slog.Logger
+
+	// fatal is closed when the journal fails; fatalOnce guards it.
+	fatal     chan struct{}
+	fatalOnce sync.Once
 
 	mu        sync.Mutex
 	recorded  map[string]*pb.Result
@@ -96,6 +105,9 @@ type Dispatcher struct {
 type Future struct {
 	id  string
 	seq uint64
+	// fatal is closed when the journal fails; err then says why.
+	fatal <-chan struct{}
+	err   func() error
 	// msg and published are the task's message and when it went out
 	// (for the lost-task sweep).
 	msg       *nats.Msg
@@ -114,13 +126,16 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 // Result is the task's result; valid after Done is closed.
 func (f *Future) Result() *pb.Result { return f.res }
 
-// Wait blocks until the result is known or ctx ends.
+// Wait blocks until the result is known, ctx ends, or the dispatcher's
+// journal fails (see [Options].OnFatal).
 func (f *Future) Wait(ctx context.Context) (*pb.Result, error) {
 	select {
 	case <-f.done:
 		return f.res, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-f.fatal:
+		return nil, f.err()
 	}
 }
 
@@ -139,6 +154,7 @@ func New(o Options) *Dispatcher {
 	d := &Dispatcher{
 		o:         o,
 		log:       o.Logger,
+		fatal:     make(chan struct{}),
 		recorded:  make(map[string]*pb.Result, len(o.Recorded)),
 		recording: map[string]bool{},
 		pending:   map[string]*Future{},
@@ -289,6 +305,9 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 	}
 	classes := map[queue.Class]bool{}
 	pubs := make([]pub, 0, len(tasks))
+	if err := d.Err(); err != nil {
+		return nil, err
+	}
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
@@ -298,7 +317,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 	for i, t := range tasks {
 		id := t.GetId()
 		if r, ok := d.recorded[id]; ok {
-			f := &Future{id: id, done: make(chan struct{})}
+			f := &Future{id: id, done: make(chan struct{}), fatal: d.fatal, err: d.Err}
 			f.resolve(r)
 			futs[i] = f
 			continue
@@ -307,7 +326,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			futs[i] = f
 			continue
 		}
-		f := &Future{id: id, done: make(chan struct{})}
+		f := &Future{id: id, done: make(chan struct{}), fatal: d.fatal, err: d.Err}
 		d.pending[id] = f
 		if d.stages == nil {
 			d.stages = map[string]string{}
@@ -481,6 +500,14 @@ func (d *Dispatcher) unpend(f *Future) {
 	d.mu.Unlock()
 }
 
+// Err returns the error that failed the result journal, or nil.
+func (d *Dispatcher) Err() error {
+	if d.o.Journal == nil {
+		return nil
+	}
+	return d.o.Journal.Err()
+}
+
 func (d *Dispatcher) fail(f *Future, o pb.Outcome, msg string) {
 	d.unpend(f)
 	f.resolve(&pb.Result{TaskId: f.id, Outcome: o, Error: msg})
@@ -520,6 +547,14 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		if err != nil {
 			d.mu.Unlock()
 			d.log.Error("record result", "task_id", id, "err", err)
+			if d.Err() != nil {
+				d.fatalOnce.Do(func() {
+					close(d.fatal)
+					if d.o.OnFatal != nil {
+						d.o.OnFatal(d.Err())
+					}
+				})
+			}
 			done(pb.ReportAck_STATUS_RETRY, err)
 			return
 		}

@@ -28,12 +28,19 @@ type Journal struct {
 	f    *os.File
 	sync bool
 
-	mu      sync.Mutex
-	queue   []journalEntry
-	wake    chan struct{}
-	closed  bool
-	done    chan struct{}
-	lastErr error
+	// size is the length of the journal's good records (loop only).
+	size int64
+
+	mu     sync.Mutex
+	queue  []journalEntry
+	wake   chan struct{}
+	closed bool
+	done   chan struct{}
+	// failed is the first write error. The journal is then cut back to
+	// its last good record and refuses every append at once: a full disk
+	// fails the results it cannot hold instead of retrying them forever,
+	// and the file stays readable for a resume once space is back.
+	failed error
 }
 
 type journalEntry struct {
@@ -63,7 +70,7 @@ func OpenJournal(path string, noSync bool) (*Journal, []*pb.Result, error) {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("seek journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, sync: !noSync, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	j := &Journal{path: path, f: f, sync: !noSync, size: good, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go j.loop()
 	return j, results, nil
 }
@@ -113,6 +120,12 @@ func (j *Journal) Append(res *pb.Result, cb func(error)) {
 		cb(errors.New("journal closed"))
 		return
 	}
+	if j.failed != nil {
+		err := j.failed
+		j.mu.Unlock()
+		cb(err)
+		return
+	}
 	j.queue = append(j.queue, journalEntry{data: data, cb: cb})
 	select {
 	case j.wake <- struct{}{}:
@@ -138,8 +151,12 @@ func (j *Journal) loop() {
 				}
 				break
 			}
-			var err error
+			err := j.failedErr()
+			var n int64
 			for _, e := range batch {
+				if err != nil {
+					break
+				}
 				binary.BigEndian.PutUint32(hdr[:4], uint32(len(e.data)))
 				binary.BigEndian.PutUint32(hdr[4:], crc32.Checksum(e.data, castagnoli))
 				if _, err = w.Write(hdr[:]); err != nil {
@@ -148,6 +165,7 @@ func (j *Journal) loop() {
 				if _, err = w.Write(e.data); err != nil {
 					break
 				}
+				n += int64(8 + len(e.data))
 			}
 			if err == nil {
 				err = w.Flush()
@@ -155,9 +173,10 @@ func (j *Journal) loop() {
 			if err == nil && j.sync {
 				err = j.f.Sync()
 			}
-			if err != nil {
-				err = fmt.Errorf("write journal %s: %w", j.path, err)
-				w.Reset(j.f)
+			if err == nil {
+				j.size += n
+			} else {
+				err = j.fail(err, w)
 			}
 			for _, e := range batch {
 				e.cb(err)
@@ -165,6 +184,32 @@ func (j *Journal) loop() {
 		}
 	}
 }
+
+func (j *Journal) failedErr() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.failed
+}
+
+// fail records the first write error and cuts the file back to its last
+// good record, so that a partly written batch cannot hide the records a
+// resume appends after it. It returns the error to give the batch.
+func (j *Journal) fail(err error, w *bufio.Writer) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.failed != nil {
+		return j.failed
+	}
+	w.Reset(j.f)
+	j.failed = fmt.Errorf("write journal %s: %w", j.path, err)
+	if terr := j.f.Truncate(j.size); terr == nil {
+		_, _ = j.f.Seek(j.size, io.SeekStart)
+	}
+	return j.failed
+}
+
+// Err returns the write error that failed the journal, or nil.
+func (j *Journal) Err() error { return j.failedErr() }
 
 // Close flushes queued appends and closes the file.
 func (j *Journal) Close() error {
