@@ -59,6 +59,7 @@ type Family struct {
 var families = []Family{
 	{Name: "openai_chat", Backend: BackendAzure}, // SkillOpt's default family is Azure OpenAI
 	{Name: "azure_openai", Backend: BackendAzure},
+	{Name: "openai_compatible", Backend: BackendOpenAI}, // New accepts both names; the wire carries openai
 	{Name: "qwen_chat", Backend: BackendOpenAI},
 	{Name: "minimax_chat", Backend: BackendOpenAI},
 	{Name: "claude_chat", Backend: BackendAnthropic},

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/config"
@@ -17,8 +19,12 @@ import (
 )
 
 // FromConfig builds the trainer's settings from a loaded config. runID and
-// runDir name the run; the initial skill is read from env.skill_init.
+// runDir name the run; the initial skill is read from env.skill_init. A
+// client family no backend implements is refused (backends.CheckConfig).
 func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
+	if err := backends.CheckConfig(c); err != nil {
+		return Settings{}, err
+	}
 	// A file is read verbatim; a skill package directory as its bundle.
 	initText, err := skillpkg.ReadInit(c.Env.SkillInit, skillpkg.Limits{})
 	if err != nil {
@@ -155,12 +161,13 @@ func roleSpec(c *config.Config, role string) *pb.ModelSpec {
 		}
 	case "exec":
 		// SkillOpt's harness families name the agent and its binary.
-		agent, bin := "", ""
-		switch r.Backend {
-		case "codex_exec":
-			agent, bin = "codex", c.Model.CodexExecPath
-		case "claude_code_exec":
-			agent, bin = "claude", c.Model.ClaudeCodeExecPath
+		f, _ := backends.LookupFamily(r.Backend)
+		agent, bin := f.Agent, ""
+		switch agent {
+		case exec.AgentCodex:
+			bin = c.Model.CodexExecPath
+		case exec.AgentClaude:
+			bin = c.Model.ClaudeCodeExecPath
 		}
 		if _, set := spec.Options["agent"]; !set && agent != "" {
 			spec.Options["agent"] = agent
@@ -187,22 +194,14 @@ func optionString(v any) string {
 	return fmt.Sprint(v)
 }
 
-// BackendName maps a config client family to a backend implementation.
+// BackendName maps a config client family to the backend implementation
+// serving it (backends' family table); an unknown family maps to itself
+// (backends.CheckConfig refuses it at load).
 func BackendName(family string) string {
-	switch family {
-	case "openai_chat", "azure_openai", "azure":
-		return "azure"
-	case "openai_compatible", "openai", "qwen_chat", "minimax_chat":
-		return "openai"
-	case "claude_chat", "anthropic", "claude":
-		return "anthropic"
-	case "codex_exec", "claude_code_exec", "cursor_exec", "copilot_exec", "exec":
-		return "exec"
-	case "sim":
-		return "sim"
-	default:
-		return family
+	if f, ok := backends.LookupFamily(family); ok {
+		return f.Backend
 	}
+	return family
 }
 
 func firstNonEmpty(a, b string) string {
