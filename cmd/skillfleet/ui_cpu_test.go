@@ -31,8 +31,8 @@ import (
 // profile also gives the share of samples on the dashboard's goroutines
 // (pprof label skillfleet=dashboard: its HTTP server, pollers and the
 // progress.json writer), which does not depend on how the two processes
-// happened to be scheduled. The check is on the mean of both over the
-// rounds.
+// happened to be scheduled. The check is on the mean of C − A over the
+// rounds: at most 5% of A.
 //
 // It takes minutes and wants a quiet machine, so it runs only with
 // SKILLFLEET_UI_CPU=1; SKILLFLEET_UI_CPU_ROUNDS sets the rounds (default 3).
@@ -117,8 +117,12 @@ func TestUICPUOverhead(t *testing.T) {
 	md, sd := meanSD(diffs)
 	ms, ss := meanSD(shares)
 	t.Logf("over %d rounds: C−A (process CPU) %+.1f%% ± %.1f; dashboard share of C's profile %.1f%% ± %.1f", rounds, md, sd, ms, ss)
-	if ms > 5 {
-		t.Errorf("the dashboard took %.1f%% of the coordinator's CPU on average, more than 5%%", ms)
+	// The target is on what the process pays; the profile share says how
+	// much of it is the dashboard's own goroutines (the rest: garbage
+	// collection its allocations bring on, and samples the profiler
+	// misses).
+	if md > 5 {
+		t.Errorf("with the dashboard the coordinator used %.1f%% more CPU on average, more than 5%% (dashboard goroutines: %.1f%% of its profile)", md, ms)
 	}
 }
 
