@@ -11,9 +11,9 @@ import (
 // SpreadsheetBench's world: a Data sheet of registers and their figures,
 // one test case per item (N_<id>_input.xlsx and N_<id>_answer.xlsx under
 // spreadsheet/<id>/). Cell-level items ask for one register's figure in
-// D2, with unit, rounding and reading rules the comparison sees; sheet-level
-// items ask for a total row, whose cell is a rule of its own: directly below
-// the data, no blank row between.
+// D2 (answer_sheet Data), with unit, rounding and reading rules the
+// comparison sees; sheet-level items ask for a total row, whose cell is a
+// rule of its own: directly below the data, no blank row between.
 var spreadsheetRules = []string{
 	"units_km", "off_by_one", "doubled", "times_ten", "rounding_tens", "digits_reversed",
 	"truncated", "negative_sign", "approx_prefix",
@@ -45,6 +45,7 @@ type spreadsheetItem struct {
 	Instruction     string `json:"instruction"`
 	InstructionType string `json:"instruction_type"`
 	AnswerPosition  string `json:"answer_position"`
+	AnswerSheet     string `json:"answer_sheet,omitempty"`
 	SpreadsheetPath string `json:"spreadsheet_path"`
 }
 
@@ -84,7 +85,7 @@ func writeSpreadsheet(dir string, size Size, seed int64) (*Manifest, error) {
 				it.Instruction += fmt.Sprintf(SpreadsheetConcern, ru.Cue)
 			}
 			it.InstructionType = "Cell-Level Manipulation"
-			it.AnswerPosition = "D2"
+			it.AnswerPosition, it.AnswerSheet = "D2", "Data"
 			gold["D2"] = values[asked]
 		}
 		base := filepath.Join(dir, "spreadsheet", id)
@@ -109,7 +110,7 @@ func writeSpreadsheet(dir string, size Size, seed int64) (*Manifest, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Manifest{Counts: counts, ItemFields: []string{"id", "instruction", "instruction_type", "answer_position", "spreadsheet_path"},
+	return &Manifest{Counts: counts, ItemFields: []string{"id", "instruction", "instruction_type", "answer_position", "answer_sheet", "spreadsheet_path"},
 		Rules: active, SeedSkill: seedFile,
 		Notes: "A synthetic world (a test double), not real benchmark data. Test cases are under spreadsheet/<id>/ in this directory."}, nil
 }
