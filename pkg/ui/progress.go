@@ -76,7 +76,6 @@ type ProgressFile struct {
 	started time.Time
 	lastErr error
 
-	kick chan struct{}
 	done chan struct{}
 	once sync.Once
 	wg   sync.WaitGroup
@@ -89,7 +88,7 @@ func NewProgressFile(dir string, interval time.Duration) *ProgressFile {
 		interval = 3 * time.Second
 	}
 	f := &ProgressFile{path: filepath.Join(dir, ProgressFileName), interval: interval, started: time.Now(),
-		kick: make(chan struct{}, 1), done: make(chan struct{})}
+		done: make(chan struct{})}
 	f.wg.Add(1)
 	labelled(func() { go f.loop() })
 	return f
@@ -104,7 +103,9 @@ func (f *ProgressFile) SetSpend(fn func() any) {
 	f.spend = fn
 }
 
-// Update records the latest progress. It never blocks on the disk.
+// Update records the latest progress. It never blocks on the disk, and
+// wakes nothing: the writer picks the latest state up on its next tick
+// (Update runs once per finished task).
 func (f *ProgressFile) Update(p Progress) {
 	f.mu.Lock()
 	if p.Stage != f.cur.Stage || p.Total != f.cur.Total || p.Done < f.cur.Done || f.cur.StageStart.IsZero() {
@@ -114,10 +115,6 @@ func (f *ProgressFile) Update(p Progress) {
 	}
 	f.cur, f.dirty = p, true
 	f.mu.Unlock()
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
 }
 
 // Err is the last error writing the file (nil if the last write worked).
@@ -145,8 +142,6 @@ func (f *ProgressFile) loop() {
 			return
 		case <-t.C:
 			f.flush()
-		case <-f.kick:
-			// Wait for the ticker: bursts of updates coalesce.
 		}
 	}
 }
