@@ -1,0 +1,14 @@
+package coordinator_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when one leaves a goroutine running
+// once every test has ended: the hub, the trainer, the embedded NATS
+// server and the in-process workers must all be stopped by their tests.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
