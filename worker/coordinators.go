@@ -232,13 +232,6 @@ func (c *coordinators) reap(now time.Time) {
 	}
 }
 
-// open reports how many coordinator connections are open.
-func (c *coordinators) open() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.conns)
-}
-
 func (c *coordinators) close() {
 	c.mu.Lock()
 	conns := c.conns

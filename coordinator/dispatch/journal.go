@@ -57,11 +57,7 @@ func OpenJournal(path string, noSync bool) (*Journal, []*pb.Result, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("open journal: %w", err)
 	}
-	results, good, err := readJournal(f)
-	if err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("read journal %s: %w", path, err)
-	}
+	results, good := readJournal(f)
 	if err := f.Truncate(good); err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("truncate journal: %w", err)
@@ -75,7 +71,9 @@ func OpenJournal(path string, noSync bool) (*Journal, []*pb.Result, error) {
 	return j, results, nil
 }
 
-func readJournal(f *os.File) ([]*pb.Result, int64, error) {
+// readJournal reads the good records from the start; it stops at the first
+// torn or corrupt one and returns the records and the length they span.
+func readJournal(f *os.File) ([]*pb.Result, int64) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	var (
 		out  []*pb.Result
@@ -84,23 +82,23 @@ func readJournal(f *os.File) ([]*pb.Result, int64, error) {
 	)
 	for {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			return out, good, nil // clean end or torn header
+			return out, good // clean end or torn header
 		}
 		n := binary.BigEndian.Uint32(hdr[:4])
 		sum := binary.BigEndian.Uint32(hdr[4:])
 		if n > 256<<20 {
-			return out, good, nil
+			return out, good
 		}
 		data := make([]byte, n)
 		if _, err := io.ReadFull(r, data); err != nil {
-			return out, good, nil
+			return out, good
 		}
 		if crc32.Checksum(data, castagnoli) != sum {
-			return out, good, nil
+			return out, good
 		}
 		res := &pb.Result{}
 		if err := proto.Unmarshal(data, res); err != nil {
-			return out, good, nil
+			return out, good
 		}
 		out = append(out, res)
 		good += int64(8 + n)
