@@ -103,11 +103,25 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, ba
 	for _, k := range tt {
 		fmt.Fprintf(stdout, "%-24s", k)
 		for _, r := range res {
-			ts := r.ByType[k]
-			fmt.Fprintf(stdout, " %12s", fmt.Sprintf("%.3f (%d)", ts.Hard, ts.Total))
+			fmt.Fprintf(stdout, " %12s", evalCell(r.ByType[k]))
 		}
 		fmt.Fprintln(stdout)
 	}
 	fmt.Fprintf(stdout, "\nwritten: %s\n", filepath.Join(runDir, "eval_summary.json"))
 	return nil
+}
+
+// evalCell is one cell of the eval table: the hard accuracy over the
+// scored items and how many there were; items that could not be scored
+// (infrastructure failures) show as scored/total, and a row with none
+// scored has no accuracy at all rather than 0.
+func evalCell(ts coordinator.TypeScore) string {
+	switch {
+	case ts.Scored == 0 && ts.Total > 0:
+		return fmt.Sprintf("- (0/%d)", ts.Total)
+	case ts.Scored < ts.Total:
+		return fmt.Sprintf("%.3f (%d/%d)", ts.Hard, ts.Scored, ts.Total)
+	default:
+		return fmt.Sprintf("%.3f (%d)", ts.Hard, ts.Total)
+	}
 }
