@@ -360,3 +360,86 @@ func TestDataCheckFields(t *testing.T) {
 		})
 	}
 }
+
+// TestSynthCampaignTrainsEveryWorld runs configs/synth/campaign.yaml's
+// cells as one campaign (each cell's world written to a temporary
+// directory, the household games served on loopback), then reads every
+// cell's gain from campaign.json and checks that `skillfleet report`
+// lists every cell.
+func TestSynthCampaignTrainsEveryWorld(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains eight worlds as a campaign")
+	}
+	needSpreadsheetSandbox(t)
+	t.Parallel()
+	spec, err := campaign.Load(filepath.Join(repoRoot(t), "configs", "synth", "campaign.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, err := spec.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	var y strings.Builder
+	fmt.Fprintf(&y, "name: synth-test\nmax_active_runs: %d\n", spec.MaxActiveRuns)
+	if spec.NoSkill != nil {
+		fmt.Fprintf(&y, "no_skill: %v\n", *spec.NoSkill)
+	}
+	y.WriteString("cells:\n")
+	for _, c := range cells {
+		cfg := spec.ConfigPath(c.Config)
+		world := strings.TrimSuffix(filepath.Base(cfg), ".yaml")
+		dir := filepath.Join(root, world)
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"data", "synth", "--bench", world, "--out", dir, "--seed", "1"}, &stdout, &stderr); code != exitOK {
+			t.Fatalf("data synth --bench %s: exit %d: %s", world, code, stderr.String())
+		}
+		set := fmt.Sprintf("{env.split_dir: %q, env.skill_init: %q", dir, filepath.Join(dir, "seed_skill.md"))
+		if world == "textgame" || world == "alfworld" {
+			addr, err := serveGames(t, filepath.Join(dir, synth.LayoutFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			set += fmt.Sprintf(", env.env_server: %q", addr)
+		}
+		fmt.Fprintf(&y, "  - name: %s\n    config: %s\n    set: %s}\n", c.Name, cfg, set)
+	}
+	file := filepath.Join(root, "campaign.yaml")
+	if err := os.WriteFile(file, []byte(y.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "campaign")
+	start, cpu0 := time.Now(), cpuTime()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"campaign", "--config", file, "--out", out}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("campaign: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("campaign of %d worlds in %s, %.1f CPU-s (load average %s)", len(cells), time.Since(start).Round(time.Millisecond), (cpuTime() - cpu0).Seconds(), loadAverage())
+	var st campaign.File
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(out, "campaign.json"))), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Cells) != len(cells) {
+		t.Fatalf("campaign.json has %d cells, want %d", len(st.Cells), len(cells))
+	}
+	for _, c := range st.Cells {
+		if c.State != "done" || c.SeedSkill == nil || c.Best == nil {
+			t.Errorf("cell %s: state %s, scores %v/%v, error %q", c.Name, c.State, c.SeedSkill, c.Best, c.Error)
+			continue
+		}
+		t.Logf("cell %s: test %.3f -> %.3f", c.Name, *c.SeedSkill, *c.Best)
+		if gain := *c.Best - *c.SeedSkill; gain < 0.3 {
+			t.Errorf("cell %s: gain %.3f < 0.3", c.Name, gain)
+		}
+	}
+	stdout.Reset()
+	if code := run([]string{"report", out}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("report: exit %d: %s", code, stderr.String())
+	}
+	for _, c := range cells {
+		if !strings.Contains(stdout.String(), c.Name) {
+			t.Errorf("report does not list cell %s:\n%s", c.Name, stdout.String())
+		}
+	}
+}
