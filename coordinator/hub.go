@@ -52,6 +52,9 @@ type HubOptions struct {
 	Advertise string
 	// Weight is the run's share of the fleet relative to other runs (default 1).
 	Weight float64
+	// OnFatal, if set, is called once when the result journal fails (a
+	// full disk): no result can be recorded any more, so the run must stop.
+	OnFatal func(error)
 }
 
 // Hub is the coordinator's dispatch side: the task stream, the result
@@ -118,7 +121,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	h.D = dispatch.New(dispatch.Options{
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
-		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow,
+		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow, OnFatal: o.OnFatal,
 	})
 	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
 	h.grpc = grpc.NewServer(o.GRPCServerOptions...)

@@ -327,7 +327,12 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		stopCounters := publishCounters(ctx, shared.Counters(), runID, func() usagepkg.Totals { return tr.Accounting().Total() }, log)
 		defer stopCounters()
 	}
-	sum, err := tr.Run(ctx)
+	runCtx, stopRun := sess.stopOnFatal(ctx, runDir)
+	defer stopRun()
+	sum, err := tr.Run(runCtx)
+	if cause := context.Cause(runCtx); err != nil && cause != nil && ctx.Err() == nil {
+		return fmt.Errorf("run dir %s: %w; the run is checkpointed: free space and re-run the same command to resume", runDir, cause)
+	}
 	if err != nil {
 		return classifyRunError(err, runDir)
 	}
@@ -441,6 +446,54 @@ type session struct {
 	hub     *coordinator.Hub
 	tel     *telemetry.Telemetry
 	cleanup []func()
+	// fatal receives the hub's result-journal failure (a full disk).
+	fatal chan error
+}
+
+// stopOnFatal returns ctx cancelled, with the reason as its cause, when
+// the run can no longer record what it does: the hub's result journal
+// failed, or the run dir's file system (which also holds the embedded
+// NATS store) has less than minFreeBytes left. The trainer's waits all end
+// on ctx, so the run stops with that reason instead of waiting for
+// results or tasks that can no longer be written.
+func (s *session) stopOnFatal(ctx context.Context, runDir string) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			if err := diskSpaceLeft(runDir); err != nil {
+				cancel(err)
+				return
+			}
+			select {
+			case err := <-s.fatal:
+				cancel(fmt.Errorf("result journal: %w", err))
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return ctx, func() { cancel(nil) }
+}
+
+// minFreeBytes is the free space below which a run stops cleanly rather
+// than let the journal, the run dir or the NATS store fail mid-write.
+const minFreeBytes = 1 << 20
+
+// diskSpaceLeft reports a file system nearly full under dir as an error
+// wrapping syscall.ENOSPC (nil where free space cannot be measured).
+func diskSpaceLeft(dir string) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return nil
+	}
+	if free := st.Bavail * uint64(st.Bsize); free < minFreeBytes {
+		return fmt.Errorf("%w (%d KiB free; a run stops below %d KiB)", syscall.ENOSPC, free>>10, minFreeBytes>>10)
+	}
+	return nil
 }
 
 func (s *session) add(f func()) { s.cleanup = append(s.cleanup, f) }
@@ -516,7 +569,14 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", o.grpcAddr, err)
 	}
+	sess.fatal = make(chan error, 1)
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
+		OnFatal: func(err error) {
+			select {
+			case sess.fatal <- err:
+			default:
+			}
+		},
 		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
 		GRPCServerOptions: append(grpcOpts, grpcServerTracing(tel)...), Propagator: tel.Propagator, Meters: tel.Meters,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: o.ackWait},
