@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/pkg/llm"
@@ -319,7 +320,7 @@ func TestConfigFromOptions(t *testing.T) {
 			t.Errorf("ConfigFromOptions(%v) = %v, want an error naming %q", tc.opts, err, tc.err)
 		case tc.err == "":
 			want := exec.Config{Command: []string{"my-agent", "--task", "{task_file}"}, Model: "m", Env: []string{"A", "B"}, Timeout: 2 * time.Minute, KeepWorkDir: true}
-			if diff := cmp.Diff(want, cfg, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Getenv" }, cmp.Ignore())); diff != "" {
+			if diff := cmp.Diff(want, cfg, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Getenv" }, cmp.Ignore()), cmpopts.IgnoreUnexported(exec.SandboxConfig{})); diff != "" {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
 		}

@@ -236,12 +236,19 @@ func (t *Trainer) reflectAndMerge(ctx context.Context, g int, current string, ba
 			brs[i], errs[i] = t.startReflect(ctx, g, current, b)
 		}()
 	}
-	var mu sync.Mutex
+	// last is when the last analyst landed; each feed sets it as it ends,
+	// and it is read only after both feeds have ended (feeds, below).
+	var (
+		mu    sync.Mutex
+		last  time.Time
+		feeds sync.WaitGroup
+	)
 	feed := func(side string, s *pseq) {
+		defer feeds.Done()
 		defer func() {
 			mu.Lock()
-			if now := t.now(); now.After(reflected) {
-				reflected = now
+			if now := t.now(); now.After(last) {
+				last = now
 			}
 			mu.Unlock()
 		}()
@@ -269,6 +276,7 @@ func (t *Trainer) reflectAndMerge(ctx context.Context, g int, current string, ba
 		s.end(nil)
 	}
 	fail, succ := newPseq(), newPseq()
+	feeds.Add(2)
 	go feed(prompts.AnalystFailure, fail)
 	go feed(prompts.AnalystSuccess, succ)
 	err = parallel(
@@ -289,7 +297,8 @@ func (t *Trainer) reflectAndMerge(ctx context.Context, g int, current string, ba
 		br.collect()
 		outs[i] = br.o
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return outs, failMerged, succMerged, reflected, nil
+	// Both trees consumed their sequence to its end, so both feeds are
+	// past their last analyst.
+	feeds.Wait()
+	return outs, failMerged, succMerged, last, nil
 }

@@ -12,9 +12,10 @@ import (
 
 // gated runs a task only when its id's channel is closed, counting runs.
 type gated struct {
-	mu    sync.Mutex
-	gates map[string]chan struct{}
-	runs  atomic.Int32
+	mu      sync.Mutex
+	gates   map[string]chan struct{}
+	runs    atomic.Int32
+	started []string
 }
 
 func (g *gated) gate(id string) chan struct{} {
@@ -27,6 +28,9 @@ func (g *gated) gate(id string) chan struct{} {
 }
 
 func (g *gated) Handle(ctx context.Context, t *pb.Task) *pb.Result {
+	g.mu.Lock()
+	g.started = append(g.started, t.GetId())
+	g.mu.Unlock()
 	g.runs.Add(1)
 	<-g.gate(t.GetId()) // runs to its end even when cancelled, like a call in flight
 	return &pb.Result{Outcome: pb.Outcome_OUTCOME_OK, Usage: &pb.Usage{Calls: 1}}
@@ -84,36 +88,48 @@ func TestSubmitRunsEachIDOnce(t *testing.T) {
 func TestCancelQueuedAndRunning(t *testing.T) {
 	h := &gated{gates: map[string]chan struct{}{}}
 	d := New(h, 1)
-	futs, _ := d.Submit(t.Context(), task("r/run"), task("r/queued"))
+	futs, _ := d.Submit(t.Context(), task("r/a"), task("r/b"))
 	deadline := time.Now().Add(5 * time.Second)
 	for h.runs.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond) // bounded wait for the first task to start
+		time.Sleep(time.Millisecond) // bounded wait for one task to take the slot
+	}
+	// Either task may take the only slot first; the other stays queued.
+	h.mu.Lock()
+	if len(h.started) != 1 {
+		h.mu.Unlock()
+		t.Fatalf("started %v, want one task running", h.started)
+	}
+	running := h.started[0]
+	h.mu.Unlock()
+	queued := "r/a"
+	if running == "r/a" {
+		queued = "r/b"
 	}
 	lateC := make(chan *pb.Result, 2)
-	d.CancelWith(t.Context(), func(r *pb.Result) { lateC <- r }, "r/run", "r/queued")
+	d.CancelWith(t.Context(), func(r *pb.Result) { lateC <- r }, "r/a", "r/b")
 	for _, f := range futs {
 		if r := wait(t, f); r.GetOutcome() != pb.Outcome_OUTCOME_CANCELLED {
 			t.Fatalf("%s: outcome %v, want cancelled", r.GetTaskId(), r.GetOutcome())
 		}
 	}
-	close(h.gate("r/run"))
+	close(h.gate(running))
 	select {
 	case r := <-lateC:
-		if r.GetTaskId() != "r/run" || r.GetUsage().GetCalls() != 1 {
+		if r.GetTaskId() != running || r.GetUsage().GetCalls() != 1 {
 			t.Errorf("late result %v", r)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the running task's result never reached late")
 	}
-	if _, ok := d.Lookup("r/run"); !ok {
+	if _, ok := d.Lookup(running); !ok {
 		t.Error("the finished cancelled task's result was not recorded")
 	}
-	close(h.gate("r/queued"))
+	close(h.gate(queued))
 	time.Sleep(20 * time.Millisecond) // give a wrongly started task time to show
 	if n := h.runs.Load(); n != 1 {
 		t.Errorf("handler ran %d times, want 1 (the queued task was cancelled)", n)
 	}
-	if _, ok := d.Lookup("r/queued"); ok {
+	if _, ok := d.Lookup(queued); ok {
 		t.Error("a task cancelled in the queue has a result")
 	}
 }
