@@ -257,12 +257,13 @@ func TestCampaignKilledThreeTimesResumes(t *testing.T) {
 	cells := sixCells()[:4]
 	spec := writeCampaign(t, cells, 2)
 	out := filepath.Join(t.TempDir(), "camp")
-	// Kill just after the first cell started, ten seconds in, and three
-	// seconds after the re-run's first cell started.
+	// Kill 0.7 s after the first cell started, 0.2 s after the first re-run's
+	// first cell line, and 0.6 s after the second re-run's. (The campaign's
+	// 10 s status line is no moment to wait for: four cells end sooner.)
 	for _, kill := range []struct {
 		line  string
 		after time.Duration
-	}{{"cell s1: started", 700 * time.Millisecond}, {"campaign: ", 0}, {"cell ", 3 * time.Second}} {
+	}{{"cell s1: started", 700 * time.Millisecond}, {"cell ", 200 * time.Millisecond}, {"cell ", 600 * time.Millisecond}} {
 		p := startIn(t, repoRoot(t), "campaign", "--config", spec, "--out", out)
 		p.line(t, kill.line, 120*time.Second)
 		time.Sleep(kill.after)
