@@ -443,7 +443,7 @@ func (s *Server) skillFile(w http.ResponseWriter, r *http.Request) {
 	var path string
 	switch which {
 	case "best":
-		path = filepath.Join(t.dir, "best_skill.md")
+		path = bestSkillPath(t.dir)
 	case "current":
 		path = currentSkillPath(t.dir)
 	default:
@@ -464,6 +464,20 @@ func (s *Server) skillFile(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Disposition", "attachment; filename="+strconv.Quote(t.name+"-"+which+"_skill.md"))
 	}
 	_, _ = w.Write(data)
+}
+
+// bestSkillPath is best_skill.md once the run has written it; before
+// that (no step accepted yet) the best skill is the seed,
+// skills/skill_v0000.md.
+func bestSkillPath(dir string) string {
+	p := filepath.Join(dir, "best_skill.md")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if seed := filepath.Join(dir, "skills", "skill_v0000.md"); func() bool { _, err := os.Stat(seed); return err == nil }() {
+		return seed
+	}
+	return p
 }
 
 // currentSkillPath is state.json's current skill, else the newest

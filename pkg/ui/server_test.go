@@ -320,3 +320,30 @@ func TestFleet(t *testing.T) {
 		t.Errorf("fleet without a coordinator: %s", body)
 	}
 }
+
+// Before any step is accepted the run has no best_skill.md: the best skill
+// is then the seed, served (not a 404 the page would count as a failed
+// request).
+func TestBestSkillIsTheSeedUntilOneIsAccepted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "myrun")
+	r := newFakeRun(t, dir, 3)
+	s := serve(t, Options{}, dir)
+	base := "http://" + s.Addr()
+	resp, body := get(t, base+"/run/myrun/skill/best")
+	if resp.StatusCode != 200 || body != r.skill {
+		t.Fatalf("best before any step: %d %q, want 200 and the seed %q", resp.StatusCode, body, r.skill)
+	}
+	r.step()
+	if _, body := get(t, base+"/run/myrun/skill/best"); body != r.skill+r.edit+"\n" {
+		t.Fatalf("best after an accepted step: %q", body)
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "skills")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "best_skill.md")); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := get(t, base+"/run/myrun/skill/best"); resp.StatusCode != 404 {
+		t.Fatalf("no skill at all: %d, want 404", resp.StatusCode)
+	}
+}
