@@ -256,3 +256,29 @@ func (l *Limiter) Take(ctx context.Context, key string, n, ratePerMin, burst int
 	}
 	return time.Duration(us) * time.Microsecond, nil
 }
+
+// Level reads bucket key's level without taking from it: how many tokens
+// a Take could be granted now, between 0 and burst (ratePerMin and burst
+// as in Take; a bucket nobody has drawn from, or that has refilled and
+// expired, is full). It uses the server's clock, as Take does.
+func (l *Limiter) Level(ctx context.Context, key string, ratePerMin, burst int64) (float64, error) {
+	if ratePerMin <= 0 {
+		return 0, fmt.Errorf("limiter level %s: rate %d per minute: want a limited bucket", key, ratePerMin)
+	}
+	if burst <= 0 {
+		burst = ratePerMin
+	}
+	v, err := levelScript.Run(ctx, l.s.rdb, []string{l.s.key(store.KeyLimit, key)}).Int64Slice()
+	if err != nil {
+		return 0, fmt.Errorf("limiter level: %w", err)
+	}
+	if len(v) != 2 {
+		return 0, fmt.Errorf("limiter level: the script returned %d values, want 2", len(v))
+	}
+	now, tat := v[0], v[1]
+	// The bucket owes (tat - now) of refill time; full it tolerates tau.
+	interval := 60e6 / float64(ratePerMin)
+	tau := interval * float64(burst)
+	debt := max(0, float64(tat-now))
+	return min(float64(burst), max(0, (tau-debt)/interval)), nil
+}

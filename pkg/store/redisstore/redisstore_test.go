@@ -302,3 +302,60 @@ func poll(t *testing.T, limit time.Duration, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLimiterLevel: Level reads what Take left in a bucket, on a real
+// redis-server, and changes nothing.
+func TestLimiterLevel(t *testing.T) {
+	t.Parallel()
+	srv := storetest.RedisServer(t)
+	s := newStore(t, redisstore.Options{Addr: srv.Addr(), Prefix: "lvl:"})
+	ctx := t.Context()
+	lim := s.Limiter()
+	level := func(key string, rate, burst int64) float64 {
+		t.Helper()
+		v, err := lim.Level(ctx, key, rate, burst)
+		if err != nil {
+			t.Fatalf("Level(%q): %v", key, err)
+		}
+		return v
+	}
+	if got := level("unused", 60, 0); got != 60 {
+		t.Errorf("Level(unused bucket, 60/min) = %v, want 60 (full)", got)
+	}
+	// 6 a minute refills one token every 10 s; the reads below run within
+	// a few seconds of the takes, so the level moves by less than one.
+	t0 := time.Now()
+	for i := range 4 {
+		if w, err := lim.Take(ctx, "b", 1, 6, 6); err != nil || w != 0 {
+			t.Fatalf("Take %d = %v, %v; want granted", i, w, err)
+		}
+	}
+	for i := range 3 {
+		got := level("b", 6, 6)
+		refill := time.Since(t0).Seconds() / 10
+		if got < 2 || got > 2+refill+1e-6 {
+			t.Errorf("read %d: Level after 4 of 6 taken = %v, want 2 (+%.3f refilled)", i, got, refill)
+		}
+	}
+	if w, err := lim.Take(ctx, "b", 3, 6, 6); err != nil || w == 0 {
+		t.Fatalf("Take(3) with about 2 left = %v, %v; want a wait", w, err)
+	}
+	if w, err := lim.Take(ctx, "b", 2, 6, 6); err != nil || w != 0 {
+		t.Fatalf("Take(2) with about 2 left = %v, %v; want granted", w, err)
+	}
+	if got, refill := level("b", 6, 6), time.Since(t0).Seconds()/10; got > refill+1e-6 {
+		t.Errorf("Level of an emptied bucket = %v, want 0 (+%.3f refilled)", got, refill)
+	}
+	// A larger tokens bucket, drawn by several takes.
+	for _, n := range []int64{1000, 2500, 500} {
+		if w, err := lim.Take(ctx, "tpm", n, 100000, 0); err != nil || w != 0 {
+			t.Fatalf("Take(%d) = %v, %v", n, w, err)
+		}
+	}
+	if got := level("tpm", 100000, 0); got < 96000 || got > 96000+100000*time.Since(t0).Minutes()+1e-6 {
+		t.Errorf("Level after 4000 of 100000 taken = %v, want 96000 plus what refilled", got)
+	}
+	if _, err := lim.Level(ctx, "b", 0, 6); err == nil {
+		t.Error("Level with no rate: no error")
+	}
+}

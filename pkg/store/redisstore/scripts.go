@@ -99,3 +99,13 @@ end
 redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', math.ceil((nxt - now) / 1000) + 1)
 return 0
 `)
+
+// levelScript reads a bucket without changing it. KEYS = bucket. Returns
+// the server time and the bucket's TAT (0 when there is none), both in
+// Unix microseconds, read together.
+var levelScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+return {now, tat}
+`)
