@@ -69,6 +69,15 @@ type Config struct {
 	DrainTimeout time.Duration
 	// TaskTimeout applies when a task carries none (default 10m).
 	TaskTimeout time.Duration
+	// CancelledInFlight bounds the tasks that give their slot back when
+	// the coordinator cancels them while a model call is in flight: the
+	// call still runs to its end in the background (the provider bills
+	// it, so it is reported and accounted), and the slot takes new work
+	// at once. It is a multiple of each pool's slots (default 1: however
+	// many cancellations arrive, a pool of n slots has at most 2n tasks
+	// running, n of them cancelled ones finishing their call). Negative
+	// keeps a cancelled task in its slot until its call ends.
+	CancelledInFlight int
 }
 
 func (c Config) withDefaults() Config {
@@ -96,6 +105,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.TaskTimeout <= 0 {
 		c.TaskTimeout = 10 * time.Minute
+	}
+	if c.CancelledInFlight == 0 {
+		c.CancelledInFlight = 1
 	}
 	return c
 }
@@ -137,6 +149,8 @@ type Worker struct {
 
 	inFlight  atomic.Int32
 	completed atomic.Int64
+	// lingering counts cancelled tasks finishing a call outside a slot.
+	lingering atomic.Int32
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
@@ -290,6 +304,12 @@ const (
 // first class's ready tasks before any of the next — until ctx ends.
 func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int, bell chan struct{}, wg *sync.WaitGroup) {
 	sem := make(chan struct{}, n)
+	// Room for cancelled tasks that gave their slot back (see
+	// Config.CancelledInFlight).
+	var linger chan struct{}
+	if w.cfg.CancelledInFlight > 0 {
+		linger = make(chan struct{}, w.cfg.CancelledInFlight*n)
+	}
 	idle := idleMin
 	for ctx.Err() == nil {
 		// Wait for at least one free slot, then ask for as many tasks as slots are free.
@@ -324,8 +344,9 @@ func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					defer func() { <-sem }()
-					w.process(taskCtx, msg)
+					s := &slot{sem: sem, linger: linger, lingering: &w.lingering}
+					defer s.free()
+					w.process(taskCtx, msg, s)
 				}()
 			}
 		}
@@ -378,8 +399,55 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	}
 }
 
+// slot is the pool slot a task holds. A task the coordinator cancels while
+// its call is in flight moves out of its slot into the pool's linger room,
+// if there is room, so that the slot takes new work while the call ends.
+type slot struct {
+	sem       chan struct{}
+	linger    chan struct{}
+	lingering *atomic.Int32 // the worker's count of tasks in linger rooms
+
+	mu      sync.Mutex
+	freed   bool // the slot was given back
+	lingers bool // the task holds a place in the linger room
+}
+
+// leave gives the slot back for a cancelled task that still runs; false
+// when the linger room is full (the task keeps its slot).
+func (s *slot) leave() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.freed || s.linger == nil {
+		return false
+	}
+	select {
+	case s.linger <- struct{}{}:
+	default:
+		return false
+	}
+	s.lingers, s.freed = true, true
+	s.lingering.Add(1)
+	<-s.sem
+	return true
+}
+
+// free releases whatever the task holds; it runs when the task is done.
+func (s *slot) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lingers {
+		<-s.linger
+		s.lingers = false
+		s.lingering.Add(-1)
+	}
+	if !s.freed {
+		s.freed = true
+		<-s.sem
+	}
+}
+
 // process runs one delivered task to an ack, nak or term.
-func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
+func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	w.inFlight.Add(1)
 	defer w.inFlight.Add(-1)
 	meta, _ := msg.Metadata()
@@ -451,6 +519,16 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg) {
 		delete(w.running, t.GetId())
 		w.mu.Unlock()
 	}()
+	// Cancelled by the coordinator, the task only finishes the call it has
+	// in flight (the meter starts no other): its slot can take new work.
+	if s != nil {
+		stopLeave := context.AfterFunc(tctx, func() {
+			if errors.Is(context.Cause(tctx), errCancelledByCoordinator) && s.leave() {
+				log.Debug("cancelled task gave its slot back while its call ends")
+			}
+		})
+		defer stopLeave()
+	}
 
 	// Heartbeat while the task runs so JetStream does not redeliver it.
 	hbDone := make(chan struct{})
