@@ -49,7 +49,7 @@ func openRedis(ctx context.Context, url, passwordFile string, tlsFiles *tlsconf.
 type redisLog struct{ log *slog.Logger }
 
 func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
-	r.log.DebugContext(ctx, "redis client: "+fmt.Sprintf(format, v...))
+	r.log.DebugContext(ctx, "redis client", "text", fmt.Sprintf(format, v...))
 }
 
 // sharedLimiter is the backends' limiter over the store's buckets: every

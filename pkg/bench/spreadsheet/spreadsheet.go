@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -192,9 +191,6 @@ func New(cfg Config) (*Env, error) {
 	}
 	box := &Sandbox{Python: cmp.Or(cfg.Python, "python3"), Unsafe: cfg.UnsafeNoSandbox, Limits: Limits{
 		Wall: cfg.Timeout(60 * time.Second), CPU: cfg.CPUSeconds, MemoryMB: cfg.MemoryMB, WorkMB: cfg.WorkMB, OutputMB: cfg.MaxOutputMB}}
-	if cfg.UnsafeNoSandbox {
-		box.Logf = func(format string, args ...any) { slog.Warn(fmt.Sprintf(format, args...), "benchmark", Name) }
-	}
 	// No silent fallback: without the isolation the benchmark does not start.
 	if err := box.Ready(); err != nil {
 		return nil, fmt.Errorf("spreadsheet: cannot run generated code safely: %w", err)
