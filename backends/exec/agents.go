@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // Tested versions of the built-in agents. A CLI whose major version is not
@@ -213,3 +215,33 @@ const noKey = "skillfleet-no-key"
 // taskFilePrompt is the prompt of a task too long for one argument: the
 // task is in task.md, which the agent reads with its tools.
 const taskFilePrompt = "Your task is in the file task.md in the current directory. Read it with a shell command (cat task.md), then do what it says."
+
+// writeSkill writes the call's skill at skillFile. A plain skill is one
+// SKILL.md, given a name/description front matter when it has none. A
+// skill package (a skillpkg bundle, as the trainer carries one) is
+// written whole as the skill directory around skillFile: SKILL.md there
+// under skillFile's name, references/ and scripts/ beside it (scripts
+// executable), so the agent finds the files SKILL.md points to where a
+// user's installed skill would have them.
+func (c *Client) writeSkill(skillFile, skill string) error {
+	withFrontMatter := func(text string) string {
+		if strings.HasPrefix(text, "---\n") {
+			return text
+		}
+		return fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n\n%s", c.cfg.SkillName, c.cfg.SkillDescription, text)
+	}
+	if !skillpkg.IsBundle(skill) {
+		return os.WriteFile(skillFile, []byte(withFrontMatter(skill)), 0o644)
+	}
+	p, err := skillpkg.Decode(skill)
+	if err != nil {
+		return fmt.Errorf("skill package in the system message: %w", err)
+	}
+	dir := filepath.Dir(skillFile)
+	// The directory prepare made is empty: Write fills it atomically.
+	if err := skillpkg.Write(p, dir); err != nil {
+		return err
+	}
+	entry := withFrontMatter(p.Entry())
+	return os.WriteFile(skillFile, []byte(entry), 0o644)
+}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http/httptest"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends/sim"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // agentBin returns the installed CLI (scripts/install-agents.sh puts them
@@ -385,4 +387,61 @@ func readAll(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestPackageInstalledAsSkillDirectory: a skill package (a bundle in the
+// system message, as the trainer sends one) reaches the agent as a skill
+// directory: SKILL.md where the single-file skill would be, references/
+// beside it, scripts executable. The agent here is a real shell that lists
+// the skill directory and prints what it finds.
+func TestPackageInstalledAsSkillDirectory(t *testing.T) {
+	t.Parallel()
+	p, err := skillpkg.New(map[string]string{
+		"SKILL.md":              "---\nname: records\ndescription: Records. Read it before you start.\n---\n# Records\nRules live in references/.\n",
+		"references/units.md":   "# Units\n- Report distances in km.\n",
+		"scripts/read_codes.py": "def keep(code):\n    return code.strip()\n",
+	}, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `cd .agents/skills/skillfleet-target && for f in $(find . -type f | sort); do
+  if [ -x "$f" ]; then x=x; else x=-; fi
+  printf '%s %s %s\n' "$f" "$x" "$(cksum < "$f" | cut -d' ' -f1)"
+done`
+	c := exec.New(exec.Config{Command: []string{"sh", "-c", script}, WorkRoot: t.TempDir()})
+	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), "What is 1?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, name := range p.Paths() {
+		text, _ := p.File(name)
+		x := "-"
+		if p.Executable(name) {
+			x = "x"
+		}
+		want += "./" + name + " " + x + " " + cksum(t, text) + "\n"
+	}
+	if got := resp.Content + "\n"; got != want {
+		t.Fatalf("the skill directory holds\n%s\nwant\n%s", got, want)
+	}
+
+	// A bundle that does not decode is an error naming it, not a SKILL.md
+	// full of bundle markers.
+	bad := skillpkg.Encode(p)[:60]
+	if _, err := c.Chat(t.Context(), simRequest(bad, "What is 1?")); err == nil || !strings.Contains(err.Error(), "skill package") {
+		t.Fatalf("a truncated bundle: err %v, want one naming the skill package", err)
+	}
+}
+
+// cksum is POSIX cksum's CRC of text, computed by the real cksum.
+func cksum(t *testing.T, text string) string {
+	t.Helper()
+	cmd := osexec.Command("cksum")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Fields(string(out))[0]
 }

@@ -15,8 +15,14 @@
 //     argv goes to the kernel as is, so task text cannot inject commands;
 //   - the environment holds only PATH, HOME (the work directory), TMPDIR
 //     (inside it) and the variables Config.Env allows;
-//   - the agent runs in its own process group, and the timeout (or the
-//     caller's cancellation) kills the whole group;
+//   - the agent runs in the sandbox by default (sandbox.go: bubblewrap,
+//     its work directory only, the network to its model endpoint only);
+//     where the sandbox cannot be set up the call refuses with one line
+//     naming what is missing, and option sandbox=none (logged) runs it as
+//     a plain process instead;
+//   - the agent runs in its own process group (in the sandbox, its own
+//     PID namespace), and the timeout (or the caller's cancellation)
+//     kills the whole group;
 //   - stdout is the reply (or, with Output "claude-json" or "codex-json",
 //     the result parsed from the CLI's JSON output, with its usage);
 //     a non-zero exit is an *llm.Error of KindServer carrying the tail of
@@ -144,7 +150,8 @@ type Config struct {
 	// stays in task.md and the agent is told to read it (default
 	// DefaultTaskInlineMax, under Linux's 128 KiB limit per argument).
 	TaskInlineMax int
-	// Sandbox runs each call under kernel isolation (see sandbox.go).
+	// Sandbox is each call's kernel isolation (see sandbox.go): on unless
+	// Sandbox.Mode is SandboxNone.
 	Sandbox SandboxConfig
 }
 
@@ -393,6 +400,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	if c.sandboxed() {
 		runErr = c.runSandboxed(ctx, dir, argv, env, stdout, stderr)
 	} else {
+		_ = c.sandboxReady() // logs the opt-out once
 		cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
 		cmd.WaitDelay = 2 * time.Second
@@ -514,10 +522,7 @@ func (c *Client) prepare(dir, skill, task string, req *llm.Request) (taskFile, s
 	if err := os.MkdirAll(filepath.Dir(skillFile), 0o755); err != nil {
 		return "", "", "", err
 	}
-	if !strings.HasPrefix(skill, "---\n") {
-		skill = fmt.Sprintf("---\nname: %s\ndescription: %s\n---\n\n%s", c.cfg.SkillName, c.cfg.SkillDescription, skill)
-	}
-	if err := os.WriteFile(skillFile, []byte(skill), 0o644); err != nil {
+	if err := c.writeSkill(skillFile, skill); err != nil {
 		return "", "", "", err
 	}
 	if err := os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755); err != nil {
