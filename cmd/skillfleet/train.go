@@ -314,7 +314,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		}
 	}
 	tr.SetStopCheck(check)
-	if err := pw.attach(ctx, o.ui, o.prices, runDir, prog, tr, sess.hub, o.registry, log, stderr); err != nil {
+	if err := pw.attach(ctx, o.ui, o.prices, runDir, prog, tr, sess.hub, o.registry, redisLevels(shared), log, stderr); err != nil {
 		return err
 	}
 	if fence != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/ui"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -95,7 +96,7 @@ func (pw *progressWiring) listen(p ui.Progress) {
 // --prices table, else the built-in one) and, with --ui, starts the
 // dashboard on the run dir with the hub's fleet.
 func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, runDir string, prog *coordinator.Progress, tr *coordinator.Trainer,
-	hub *coordinator.Hub, reg store.Registry, log *slog.Logger, stderr io.Writer) error {
+	hub *coordinator.Hub, reg store.Registry, levels bucketLevels, log *slog.Logger, stderr io.Writer) error {
 	prices := pricing.Default()
 	if pricesFile != "" {
 		var err error
@@ -124,7 +125,7 @@ func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, run
 			return out
 		})
 		pw.listeners = append(pw.listeners, pw.file.Update)
-		if _, err := serveUI(ctx, u, []string{runDir}, prices, fleetStatus(hub, reg), log, stderr); err != nil {
+		if _, err := serveUI(ctx, u, []string{runDir}, prices, fleetStatus(hub, reg, levels), log, stderr); err != nil {
 			return err
 		}
 	}
@@ -141,9 +142,24 @@ func (pw *progressWiring) close() {
 	}
 }
 
+// bucketLevels reads the rate buckets shared in Redis (redisstore's
+// Limiter), which the workers cannot tell the levels of.
+type bucketLevels interface {
+	Level(ctx context.Context, key string, ratePerMin, burst int64) (float64, error)
+}
+
+// redisLevels is st's shared buckets, or nil without a shared store.
+func redisLevels(st *redisstore.Store) bucketLevels {
+	if st == nil {
+		return nil
+	}
+	return st.Limiter()
+}
+
 // fleetStatus reports the hub's workers, queues and the shared registry
-// (reg may be nil), as /status does.
-func fleetStatus(hub *coordinator.Hub, reg store.Registry) func(context.Context) (*ui.Fleet, error) {
+// (reg may be nil), as /status does, and the levels of the rate buckets
+// shared in Redis (levels may be nil).
+func fleetStatus(hub *coordinator.Hub, reg store.Registry, levels bucketLevels) func(context.Context) (*ui.Fleet, error) {
 	return func(ctx context.Context) (*ui.Fleet, error) {
 		if hub == nil {
 			return nil, errors.New("no coordinator in this process")
@@ -178,6 +194,9 @@ func fleetStatus(hub *coordinator.Hub, reg store.Registry) func(context.Context)
 			}
 		}
 		f.Limits = headrooms(hub.RPC.Workers(30 * time.Second))
+		if note := sharedLevels(ctx, f.Limits, levels); note != "" {
+			f.Notes = append(f.Notes, note)
+		}
 		if len(f.Limits) == 0 {
 			f.Notes = append(f.Notes, "no worker has reported a rate limit: none is configured (model.*_options rpm, tpm, max_concurrency), or no call has been made yet")
 		}
@@ -207,6 +226,52 @@ func headrooms(workers []rpcserver.WorkerInfo) []ui.Headroom {
 	return out
 }
 
+// sharedLevels fills in the levels of the limits whose buckets are shared
+// in Redis, reading each bucket once however many workers draw from it.
+// The bucket keys are the workers' (backends.Limiter: backend|endpoint|
+// model|rpm or |tpm), with the endpoint as the worker reported it; an
+// endpoint shown without its credentials or query names no bucket, and
+// its levels stay unknown. It returns a note when the store cannot be read.
+func sharedLevels(ctx context.Context, limits []ui.Headroom, levels bucketLevels) string {
+	if levels == nil {
+		return ""
+	}
+	read := map[string]*float64{}
+	var firstErr error
+	level := func(key string, perMin int64) *float64 {
+		if perMin <= 0 {
+			return nil
+		}
+		if v, ok := read[key]; ok {
+			return v
+		}
+		var out *float64
+		if v, err := levels.Level(ctx, key, perMin, perMin); err == nil {
+			out = &v
+		} else if firstErr == nil {
+			firstErr = err
+		}
+		read[key] = out
+		return out
+	}
+	for i := range limits {
+		h := &limits[i]
+		if !h.Shared || strings.ContainsAny(h.Endpoint, "@?#") || h.Endpoint == endpointHidden {
+			continue
+		}
+		key := backends.LimitKey{Backend: h.Backend, Endpoint: h.Endpoint, Model: h.Model}.String()
+		h.RequestsLeft, h.TokensLeft = level(key+"|rpm", h.RPM), level(key+"|tpm", h.TPM)
+		if h.RPM > 0 && h.RequestsLeft == nil || h.TPM > 0 && h.TokensLeft == nil {
+			// Either both levels or none, as for a worker's own buckets.
+			h.RequestsLeft, h.TokensLeft = nil, nil
+		}
+	}
+	if firstErr != nil {
+		return "the rate buckets shared in Redis could not be read: " + firstErr.Error()
+	}
+	return ""
+}
+
 // limiterStatus reports a worker's limiter for its heartbeats.
 func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
 	return func() []*pb.LimitStatus {
@@ -225,13 +290,16 @@ func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
 	}
 }
 
+// endpointHidden stands for an endpoint that cannot be shown safely.
+const endpointHidden = "(endpoint not shown)"
+
 // safeEndpoint is an endpoint address without credentials, query or
 // fragment, fit to show.
 func safeEndpoint(e string) string {
 	u, err := url.Parse(e)
 	if err != nil || (u.Scheme == "" && u.Host == "") {
 		if strings.ContainsAny(e, "@?") {
-			return "(endpoint not shown)"
+			return endpointHidden
 		}
 		return e
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	"github.com/skillfleet/skillfleet/pkg/store/storetest"
 	"github.com/skillfleet/skillfleet/pkg/ui"
 	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
 )
@@ -90,6 +93,129 @@ func TestUIFleetRateLimitHeadroom(t *testing.T) {
 	}
 	row, _ := uitest.Eval[string](b, `Array.prototype.map.call(document.querySelectorAll("#limits tr"), function (tr) { return tr.textContent; }).join(" | ")`)
 	t.Logf("Fleet page: %s", row)
+}
+
+// TestUIFleetSharedRedisBuckets: with --redis, two worker processes draw
+// the target's 300 requests a minute from one bucket in a real
+// redis-server. Neither worker can tell its level, so the coordinator
+// reads it from Redis: the Fleet page shows the shared bucket drawn down
+// (below 150 of 300: a full bucket would mean a wrong key), the same
+// level for both workers, and says that it is shared.
+func TestUIFleetSharedRedisBuckets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Parallel()
+	rs := storetest.RedisServer(t)
+	sim := simServer(t, "--latency", "50ms")
+	root := repoRoot(t)
+	ns := queuetest.Start(t)
+	grpc, addr := freeAddr(t), freeAddr(t)
+	coord := start(t, "coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", filepath.Join(t.TempDir(), "run"),
+		"--nats", ns.URL(), "--grpc-addr", grpc, "--no-fsync", "--log-level", "warn", "--ui", addr, "--redis", rs.URL(),
+		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
+		"--set", "runtime.sim_llm=false", "--set", "runtime.idle_fill=false",
+		"--set", "model.target_base_url="+sim, "--set", "model.optimizer_base_url="+sim,
+		"--set", "model.target_options.rpm=300", "--set", "model.target_options.tpm=2000000")
+	for _, id := range []string{"w-a", "w-b"} {
+		start(t, "worker", "--id", id, "--nats", ns.URL(), "--coordinator", grpc, "--redis", rs.URL(), "--concurrency", "8", "--log-level", "error")
+	}
+	waitHTTP(t, "http://"+addr+"/", coord)
+	var b *uitest.Browser
+	if _, err := exec.LookPath("chromium"); err == nil {
+		b = uitest.New(t)
+		if err := b.Navigate("http://" + addr + "/fleet/"); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		t.Log("chromium not installed: the page itself is not checked")
+	}
+
+	var got map[string]ui.Headroom
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var v ui.FleetView
+		if err := getJSON("http://"+addr+"/fleet/api", &v); err != nil {
+			t.Fatalf("%v\n%s", err, coord.stderr.String())
+		}
+		got = map[string]ui.Headroom{}
+		drawn := 0
+		if v.Live != nil {
+			for _, l := range v.Live.Limits {
+				if l.RPM == 300 {
+					got[l.Worker] = l
+					if l.RequestsLeft != nil && *l.RequestsLeft < 150 {
+						drawn++
+					}
+				}
+			}
+		}
+		if drawn == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Fleet page did not show both workers' shared bucket drawn down within 2 minutes; last fleet view %+v\n%s", v.Live, coord.stderr.String())
+		}
+		time.Sleep(time.Second)
+	}
+	a, bw := got["w-a"], got["w-b"]
+	for _, h := range []ui.Headroom{a, bw} {
+		if !h.Shared || h.TokensLeft == nil || *h.TokensLeft > 2000000 || h.TPM != 2000000 || !strings.HasPrefix(h.Endpoint, sim) {
+			t.Errorf("headroom %+v: want the shared buckets of the sim endpoint %s with both levels", h, sim)
+		}
+	}
+	// One bucket, read once per refresh for both workers.
+	if *a.RequestsLeft != *bw.RequestsLeft || *a.TokensLeft != *bw.TokensLeft {
+		t.Errorf("the workers share one bucket, but the page shows %.1f and %.1f requests, %.0f and %.0f tokens left",
+			*a.RequestsLeft, *bw.RequestsLeft, *a.TokensLeft, *bw.TokensLeft)
+	}
+	t.Logf("fleet: %s at %s: %.0f of %d requests and %.0f of %d tokens left a minute, shared in Redis",
+		a.Model, a.Endpoint, *a.RequestsLeft, a.RPM, *a.TokensLeft, a.TPM)
+	if b == nil {
+		return
+	}
+	if err := b.WaitFor(`Array.prototype.filter.call(document.querySelectorAll("#limits tr"), function (tr) { return /w-[ab]/.test(tr.textContent) && /[0-9]+ of 300 \(shared in Redis\)/.test(tr.textContent); }).length === 2`, 10*time.Second); err != nil {
+		row, _ := uitest.Eval[string](b, `Array.prototype.map.call(document.querySelectorAll("#limits tr"), function (tr) { return tr.textContent; }).join(" | ")`)
+		t.Fatalf("%v; the page's limits: %s", err, row)
+	}
+}
+
+// TestSharedLevelsSkipsHiddenEndpoints: an endpoint shown without its
+// credentials or query names no bucket, so its levels stay unknown rather
+// than read from a key nobody draws from (which would read as full).
+func TestSharedLevelsSkipsHiddenEndpoints(t *testing.T) {
+	rs := storetest.RedisServer(t)
+	st, err := redisstore.New(redisstore.Options{URL: rs.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := t.Context()
+	if _, err := st.Limiter().Take(ctx, "openai|http://127.0.0.1:9/v1|m|rpm", 40, 60, 60); err != nil {
+		t.Fatal(err)
+	}
+	limits := []ui.Headroom{
+		{Worker: "w1", Backend: "openai", Endpoint: "http://127.0.0.1:9/v1", Model: "m", RPM: 60, Shared: true},
+		{Worker: "w2", Backend: "openai", Endpoint: safeEndpoint("claude?token=x"), Model: "m", RPM: 60, Shared: true},
+		{Worker: "w3", Backend: "openai", Endpoint: "http://127.0.0.1:9/v1", Model: "m", RPM: 60, Shared: false},
+	}
+	if note := sharedLevels(ctx, limits, redisLevels(st)); note != "" {
+		t.Fatalf("sharedLevels: note %q", note)
+	}
+	if l := limits[0].RequestsLeft; l == nil || *l < 20 || *l > 30 {
+		t.Errorf("shared bucket with 40 of 60 taken: level %v, want about 20", l)
+	}
+	if limits[1].RequestsLeft != nil || limits[2].RequestsLeft != nil {
+		t.Errorf("hidden endpoint or worker-local bucket read from Redis: %v, %v", limits[1].RequestsLeft, limits[2].RequestsLeft)
+	}
+	// A store that cannot be reached: the levels stay unknown, with a note.
+	rs.Kill()
+	limits[0].RequestsLeft = nil
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if note := sharedLevels(cctx, limits, redisLevels(st)); !strings.Contains(note, "could not be read") || limits[0].RequestsLeft != nil {
+		t.Errorf("store down: note %q, level %v; want a note and no level", note, limits[0].RequestsLeft)
+	}
 }
 
 func getJSON(url string, v any) error {

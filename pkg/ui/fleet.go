@@ -55,8 +55,9 @@ type Headroom struct {
 	Endpoint string `json:"endpoint"`
 	Model    string `json:"model"`
 	// RPM and TPM are the per-minute limits; RequestsLeft and TokensLeft
-	// what may start now (nil when the buckets are shared in Redis and
-	// the worker cannot tell).
+	// what may start now. When Shared, the buckets are in Redis, shared by
+	// every worker using the store: the coordinator reads their levels
+	// from it (nil when it cannot).
 	RPM          int64    `json:"requests_per_min,omitempty"`
 	RequestsLeft *float64 `json:"requests_left,omitempty"`
 	TPM          int64    `json:"tokens_per_min,omitempty"`

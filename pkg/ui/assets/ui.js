@@ -383,12 +383,13 @@
       return [w.id, w.host || "", String(w.in_flight), String(w.concurrency), (w.running || []).length + " tasks"];
     }));
     if (f.registry_error) $("registry").appendChild(el("caption", null, "registry: " + f.registry_error));
-    function left(l, of) {
+    function left(l, of, shared) {
       if (!of) return "no limit";
-      return (l == null ? "? (shared in Redis)" : String(Math.floor(l))) + " of " + of;
+      if (l == null) return "? of " + of + (shared ? " (shared in Redis, not readable here)" : "");
+      return String(Math.floor(l)) + " of " + of + (shared ? " (shared in Redis)" : "");
     }
     table($("limits"), ["worker", "backend", "model", "endpoint", "requests left / min", "tokens left / min", "in flight / cap (max)", "waiting"], (f.limits || []).map(function (h) {
-      return [h.worker, h.backend, h.model, h.endpoint, left(h.requests_left, h.requests_per_min), left(h.tokens_left, h.tokens_per_min),
+      return [h.worker, h.backend, h.model, h.endpoint, left(h.requests_left, h.requests_per_min, h.shared), left(h.tokens_left, h.tokens_per_min, h.shared),
         String(h.in_flight) + (h.max_concurrency ? " / " + h.concurrency_cap + " (" + h.max_concurrency + ")" : " (no cap)"), String(h.waiting)];
     }));
     var fl = clear($("failures"));
