@@ -62,17 +62,17 @@ func New(spec Spec, deps Deps) (llm.Model, error) {
 	}
 	opts := []Option{WithRetry(RetryPolicy{
 		MaxRetries: retries, Sleep: deps.Sleep,
-		Base: o.duration("retry_base", 0), Cap: o.duration("retry_cap", 0), MaxRetryAfter: o.duration("max_retry_after", 0),
+		Base: o.duration("retry_base"), Cap: o.duration("retry_cap"), MaxRetryAfter: o.duration("max_retry_after"),
 	})}
 	if o.oneOf("circuit", "on", "on", "off") == "on" {
 		opts = append(opts, WithCircuit(CircuitPolicy{
-			Threshold: int(o.int("circuit_failures", 0)), Cooldown: o.duration("circuit_cooldown", 0), Now: deps.Now,
+			Threshold: int(o.int("circuit_failures")), Cooldown: o.duration("circuit_cooldown"), Now: deps.Now,
 		}))
 	}
 	lim := Limits{
-		RequestsPerMin: o.int("rpm", 0), TokensPerMin: o.int("tpm", 0),
-		MaxConcurrency: int(o.int("max_concurrency", 0)), MinConcurrency: int(o.int("min_concurrency", 0)),
-		IncreaseEvery: int(o.int("aimd_increase_every", 0)), DefaultOutputTokens: o.int("default_output_tokens", 0),
+		RequestsPerMin: o.int("rpm"), TokensPerMin: o.int("tpm"),
+		MaxConcurrency: int(o.int("max_concurrency")), MinConcurrency: int(o.int("min_concurrency")),
+		IncreaseEvery: int(o.int("aimd_increase_every")), DefaultOutputTokens: o.int("default_output_tokens"),
 	}
 	if lim.RequestsPerMin > 0 || lim.TokensPerMin > 0 || lim.MaxConcurrency > 0 {
 		l := deps.Limiter

@@ -279,7 +279,7 @@ func deadlinePolicy(o *options, ceiling time.Duration) DeadlinePolicy {
 			p.Multiplier = f
 		}
 	}
-	p.MinSamples = int(o.int("stall_min_samples", 0))
-	p.Floor = o.duration("stall_floor", 0)
+	p.MinSamples = int(o.int("stall_min_samples"))
+	p.Floor = o.duration("stall_floor")
 	return p
 }

@@ -166,8 +166,8 @@ func buildAzure(spec Spec, deps Deps, getenv func(string) string, o *options) (l
 func buildAnthropic(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	c := anthropic.New(anthropic.Config{
 		BaseURL: spec.BaseURL, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultAnthropicKeyEnv)), Version: o.str("anthropic_version", ""),
-		DefaultMaxTokens: int(o.int("default_max_tokens", 0)), CacheSystem: o.bool("cache_system", false),
-		CacheTTL: o.oneOf("cache_ttl", "", "", "5m", "1h"), ThinkingBudget: int(o.int("thinking_budget", 0)),
+		DefaultMaxTokens: int(o.int("default_max_tokens")), CacheSystem: o.bool("cache_system", false),
+		CacheTTL: o.oneOf("cache_ttl", "", "", "5m", "1h"), ThinkingBudget: int(o.int("thinking_budget")),
 		Betas: listOr(o, "beta"), HTTPClient: deps.HTTPClient,
 	})
 	return c, c.Endpoint(), nil

@@ -237,7 +237,7 @@ func hedgePolicy(o *options) (HedgePolicy, bool) {
 	if !o.bool("hedge", false) {
 		return HedgePolicy{}, false
 	}
-	p := HedgePolicy{MinSamples: int(o.int("hedge_min_samples", 0))}
+	p := HedgePolicy{MinSamples: int(o.int("hedge_min_samples"))}
 	for key, dst := range map[string]*float64{"hedge_quantile": &p.Quantile, "hedge_multiplier": &p.Multiplier, "hedge_max_extra": &p.MaxExtra} {
 		v := o.str(key, "")
 		if v == "" {

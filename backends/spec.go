@@ -120,15 +120,17 @@ func (o *options) oneOf(key, def string, allowed ...string) string {
 	return def
 }
 
-func (o *options) int(key string, def int64) int64 {
+// int is key's non-negative integer; 0 (the consumer's default) when
+// unset or invalid.
+func (o *options) int(key string) int64 {
 	v := o.str(key, "")
 	if v == "" {
-		return def
+		return 0
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		o.bad(key, "a non-negative integer")
-		return def
+		return 0
 	}
 	return n
 }
@@ -148,15 +150,17 @@ func (o *options) bool(key string, def bool) bool {
 	return def
 }
 
-func (o *options) duration(key string, def time.Duration) time.Duration {
+// duration is key's non-negative duration; 0 (the consumer's default)
+// when unset or invalid.
+func (o *options) duration(key string) time.Duration {
 	v := o.str(key, "")
 	if v == "" {
-		return def
+		return 0
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < 0 {
 		o.bad(key, `a non-negative duration such as "30s"`)
-		return def
+		return 0
 	}
 	return d
 }

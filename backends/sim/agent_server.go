@@ -202,7 +202,7 @@ func (s *Server) agent(api string) http.HandlerFunc {
 		s.logRequest(entry)
 		switch api {
 		case APIResponses:
-			s.responsesReply(w, stream, seq, model, reply, len(conv.Tools))
+			s.responsesReply(w, stream, seq, model, reply)
 		case APIMessages:
 			s.messagesReply(w, stream, seq, model, reply)
 		}
@@ -231,7 +231,8 @@ type LoggedRequest struct {
 	Model string `json:"model"`
 	// Stream is whether the reply was streamed (SSE).
 	Stream bool `json:"stream,omitempty"`
-	// Action is what the reply did: chat, answer, read_skill, read_file.
+	// Action is what the reply did: chat, answer, read_skill, read_file,
+	// list_skill, read_skill_file.
 	Action string `json:"action"`
 	// ToolCalls are the calls the reply asked for ("name args").
 	ToolCalls []string `json:"tool_calls,omitempty"`

@@ -10,8 +10,9 @@ import (
 
 // agentSkill returns a skill stating the rule of every pitfall the
 // question cues, and the gold answer of the question.
-func agentSkill(t *testing.T, q string) (skill, gold string) {
+func agentSkill(t *testing.T) (skill, gold string) {
 	t.Helper()
+	q := question
 	var b strings.Builder
 	b.WriteString("# Records\n")
 	for _, id := range simbench.PitfallsInQuestion(q) {

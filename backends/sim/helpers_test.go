@@ -53,14 +53,14 @@ func decodeReply(t *testing.T, content string, out any) {
 }
 
 // rollout runs one episode of a generated item with m.
-func rollout(t *testing.T, m llm.Model, it simbench.Item, skill string, sample int) *bench.Episode {
+func rollout(t *testing.T, m llm.Model, it simbench.Item, skill string) *bench.Episode {
 	t.Helper()
 	raw, err := json.Marshal(it)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ep, err := simbench.New(simbench.Config{}).Episode(t.Context(), m, bench.EpisodeRequest{
-		Item: bench.Item{ID: it.ID, TaskType: it.TaskType, Raw: raw}, Skill: skill, Sample: sample, Model: "target",
+		Item: bench.Item{ID: it.ID, TaskType: it.TaskType, Raw: raw}, Skill: skill, Model: "target",
 	})
 	if err != nil {
 		t.Fatalf("Episode(%s): %v", it.ID, err)
@@ -73,7 +73,7 @@ func score(t *testing.T, m llm.Model, items []simbench.Item, skill string) float
 	t.Helper()
 	sum := 0.0
 	for _, it := range items {
-		sum += rollout(t, m, it, skill, 0).Hard
+		sum += rollout(t, m, it, skill).Hard
 	}
 	return sum / float64(len(items))
 }

@@ -36,7 +36,7 @@ func TestMessagesAPIToolLoopWithAnthropicSDK(t *testing.T) {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	c := messagesClient(ts, "test-key")
-	skill, gold := agentSkill(t, question)
+	skill, gold := agentSkill(t)
 
 	first := []anthropic.BetaMessageParam{anthropic.NewBetaUserMessage(anthropic.NewBetaTextBlock(simbench.UserPrompt(question)))}
 	params := func(msgs []anthropic.BetaMessageParam) anthropic.BetaMessageNewParams {
@@ -127,7 +127,7 @@ func TestMessagesAPIToolLoopWithAnthropicSDK(t *testing.T) {
 func TestMessagesAPIPlainAndErrors(t *testing.T) {
 	t.Parallel()
 	_, ts := setupServer(t, ServerOptions{APIKey: "test-key"})
-	skill, _ := agentSkill(t, question)
+	skill, _ := agentSkill(t)
 	p := anthropic.MessageNewParams{
 		Model: "sim-target", MaxTokens: 1024,
 		System:   []anthropic.TextBlockParam{{Text: simbench.SystemPrompt(skill)}},

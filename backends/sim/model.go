@@ -117,9 +117,9 @@ func RequestKind(req *llm.Request) string {
 // last user message and carries the sim benchmark's prompt markers; an
 // optimizer request carries a payload with a kind.
 func classify(req *llm.Request) (kind string, payload json.RawMessage, isTarget bool, err error) {
-	user := lastText(req.Messages, llm.RoleUser)
+	user := lastUserText(req.Messages)
 	if !strings.Contains(user, "```json") {
-		if strings.Contains(user, simbench.AnswerInstruction) || strings.Contains(allText(req.Messages, llm.RoleSystem), simbench.SkillOpen+"\n") {
+		if strings.Contains(user, simbench.AnswerInstruction) || strings.Contains(systemText(req.Messages), simbench.SkillOpen+"\n") {
 			return "", nil, true, nil
 		}
 		return "", nil, false, errors.New("no ```json payload with a \"kind\" found in the last user message, and not a sim benchmark prompt")
@@ -188,19 +188,21 @@ func InputTokens(msgs []llm.Message) int64 {
 	return int64((n + 3) / 4)
 }
 
-func lastText(msgs []llm.Message, role string) string {
+// lastUserText is the text of the last user message.
+func lastUserText(msgs []llm.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == role {
+		if msgs[i].Role == llm.RoleUser {
 			return msgs[i].Text()
 		}
 	}
 	return ""
 }
 
-func allText(msgs []llm.Message, role string) string {
+// systemText joins the texts of the system messages.
+func systemText(msgs []llm.Message) string {
 	var parts []string
 	for _, m := range msgs {
-		if m.Role == role {
+		if m.Role == llm.RoleSystem {
 			parts = append(parts, m.Text())
 		}
 	}
@@ -222,8 +224,8 @@ var targetReasons = []string{
 // are drawn from a generator seeded by the question, the skill's hash, the
 // request seed, the model name and Options.Seed.
 func (m *Model) target(req *llm.Request, seed int64) string {
-	skill, _ := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
-	question := simbench.QuestionOf(lastText(req.Messages, llm.RoleUser))
+	skill, _ := simbench.SkillOf(systemText(req.Messages))
+	question := simbench.QuestionOf(lastUserText(req.Messages))
 	sum := sha256.Sum256([]byte(skill))
 	r := simbench.HashRNG([]byte("target"), []byte(req.Model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
 	reason := targetReasons[r.IntN(len(targetReasons))]

@@ -197,7 +197,7 @@ func responsesOutputItems(seq int64, r *AgentReply) []map[string]any {
 	return items
 }
 
-func (s *Server) responsesReply(w http.ResponseWriter, stream bool, seq int64, model string, r *AgentReply, toolCount int) {
+func (s *Server) responsesReply(w http.ResponseWriter, stream bool, seq int64, model string, r *AgentReply) {
 	u := &responsesUsage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, TotalTokens: r.Usage.InputTokens + r.Usage.OutputTokens}
 	obj := responsesObject{
 		ID: fmt.Sprintf("resp_sim_%d", seq), Object: "response", CreatedAt: created, Status: "completed", Model: model,
@@ -249,12 +249,6 @@ func (s *Server) responsesReply(w http.ResponseWriter, stream bool, seq int64, m
 		done = "response.incomplete"
 	}
 	sse.event(done, map[string]any{"type": done, "response": obj})
-}
-
-// writeResponsesError writes an OpenAI-style error (the Responses API
-// shares the Chat Completions error body).
-func writeResponsesError(w http.ResponseWriter, status int, typ, msg string) {
-	writeError(w, status, typ, "", msg)
 }
 
 // sse writes server-sent events with a sequence number in each.

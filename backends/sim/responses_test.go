@@ -37,7 +37,7 @@ func TestResponsesAPIToolLoopWithOpenAISDK(t *testing.T) {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	c := responsesClient(ts)
-	skill, gold := agentSkill(t, question)
+	skill, gold := agentSkill(t)
 
 	first := []responses.ResponseInputItemUnionParam{
 		responses.ResponseInputItemParamOfMessage(codexSkills, responses.EasyInputMessageRoleDeveloper),
@@ -149,7 +149,7 @@ func TestResponsesAPIPlainRequests(t *testing.T) {
 	t.Parallel()
 	_, ts := setupServer(t, ServerOptions{APIKey: "test-key"})
 	c := responsesClient(ts)
-	skill, gold := agentSkill(t, question)
+	skill, gold := agentSkill(t)
 	r, err := c.Responses.New(t.Context(), responses.ResponseNewParams{
 		Model: "sim-target", Instructions: openai.String(simbench.SystemPrompt(skill)),
 		Input: responses.ResponseNewParamsInputUnion{OfString: openai.String(simbench.UserPrompt(question))},

@@ -39,14 +39,14 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 	if req == nil {
 		return s.base.Chat(ctx, req)
 	}
-	sys := allText(req.Messages, llm.RoleSystem)
+	sys := systemText(req.Messages)
 	if !strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker) {
 		return s.base.Chat(ctx, req)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, &llm.Error{Kind: llm.KindOf(err), Msg: "sim", Err: err}
 	}
-	user := lastText(req.Messages, llm.RoleUser)
+	user := lastUserText(req.Messages)
 	var content string
 	if strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker+" attempt") {
 		content = sleepAttempt(sys, user)

@@ -26,7 +26,7 @@ func TestMiniTraining(t *testing.T) {
 		at := step * p.BatchSize % len(w.Train)
 		var fails []prompts.Trajectory
 		for _, it := range w.Train[at : at+p.BatchSize] {
-			if ep := rollout(t, m, it, skill, 0); ep.Hard < 1 {
+			if ep := rollout(t, m, it, skill); ep.Hard < 1 {
 				fails = append(fails, trajectory(it.ID, ep))
 			}
 		}

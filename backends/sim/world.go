@@ -38,7 +38,7 @@ func addWorld(w world) { worlds = append(worlds, w) }
 // optimizer request (a ```json payload in the last user message) is never
 // a world's.
 func worldOf(req *llm.Request) (world, bool) {
-	if strings.Contains(lastText(req.Messages, llm.RoleUser), "```json") {
+	if strings.Contains(lastUserText(req.Messages), "```json") {
 		return world{}, false
 	}
 	for _, w := range worlds {

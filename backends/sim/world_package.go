@@ -131,7 +131,7 @@ func init() {
 	addWorld(world{
 		name: "package",
 		match: func(req *llm.Request) bool {
-			skill, ok := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
+			skill, ok := simbench.SkillOf(systemText(req.Messages))
 			return ok && skillpkg.IsBundle(skill)
 		},
 		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
@@ -144,8 +144,8 @@ func init() {
 // [Model.target] does under one skill, but each rule counts only where the
 // agent looks for it (see the package world above).
 func (m *Model) packageTarget(req *llm.Request, seed int64) string {
-	bundle, _ := simbench.SkillOf(allText(req.Messages, llm.RoleSystem))
-	question := simbench.QuestionOf(lastText(req.Messages, llm.RoleUser))
+	bundle, _ := simbench.SkillOf(systemText(req.Messages))
+	question := simbench.QuestionOf(lastUserText(req.Messages))
 	p, ok := packageOf(bundle)
 	if !ok {
 		return "The skill package I was given does not decode; I answer without it.\n<answer>unknown</answer>"

@@ -64,7 +64,7 @@ func TestPackageWorldRulesLiveInTheirFiles(t *testing.T) {
 		{"single file, units rule", pkgEntry + "- " + units.Rule + "\n", "units_km", true, ""},
 	} {
 		it := soleItem(t, tc.pitfall)
-		ep := rollout(t, m, it, tc.skill, 0)
+		ep := rollout(t, m, it, tc.skill)
 		if got := ep.Hard >= 1; got != tc.right {
 			t.Errorf("%s: right = %v, want %v (answer %q)", tc.name, got, tc.right, ep.Answer)
 		}
@@ -95,7 +95,7 @@ func TestPackageAnalystRoutesEditsToFiles(t *testing.T) {
 	var trs []prompts.Trajectory
 	items := []simbench.Item{soleItem(t, "units_km"), soleItem(t, "swapped_digits"), soleItem(t, "thousands_sep")}
 	for i, it := range items {
-		ep := rollout(t, m, it, bundle, 0)
+		ep := rollout(t, m, it, bundle)
 		if ep.Hard >= 1 {
 			t.Fatalf("%s is right under the empty package", it.ID)
 		}
@@ -128,7 +128,7 @@ func TestPackageAnalystRoutesEditsToFiles(t *testing.T) {
 		t.Fatalf("edits did not all apply across three files: %+v %+v", s, rows)
 	}
 	for _, it := range items {
-		if ep := rollout(t, m, it, next, 0); ep.Hard < 1 {
+		if ep := rollout(t, m, it, next); ep.Hard < 1 {
 			t.Errorf("%s still wrong after the edits: %q", it.ID, ep.Answer)
 		}
 	}
@@ -153,7 +153,7 @@ func TestPackageRejectedEditNotReproposed(t *testing.T) {
 	m := quiet()
 	bundle := bundleOf(t, map[string]string{"SKILL.md": pkgEntry, "references/README.md": "# References\n"})
 	it := soleItem(t, "units_km")
-	tr := trajectory(it.ID, rollout(t, m, it, bundle, 0))
+	tr := trajectory(it.ID, rollout(t, m, it, bundle))
 	var first prompts.AnalystReply
 	in := prompts.AnalystInput{Skill: bundle, Budget: 4, BatchSize: 1, Trajectories: []prompts.Trajectory{tr}}
 	ask(t, m, prompts.AnalystFailure, prompts.ModePatch, in, &first)
