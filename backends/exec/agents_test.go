@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http/httptest"
 	"os"
@@ -370,7 +371,7 @@ echo '{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}'`)
 		{"", "[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"},
 	} {
 		c := exec.New(exec.Config{Agent: exec.AgentCodex, Bin: bin, Model: "m1", BaseURL: tc.base, APIKeyEnv: "MY_KEY",
-			Getenv: env(map[string]string{"MY_KEY": "sk-secret-1234"})})
+			Getenv: env(map[string]string{"MY_KEY": "sk-secret-1234"}), Sandbox: exec.SandboxConfig{Mode: exec.SandboxNone}}) // copies config.toml to the host
 		if resp, err := c.Chat(t.Context(), req("<skill>\nx\n</skill>", "task")); err != nil || resp.Content != "ok" {
 			t.Fatalf("base %q: %+v, %v", tc.base, resp, err)
 		}
@@ -444,4 +445,94 @@ func cksum(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return strings.Fields(string(out))[0]
+}
+
+// TestRealCodexOpensPackageReference runs the pinned Codex CLI against
+// sim-llm on a skill package: the backend installs it as a skill
+// directory, and the agent, told by SKILL.md that the rules live in
+// references/, lists the directory and opens references/units.md and the
+// helper script with shell reads (sim-llm's request log holds the
+// commands), and answers right only because those files hold the rules.
+// With the rule missing from references/, the answer is wrong and the reply
+// says where the agent looked: the trajectory the optimizer learns from.
+func TestRealCodexOpensPackageReference(t *testing.T) {
+	t.Parallel()
+	s, url := simFor(t, sim.ServerOptions{})
+	c, _ := agentClient(t, exec.AgentCodex, url, nil)
+	_, q, gold := simTask(t)
+	files := map[string]string{
+		"SKILL.md":            "---\nname: records\ndescription: Answer questions about archived records. Read it before you start.\n---\n# Records\n\nRules for each record type live in references/.\n",
+		"references/rules.md": "# Record rules\n",
+	}
+	var reading string
+	for _, id := range simbench.PitfallsInQuestion(q) {
+		p, _ := simbench.Lookup(id)
+		switch p.Category {
+		case "reading":
+			reading = p.Rule
+		default:
+			files["references/"+p.Category+".md"] += "- " + p.Rule + "\n"
+		}
+	}
+	if _, ok := files["references/units.md"]; !ok || reading == "" {
+		t.Fatalf("question %q: want a units pitfall and a reading pitfall", q)
+	}
+	files["scripts/read_codes.py"] = fmt.Sprintf("def keep(code):\n    %q\n    return code.strip()\n", reading)
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := s.RequestLog()
+	if got := simbench.ExtractAnswer(resp.Content); got != gold {
+		t.Fatalf("answer %q (reply %q), want %q; request log %+v", got, resp.Content, gold, log)
+	}
+	var actions []string
+	opened := map[string]bool{}
+	for _, e := range log {
+		actions = append(actions, e.Action)
+		if e.Action == "read_skill_file" {
+			for _, call := range e.ToolCalls {
+				if i := strings.Index(call, "/.agents/skills/skillfleet-target/"); i >= 0 {
+					opened[strings.TrimRight(call[i+len("/.agents/skills/skillfleet-target/"):], `"}`)] = true
+				}
+			}
+		}
+	}
+	t.Logf("actions %v; reply %q", actions, resp.Content)
+	if actions[0] != "read_skill" || actions[1] != "list_skill" || actions[len(actions)-1] != "answer" {
+		t.Fatalf("actions %v, want read_skill, list_skill, the package reads, answer", actions)
+	}
+	for _, f := range []string{"references/units.md", "references/rules.md", "scripts/read_codes.py"} {
+		if !opened[f] {
+			t.Errorf("codex did not open %s of the installed package; opened %v (request log %+v)", f, opened, log)
+		}
+	}
+	if !strings.Contains(resp.Content, "opened references/rules.md, references/units.md") {
+		t.Errorf("reply %q does not name the references opened", resp.Content)
+	}
+
+	// Without the units rule in references/ (it is in SKILL.md instead,
+	// where this world's agent does not trust it) the answer is wrong, and
+	// the reply says the agent looked in references/.
+	delete(files, "references/units.md")
+	for _, id := range simbench.PitfallsInQuestion(q) {
+		if pf, _ := simbench.Lookup(id); pf.Category == "units" {
+			files["SKILL.md"] += "- " + pf.Rule + "\n"
+		}
+	}
+	p, err = skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = c.Chat(t.Context(), simRequest(skillpkg.Encode(p), q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := simbench.ExtractAnswer(resp.Content); got == gold || !strings.Contains(resp.Content, "I looked in references/ for the rule on the route length") {
+		t.Fatalf("without references/units.md: reply %q, want a wrong answer and where the agent looked", resp.Content)
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // Conversation is a request of an agent API (the Responses API, the
@@ -64,8 +65,10 @@ type ToolCall struct {
 type AgentReply struct {
 	Text  string
 	Calls []ToolCall
-	// Action says what the turn does: "answer", "read_skill", "read_file"
-	// or "chat" (a request without tools).
+	// Action says what the turn does: "answer", "read_skill", "read_file",
+	// "list_skill" (list the skill directory's files), "read_skill_file"
+	// (open a file of the skill package) or "chat" (a request without
+	// tools).
 	Action string
 	// Finish is "stop", "tool_calls" or "length".
 	Finish string
@@ -93,12 +96,23 @@ const maxAgentCalls = 6
 //     description asks to be read before starting ("... before you
 //     start", as skillfleet's default description does): with the CLI's skill tool (Skill) when it has
 //     one, else with a shell read of its SKILL.md (Codex lists a path);
+//   - when the SKILL.md it read points into its directory (mentions
+//     "references/" or "scripts/") and it knows where the skill lives, it
+//     lists the skill directory with a shell command (find DIR -type f),
+//     then opens, one shell read each, the references/ files (all of
+//     them when SKILL.md mentions "references/", else those it names)
+//     and the scripts/ files, as the package world's agent does
+//     (world_package.go);
 //   - then it answers as the sim target does ([Model.Chat] on the sim
 //     benchmark prompt) under the skill text it read, so the answer is
 //     right only when the loaded skill carries the rules the question
-//     needs. No skill read means no skill.
+//     needs. No skill read means no skill. When it opened package files,
+//     the skill is the package of the files it read (a skillpkg bundle),
+//     answered by the package world: a rule counts only in the file the
+//     agent opened for it.
 //
-// One tool call per turn, at most maxAgentCalls per task. A request with
+// One tool call per turn, at most maxAgentCalls per task plus one per
+// listed package file (at most maxPackageReads). A request with
 // tools but no readable task fails with KindInvalidRequest naming what it
 // saw, as the sim does for any request it cannot read.
 func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error) {
@@ -111,11 +125,22 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 		seed = *c.Seed
 	}
 	calls := len(st.calls)
-	if calls < maxAgentCalls {
+	if calls < maxAgentCalls+min(len(st.listing), maxPackageReads) {
 		if !st.skillRead {
 			if sk, ok := st.pickSkill(c); ok {
 				if call, ok := openSkillCall(c, sk, calls); ok {
 					return m.toolTurn(c, call, "read_skill", "I'll open the "+sk.name+" skill first."), nil
+				}
+			}
+		}
+		if st.pointsIntoPackage() {
+			if !st.listed {
+				if call, ok := listCall(c, st.skillDir, calls); ok {
+					return m.toolTurn(c, call, "list_skill", "SKILL.md points to files beside it; listing the skill directory."), nil
+				}
+			} else if f := st.nextPackageFile(); f != "" {
+				if call, ok := shellCall(c, path.Join(st.skillDir, f), calls); ok {
+					return m.toolTurn(c, call, "read_skill_file", "Opening "+f+" of the skill."), nil
 				}
 			}
 		}
@@ -138,8 +163,12 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 			"sim: agent request (%d turns, %d tools): no sim benchmark question (a text ending %q) in a user message or tool output, and no unread task file named (last tool output: %q)",
 			len(c.Turns), len(c.Tools), simbench.AnswerInstruction, truncateRunes(last, 200))}
 	}
+	skill := st.skill
+	if b, ok := st.packageBundle(); ok {
+		skill = b
+	}
 	req := &llm.Request{Model: c.Model, Seed: &seed, Messages: []llm.Message{
-		{Role: llm.RoleSystem, Content: simbench.SystemPrompt(st.skill)},
+		{Role: llm.RoleSystem, Content: simbench.SystemPrompt(skill)},
 		{Role: llm.RoleUser, Content: simbench.UserPrompt(st.question)},
 	}}
 	resp, err := m.Chat(ctx, req)
@@ -192,7 +221,21 @@ type agentState struct {
 	filesRead []string
 	// taskFiles are files the user messages point to.
 	taskFiles []string
+
+	// skillDir is the directory of the SKILL.md read ("" = unknown), and
+	// skillEntry that SKILL.md's text as read, front matter included.
+	skillDir, skillEntry string
+	// listed: the skill directory was listed; listing holds its files,
+	// package-relative, in the order listed.
+	listed  bool
+	listing []string
+	// pkgFiles are the package files opened, by package-relative path.
+	pkgFiles map[string]string
 }
+
+// maxPackageReads bounds the package files one task opens (skillpkg's
+// default file bound).
+const maxPackageReads = 32
 
 var (
 	// taskFileRe finds a file the task points to, such as task.md.
@@ -204,7 +247,7 @@ var (
 func readAgentState(c *Conversation) agentState {
 	var st agentState
 	byID := map[string]*ToolCall{}
-	purpose := map[string]string{} // call id -> "skill" or "file:<name>"
+	purpose := map[string]string{} // call id -> "skill", "list", "pkg:<path>" or "file:<name>"
 	lastSkillCall := ""
 	for i := range c.Turns {
 		t := &c.Turns[i]
@@ -217,6 +260,13 @@ func readAgentState(c *Conversation) agentState {
 			case isSkillCall(call):
 				purpose[call.ID] = "skill"
 				lastSkillCall = call.ID
+				if f := readTarget(call); f != "" && st.skillDir == "" {
+					st.skillDir = path.Dir(f)
+				}
+			case st.skillDir != "" && listTarget(call) == st.skillDir:
+				purpose[call.ID] = "list"
+			case st.skillDir != "" && strings.HasPrefix(readTarget(call), st.skillDir+"/"):
+				purpose[call.ID] = "pkg:" + strings.TrimPrefix(readTarget(call), st.skillDir+"/")
 			default:
 				if f := readTarget(call); f != "" {
 					purpose[call.ID] = "file:" + path.Base(f)
@@ -231,7 +281,16 @@ func readAgentState(c *Conversation) agentState {
 				// and sends the skill's text in the next user message.
 				if !strings.HasPrefix(t.Output, "Launching skill:") {
 					st.skill = joinSkill(st.skill, t.Output)
+					st.skillEntry = shellOutput(t.Output)
 				}
+			case p == "list":
+				st.listed = true
+				st.listing = listedFiles(t.Output, st.skillDir)
+			case strings.HasPrefix(p, "pkg:"):
+				if st.pkgFiles == nil {
+					st.pkgFiles = map[string]string{}
+				}
+				st.pkgFiles[strings.TrimPrefix(p, "pkg:")] = shellOutput(t.Output)
 			case strings.HasPrefix(p, "file:"):
 				st.filesRead = append(st.filesRead, strings.TrimPrefix(p, "file:"))
 			}
@@ -244,9 +303,14 @@ func readAgentState(c *Conversation) agentState {
 			if lastSkillCall != "" && i > 0 && c.Turns[i-1].Role == "tool" && c.Turns[i-1].CallID == lastSkillCall && !strings.Contains(t.Text, simbench.AnswerInstruction) {
 				text := t.Text
 				if rest, ok := strings.CutPrefix(text, "Base directory for this skill:"); ok {
-					_, text, _ = strings.Cut(rest, "\n")
+					var dir string
+					dir, text, _ = strings.Cut(rest, "\n")
+					if dir = strings.TrimSpace(dir); path.IsAbs(dir) {
+						st.skillDir = path.Clean(dir)
+					}
 				}
 				st.skill = joinSkill(st.skill, text)
+				st.skillEntry = strings.TrimSpace(text) + "\n"
 				continue
 			}
 			if q, ok := findQuestion(t.Text); ok {
@@ -303,6 +367,76 @@ func findQuestion(text string) (string, bool) {
 		return "", false
 	}
 	return before, true
+}
+
+// shellOutput is the text a shell read printed: Codex puts a header
+// ("Chunk ID: ...", "Output:") before it, which is dropped.
+func shellOutput(out string) string {
+	if strings.HasPrefix(out, "Chunk ID:") {
+		if _, body, ok := strings.Cut(out, "\nOutput:\n"); ok {
+			return body
+		}
+	}
+	return out
+}
+
+// listedFiles reads a listing of dir (one path a line, as find prints it)
+// into package-relative paths: SKILL.md and hidden names are left out.
+func listedFiles(out, dir string) []string {
+	var files []string
+	for _, line := range strings.Split(shellOutput(out), "\n") {
+		rel, ok := strings.CutPrefix(strings.TrimSpace(line), dir+"/")
+		if !ok || rel == skillpkg.EntryFile || skillpkg.CheckPath(rel) != nil || slices.Contains(files, rel) {
+			continue
+		}
+		files = append(files, rel)
+	}
+	return files
+}
+
+// pointsIntoPackage reports whether the SKILL.md read points to files
+// beside it, in a directory the agent knows.
+func (st *agentState) pointsIntoPackage() bool {
+	if !st.skillRead || st.skillDir == "" {
+		return false
+	}
+	return strings.Contains(st.skillEntry, "references/") || strings.Contains(st.skillEntry, "scripts/")
+}
+
+// nextPackageFile returns the listed package file the agent opens next:
+// a references/ file when SKILL.md mentions references/ or names it, a
+// scripts/ file always; "" when it has opened them all.
+func (st *agentState) nextPackageFile() string {
+	pointed := strings.Contains(st.skillEntry, "references/")
+	for _, f := range st.listing {
+		if _, ok := st.pkgFiles[f]; ok {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(f, "references/") && (pointed || strings.Contains(st.skillEntry, f)):
+			return f
+		case strings.HasPrefix(f, "scripts/"):
+			return f
+		}
+	}
+	return ""
+}
+
+// packageBundle is the package of the files the agent read (SKILL.md and
+// the files it opened) as a bundle; false when it opened none.
+func (st *agentState) packageBundle() (string, bool) {
+	if len(st.pkgFiles) == 0 || st.skillEntry == "" {
+		return "", false
+	}
+	files := map[string]string{skillpkg.EntryFile: st.skillEntry}
+	for name, text := range st.pkgFiles {
+		files[name] = text
+	}
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil || p.SingleFile() {
+		return "", false
+	}
+	return skillpkg.Encode(p), true
 }
 
 func (st *agentState) unreadTaskFile() string {
@@ -422,6 +556,38 @@ func readTarget(call ToolCall) string {
 	return ""
 }
 
+// listTarget returns the directory a listing call lists ("" if none): the
+// find command listCall sends.
+func listTarget(call ToolCall) string {
+	var args map[string]any
+	if json.Unmarshal([]byte(call.Args), &args) != nil {
+		return ""
+	}
+	var cmd string
+	switch v := firstOf(args, "cmd", "command").(type) {
+	case string:
+		cmd = v
+	case []any:
+		if len(v) > 0 {
+			cmd, _ = v[len(v)-1].(string)
+		}
+	}
+	dir, ok := strings.CutPrefix(strings.TrimSpace(cmd), "find ")
+	if !ok {
+		return ""
+	}
+	dir, ok = strings.CutSuffix(dir, " -type f")
+	if !ok {
+		return ""
+	}
+	return strings.Trim(strings.TrimSpace(dir), `'"`)
+}
+
+// listCall is a shell command that lists the files under dir.
+func listCall(c *Conversation, dir string, n int) (ToolCall, bool) {
+	return shellCommandCall(c, "find "+shellQuote(dir)+" -type f", "List the skill's files", n)
+}
+
 func firstOf(m map[string]any, keys ...string) any {
 	for _, k := range keys {
 		if v, ok := m[k]; ok {
@@ -445,7 +611,11 @@ func openSkillCall(c *Conversation, sk listedSkill, n int) (ToolCall, bool) {
 
 // shellCall is a shell command (or a file read tool) that prints file.
 func shellCall(c *Conversation, file string, n int) (ToolCall, bool) {
-	cmd := "cat " + shellQuote(file)
+	return shellCommandCall(c, "cat "+shellQuote(file), "Print "+path.Base(file), n)
+}
+
+// shellCommandCall runs cmd with the CLI's shell tool.
+func shellCommandCall(c *Conversation, cmd, description string, n int) (ToolCall, bool) {
 	for _, td := range c.Tools {
 		switch {
 		case td.Name == "exec_command" && schemaHas(td, "cmd"):
@@ -453,7 +623,7 @@ func shellCall(c *Conversation, file string, n int) (ToolCall, bool) {
 		case (td.Name == "shell" || td.Name == "local_shell") && schemaHas(td, "command"):
 			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": []string{"bash", "-lc", cmd}})}, true
 		case (td.Name == "Bash" || td.Name == "shell_command") && schemaHas(td, "command"):
-			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": cmd, "description": "Print " + path.Base(file)})}, true
+			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": cmd, "description": description})}, true
 		}
 	}
 	return ToolCall{}, false
