@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -77,5 +78,46 @@ func BenchmarkLivePoll(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRunRebuild is the view rebuild a decision brings on, per step
+// landing in a live run that has already recorded steps steps: the new
+// step's record and event read, the decisions part (curves, steps table,
+// rejected-edit buffer, spend curve) rebuilt and marshalled, and the live
+// part built and marshalled. "reload" is the same view built from scratch
+// (LoadRun, as a fresh page or a restarted server does), for comparison.
+func BenchmarkRunRebuild(b *testing.B) {
+	for _, steps := range []int{40, 200} {
+		for _, mode := range []string{"step", "reload"} {
+			b.Run(fmt.Sprintf("%s/steps=%d", mode, steps), func(b *testing.B) {
+				dir := b.TempDir()
+				r := newFakeRun(b, dir, steps+b.N)
+				for range steps {
+					r.step()
+				}
+				s := &Server{o: Options{Prices: pricing.Default(), Poll: time.Hour}}
+				s.ctx, s.cancel = context.WithCancel(context.Background())
+				defer s.cancel()
+				w := s.runWatch(&target{name: "run", dir: dir})
+				w.refresh()
+				b.ReportAllocs()
+				b.ResetTimer()
+				for range b.N {
+					if mode == "reload" {
+						if _, err := LoadRun(dir, pricing.Default()); err != nil {
+							b.Fatal(err)
+						}
+						continue
+					}
+					b.StopTimer()
+					r.step()
+					b.StartTimer()
+					if !w.refresh() {
+						b.Fatal("a poll after a step landed found nothing")
+					}
+				}
+			})
+		}
 	}
 }
