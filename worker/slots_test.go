@@ -23,6 +23,8 @@ import (
 type recorder struct {
 	pb.UnimplementedCoordinatorServer
 	results chan *pb.Result
+	// hold, when set, is waited on before a result is acked.
+	hold chan struct{}
 }
 
 func (r *recorder) Register(context.Context, *pb.RegisterRequest) (*pb.RegisterResponse, error) {
@@ -40,6 +42,9 @@ func (r *recorder) Report(s grpc.BidiStreamingServer[pb.Result, pb.ReportAck]) e
 			return nil
 		}
 		r.results <- res
+		if r.hold != nil {
+			<-r.hold
+		}
 		if err := s.Send(&pb.ReportAck{TaskId: res.GetTaskId(), Status: pb.ReportAck_STATUS_RECORDED}); err != nil {
 			return nil
 		}
@@ -75,6 +80,7 @@ type slotBundle struct {
 	pub     func(ids ...string)
 	cancel  func(id string)
 	model   *gatedModel
+	rec     *recorder
 	started chan string
 	ended   chan string
 	results chan *pb.Result
@@ -98,7 +104,7 @@ func (b *slotBundle) cancelled(t *testing.T, id string) {
 	}
 }
 
-func setupSlots(t *testing.T, cancelledInFlight int) *slotBundle {
+func setupSlots(t *testing.T, cancelledInFlight int, hold chan struct{}) *slotBundle {
 	t.Helper()
 	ctx := t.Context()
 	srv := queuetest.Start(t)
@@ -122,7 +128,7 @@ func setupSlots(t *testing.T, cancelledInFlight int) *slotBundle {
 		t.Fatal(err)
 	}
 
-	rec := &recorder{results: make(chan *pb.Result, 16)}
+	rec := &recorder{results: make(chan *pb.Result, 16), hold: hold}
 	gs := grpc.NewServer()
 	pb.RegisterCoordinatorServer(gs, rec)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -135,7 +141,7 @@ func setupSlots(t *testing.T, cancelledInFlight int) *slotBundle {
 		t.Fatal(err)
 	}
 
-	b := &slotBundle{js: js, model: &gatedModel{gates: map[string]chan struct{}{}},
+	b := &slotBundle{js: js, rec: rec, model: &gatedModel{gates: map[string]chan struct{}{}},
 		started: make(chan string, 16), ended: make(chan string, 16), results: rec.results, ctxs: map[string]context.Context{}}
 	h := HandlerFunc(func(ctx context.Context, tk *pb.Task) *pb.Result {
 		n := b.running.Add(1)
@@ -220,7 +226,7 @@ func (b *slotBundle) open(id string) { close(b.model.gate(id)) }
 // its slot and the third task waits for its call: never more than two
 // tasks run.
 func TestCancelledTaskGivesItsSlotBack(t *testing.T) {
-	b := setupSlots(t, 1)
+	b := setupSlots(t, 1, nil)
 	b.pub("a", "b", "c")
 	if id := next(t, b.started, "start"); id != "a" {
 		t.Fatalf("first task started = %s, want a", id)
@@ -273,7 +279,7 @@ func TestCancelledTaskGivesItsSlotBack(t *testing.T) {
 // TestCancelledTaskKeepsItsSlotWhenLingerIsOff: with CancelledInFlight < 0
 // the next task starts only after the cancelled task's call ended.
 func TestCancelledTaskKeepsItsSlotWhenLingerIsOff(t *testing.T) {
-	b := setupSlots(t, -1)
+	b := setupSlots(t, -1, nil)
 	b.pub("a", "b")
 	if id := next(t, b.started, "start"); id != "a" {
 		t.Fatalf("first task started = %s, want a", id)
@@ -300,5 +306,33 @@ func TestCancelledTaskKeepsItsSlotWhenLingerIsOff(t *testing.T) {
 	}
 	if !got["a"] || !got["b"] {
 		t.Fatalf("results for %v, want a and b", got)
+	}
+}
+
+// TestFinishedTaskReportsOutsideItsSlot: a task whose model work is done
+// waits for its coordinator's ack outside its slot, so the next task
+// starts without waiting for the round trip.
+func TestFinishedTaskReportsOutsideItsSlot(t *testing.T) {
+	hold := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(hold) }) }
+	b := setupSlots(t, 1, hold)
+	t.Cleanup(release) // registered after the bundle's cleanup, so it runs first
+	b.pub("a", "b")
+	if id := next(t, b.started, "start"); id != "a" {
+		t.Fatalf("first task started = %s, want a", id)
+	}
+	b.open("a")
+	if res := next(t, b.results, "a's result"); res.GetTaskId() != "a" {
+		t.Fatalf("reported %s, want a", res.GetTaskId())
+	}
+	// The coordinator has not acked a's result yet.
+	if id := next(t, b.started, "start of b while a's report waits"); id != "b" {
+		t.Fatalf("started %s, want b", id)
+	}
+	b.open("b")
+	release()
+	if res := next(t, b.results, "b's result"); res.GetTaskId() != "b" {
+		t.Fatalf("reported %s, want b", res.GetTaskId())
 	}
 }

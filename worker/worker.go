@@ -149,8 +149,6 @@ type Worker struct {
 
 	inFlight  atomic.Int32
 	completed atomic.Int64
-	// lingering counts cancelled tasks finishing a call outside a slot.
-	lingering atomic.Int32
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
@@ -305,11 +303,13 @@ const (
 func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int, bell chan struct{}, wg *sync.WaitGroup) {
 	sem := make(chan struct{}, n)
 	// Room for cancelled tasks that gave their slot back (see
-	// Config.CancelledInFlight).
+	// Config.CancelledInFlight), and for finished tasks waiting for their
+	// coordinator to take the result: neither uses the model any more.
 	var linger chan struct{}
 	if w.cfg.CancelledInFlight > 0 {
 		linger = make(chan struct{}, w.cfg.CancelledInFlight*n)
 	}
+	reporting := make(chan struct{}, n)
 	idle := idleMin
 	for ctx.Err() == nil {
 		// Wait for at least one free slot, then ask for as many tasks as slots are free.
@@ -344,7 +344,7 @@ func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					s := &slot{sem: sem, linger: linger, lingering: &w.lingering}
+					s := &slot{sem: sem, linger: linger, reporting: reporting}
 					defer s.free()
 					w.process(taskCtx, msg, s)
 				}()
@@ -399,34 +399,42 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	}
 }
 
-// slot is the pool slot a task holds. A task the coordinator cancels while
-// its call is in flight moves out of its slot into the pool's linger room,
-// if there is room, so that the slot takes new work while the call ends.
+// slot is the pool slot a task holds while it uses the model. A task
+// moves out of its slot into one of the pool's rooms, when the room has a
+// place, so that the slot takes new work at once:
+//
+//   - linger: the coordinator cancelled the task while its call is in
+//     flight; the call runs to its end (it is billed either way).
+//   - reporting: the task's model work is done; its result waits for the
+//     coordinator's ack (a round trip the next task need not wait for).
+//
+// Each room holds as many tasks as its size, so a pool of n slots never
+// has more than n tasks calling the model plus those in its rooms.
 type slot struct {
 	sem       chan struct{}
 	linger    chan struct{}
-	lingering *atomic.Int32 // the worker's count of tasks in linger rooms
+	reporting chan struct{}
 
-	mu      sync.Mutex
-	freed   bool // the slot was given back
-	lingers bool // the task holds a place in the linger room
+	mu    sync.Mutex
+	freed bool            // the slot was given back
+	held  []chan struct{} // rooms the task holds a place in
 }
 
-// leave gives the slot back for a cancelled task that still runs; false
-// when the linger room is full (the task keeps its slot).
-func (s *slot) leave() bool {
+// moveTo gives the slot back for a place in room; false when the slot was
+// already given back or the room is full (the task keeps its slot).
+func (s *slot) moveTo(room chan struct{}) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.freed || s.linger == nil {
+	if s.freed || room == nil {
 		return false
 	}
 	select {
-	case s.linger <- struct{}{}:
+	case room <- struct{}{}:
 	default:
 		return false
 	}
-	s.lingers, s.freed = true, true
-	s.lingering.Add(1)
+	s.held = append(s.held, room)
+	s.freed = true
 	<-s.sem
 	return true
 }
@@ -435,11 +443,10 @@ func (s *slot) leave() bool {
 func (s *slot) free() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lingers {
-		<-s.linger
-		s.lingers = false
-		s.lingering.Add(-1)
+	for _, r := range s.held {
+		<-r
 	}
+	s.held = nil
 	if !s.freed {
 		s.freed = true
 		<-s.sem
@@ -523,7 +530,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	// in flight (the meter starts no other): its slot can take new work.
 	if s != nil {
 		stopLeave := context.AfterFunc(tctx, func() {
-			if errors.Is(context.Cause(tctx), errCancelledByCoordinator) && s.leave() {
+			if errors.Is(context.Cause(tctx), errCancelledByCoordinator) && s.moveTo(s.linger) {
 				log.Debug("cancelled task gave its slot back while its call ends")
 			}
 		})
@@ -546,6 +553,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	}()
 	start := time.Now()
 	res := w.deps.Handler.Handle(tctx, t)
+	if s != nil {
+		s.moveTo(s.reporting)
+	}
 	if res == nil {
 		res = &pb.Result{Outcome: pb.Outcome_OUTCOME_MODEL_ERROR, Error: "handler returned no result"}
 	}
