@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"cmp"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
@@ -67,14 +70,7 @@ func (f *fleet) runPresetIn(t *testing.T, runDir string, p preset, m llm.Model, 
 	if m == nil {
 		m = simmodel.New(simmodel.Options{})
 	}
-	splitDir := filepath.Join(t.TempDir(), "splits")
-	if err := simbench.WriteSplits(splitDir, p.world, p.worldSeed); err != nil {
-		t.Fatal(err)
-	}
-	splits, err := bench.LoadSplitDir(splitDir, bench.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	splits := presetSplits(t, p)
 	runID := "r" + filepath.Base(runDir)
 	s, err := coordinator.FromConfig(cfg, runID, runDir)
 	if err != nil {
@@ -99,6 +95,38 @@ func (f *fleet) runPresetIn(t *testing.T, runDir string, p preset, m llm.Model, 
 	}
 	sum, err := tr.Run(t.Context())
 	return runDir, sum, err
+}
+
+// splitCache holds each preset's sim world, written and parsed once per
+// test binary (it was a fifth of a paper run's CPU when every run did it).
+// The trainer only reads its splits; each run still gets its own slices.
+var splitCache struct {
+	mu sync.Mutex
+	m  map[preset]*bench.Splits
+}
+
+// presetSplits are p's train, selection and test items, as
+// bench.LoadSplitDir reads them from the files simbench.WriteSplits writes.
+func presetSplits(t *testing.T, p preset) *bench.Splits {
+	t.Helper()
+	splitCache.mu.Lock()
+	defer splitCache.mu.Unlock()
+	s, ok := splitCache.m[p]
+	if !ok {
+		dir := filepath.Join(t.TempDir(), "splits")
+		if err := simbench.WriteSplits(dir, p.world, p.worldSeed); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if s, err = bench.LoadSplitDir(dir, bench.LoadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if splitCache.m == nil {
+			splitCache.m = map[preset]*bench.Splits{}
+		}
+		splitCache.m[p] = s
+	}
+	return &bench.Splits{Train: slices.Clone(s.Train), Val: slices.Clone(s.Val), Test: slices.Clone(s.Test), Files: maps.Clone(s.Files)}
 }
 
 // TestGoldenDecisions pins the decisions: events.jsonl and best_skill.md
