@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,32 @@ func BenchmarkRunRebuild(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkStepPanel is one step panel request's work: "built" reads the
+// step's files, diffs the skills and marshals (a page's first look at a
+// step); "cached" is the same panel asked for again with its files
+// unchanged (another page, a reload): stats only.
+func BenchmarkStepPanel(b *testing.B) {
+	dir := b.TempDir()
+	r := newFakeRun(b, dir, 40)
+	r.skill = strings.Repeat("- a rule of the skill, with some words in it\n", 60)
+	for range 40 {
+		r.step()
+	}
+	for _, mode := range []string{"built", "cached"} {
+		b.Run(mode, func(b *testing.B) {
+			var c stepCache
+			b.ReportAllocs()
+			for i := range b.N {
+				if mode == "built" {
+					c = stepCache{}
+				}
+				if _, err := c.get(dir, 1+i%40); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

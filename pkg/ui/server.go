@@ -94,12 +94,11 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex
-	targets   []*target // in the order given
-	byName    map[string]*target
-	fleet     *watch
-	started   time.Time
-	servedErr error
+	mu      sync.Mutex
+	targets []*target // in the order given
+	byName  map[string]*target
+	fleet   *watch
+	started time.Time
 }
 
 // target is one run or campaign dir given to the server.
@@ -108,6 +107,8 @@ type target struct {
 	dir      string
 	campaign bool
 	w        *watch
+	// steps are the run's step panels as last served.
+	steps stepCache
 }
 
 // Serve starts serving the dashboard for dirs (run dirs or campaign dirs)

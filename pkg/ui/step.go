@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // StepDetail is one step's edits and skill change, for the step panel.
@@ -43,12 +44,73 @@ func (s *Server) stepAPI(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "step: want a step number", http.StatusBadRequest)
 		return
 	}
-	d, err := LoadStep(t.dir, n)
+	data, err := t.steps.get(t.dir, n)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
 	}
-	writeJSON(w, d)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(data)
+}
+
+// stepCache keeps the step panels last served, as JSON, with the size and
+// modification time of the files each was built from: a panel asked for
+// again (another page, a reload, a reconnect) costs a few stats instead of
+// reading the files, diffing the skills and marshalling.
+type stepCache struct {
+	mu      sync.Mutex
+	entries map[int]stepEntry
+}
+
+type stepEntry struct {
+	fp   string
+	data []byte
+}
+
+// maxCachedSteps bounds the cache; the lowest steps go first.
+const maxCachedSteps = 64
+
+// stepFiles are the files LoadStep reads for step n, relative to the run
+// dir.
+func stepFiles(n int) []string {
+	sd := stepDir(n) + "/"
+	return []string{sd + "record.json", sd + "merged_patch.json", sd + "ranked_edits.json", sd + "edit_apply_report.json",
+		sd + "candidate_skill.md", "skills/" + skillName(n-1), "skills/" + skillName(n)}
+}
+
+func (c *stepCache) get(dir string, n int) ([]byte, error) {
+	fp := fingerprint(dir, stepFiles(n)...)
+	c.mu.Lock()
+	e, ok := c.entries[n]
+	c.mu.Unlock()
+	if ok && e.fp == fp {
+		return e.data, nil
+	}
+	d, err := LoadStep(dir, n)
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(d)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[int]stepEntry{}
+	}
+	if _, ok := c.entries[n]; !ok && len(c.entries) >= maxCachedSteps {
+		low := n
+		for k := range c.entries {
+			low = min(low, k)
+		}
+		if low == n {
+			return data, nil // older than everything kept
+		}
+		delete(c.entries, low)
+	}
+	c.entries[n] = stepEntry{fp: fp, data: data}
+	return data, nil
 }
 
 // LoadStep reads step n's files from a run dir.
