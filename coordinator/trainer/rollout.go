@@ -40,6 +40,11 @@ type rolloutReq struct {
 	// Stop, if set, is called as results arrive (in arrival order, with the
 	// results so far by item index); returning true cancels the rest.
 	Stop func(done []rollResult, finished int) bool
+	// Order, if set, is the order the tasks are queued in: a permutation
+	// of the item indices. Workers take tasks in queue order, so the
+	// results Stop decides on can be made to come first. Results are
+	// returned in item order whatever the order.
+	Order []int
 }
 
 // rollout runs one item per task with a skill and returns the results in
@@ -50,7 +55,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 	ctx, span := t.stageSpan(ctx, rq.Stage, len(rq.Items))
 	defer telemetry.End(span, &err)
 	tasks := t.rolloutTasks(rq)
-	futs, err := t.submit(ctx, tasks)
+	futs, err := t.submitOrdered(ctx, tasks, rq.Order)
 	if err != nil {
 		return nil, false, err
 	}
@@ -129,6 +134,28 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		}
 	}
 	return out, stopped, nil
+}
+
+// submitOrdered is submit with the tasks queued in order (a permutation
+// of their indices; nil keeps them as they are); the futures are in the
+// tasks' own order.
+func (t *Trainer) submitOrdered(ctx context.Context, tasks []*pb.Task, order []int) ([]Future, error) {
+	if len(order) != len(tasks) {
+		return t.submit(ctx, tasks)
+	}
+	queued := make([]*pb.Task, len(tasks))
+	for k, i := range order {
+		queued[k] = tasks[i]
+	}
+	qf, err := t.submit(ctx, queued)
+	if err != nil {
+		return nil, err
+	}
+	futs := make([]Future, len(tasks))
+	for k, i := range order {
+		futs[i] = qf[k]
+	}
+	return futs, nil
 }
 
 // submit publishes tasks, re-dispatching recorded failures once when the
