@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCodexTrainsSkillPackage trains a skill package with the real Codex
+// CLI as the target (configs/packages/codex-sim.yaml, --assert-improves)
+// against a sim-llm process of its own, so that sim-llm's request log can
+// be read after the run: each call installed the candidate package as a
+// skill directory, and the agent opened reference files of it with shell
+// reads (cat .../references/<x>.md) — among them files the optimizer
+// created that are in the best package. The test score must rise by at
+// least minAgentGain, and the best package must hold a reference file
+// the optimizer wrote.
+//
+// About 90 real CLI calls (95 s quiet, 4.5 min at load 20): opt-in like
+// the other real-CLI trainings (SKILLFLEET_AGENT_E2E=1); it skips without
+// the CLIs unless SKILLFLEET_REQUIRE_AGENTS=1, and with -short.
+func TestCodexTrainsSkillPackage(t *testing.T) {
+	requireAgents(t)
+	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
+		t.Skip("a package training with the real Codex CLI (about 90 CLI calls): set SKILLFLEET_AGENT_E2E=1")
+	}
+	t.Parallel()
+	url := startSimLLMProcess(t)
+	out := filepath.Join(t.TempDir(), "run")
+	r, err := runAgentCLI(t, "train", "--config", "configs/packages/codex-sim.yaml", "--out", out, "--assert-improves",
+		"--set", "runtime.sim_llm=false", "--set", "model.optimizer_base_url="+url, "--set", "model.target_base_url="+url)
+	if err != nil {
+		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
+	}
+	var s trainSummary
+	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	base, best := s.TestHard["baseline"], s.TestHard["best"]
+	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
+	if best-base < minAgentGain-1e-9 {
+		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
+	}
+
+	// The best package, as installed: reference files the optimizer wrote.
+	seedRefs := map[string]bool{"references/rules.md": true}
+	var written []string
+	refs, _ := filepath.Glob(filepath.Join(out, "best_skill", "references", "*.md"))
+	for _, f := range refs {
+		if name := "references/" + filepath.Base(f); !seedRefs[name] {
+			written = append(written, name)
+		}
+	}
+	if len(written) == 0 {
+		t.Fatalf("best_skill/references holds %v: no reference file the optimizer wrote", refs)
+	}
+
+	// sim-llm's request log: the agent listed the installed skill and
+	// opened those reference files with shell reads.
+	log := simRequestLog(t, url)
+	catRef := regexp.MustCompile(`cat \S*/\.agents/skills/skillfleet-target/(references/[A-Za-z0-9_.-]+\.md)`)
+	opened := map[string]int{}
+	actions := map[string]int{}
+	for _, e := range log {
+		actions[e.Action]++
+		for _, c := range e.ToolCalls {
+			if m := catRef.FindStringSubmatch(c); m != nil {
+				opened[m[1]]++
+			}
+		}
+	}
+	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
+	if actions["list_skill"] == 0 {
+		t.Errorf("no agent listed the installed skill directory (actions %v)", actions)
+	}
+	for _, name := range written {
+		if opened[name] == 0 {
+			t.Errorf("the best package's %s was never opened by the agent (reads %v)", name, opened)
+		}
+	}
+}
+
+// startSimLLMProcess runs `skillfleet sim-llm` on a free loopback port
+// and returns its base URL; the process is killed at cleanup.
+func startSimLLMProcess(t *testing.T) string {
+	t.Helper()
+	cmd := exec.Command(binary, "sim-llm", "--addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("sim-llm printed no address: %v", err)
+	}
+	_, url, ok := strings.Cut(strings.TrimSpace(line), "listening on ")
+	if !ok {
+		t.Fatalf("sim-llm printed %q, want its address", line)
+	}
+	go func() { _, _ = bufio.NewReader(stdout).WriteTo(nopWriter{}) }()
+	return url
+}
+
+type nopWriter struct{}
+
+func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
+
+type simLogged struct {
+	Action    string   `json:"action"`
+	ToolCalls []string `json:"tool_calls"`
+}
+
+// simRequestLog reads sim-llm's request log (GET /v1/requests).
+func simRequestLog(t *testing.T, base string) []simLogged {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, strings.TrimSuffix(base, "/")+"/requests", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var log []simLogged
+	if err := json.NewDecoder(resp.Body).Decode(&log); err != nil {
+		t.Fatalf("GET %s: %v", path.Join(base, "requests"), err)
+	}
+	return log
+}
