@@ -57,8 +57,8 @@ func sameDecisions(t *testing.T, name, got, ref string) {
 }
 
 // recordedOnce fails unless every task id in the run's journal was
-// recorded exactly once; it returns how many results there are.
-func recordedOnce(t *testing.T, name, dir string) int {
+// recorded exactly once.
+func recordedOnce(t *testing.T, name, dir string) {
 	t.Helper()
 	j, results, err := dispatch.OpenJournal(filepath.Join(dir, "results.journal"), true)
 	if err != nil {
@@ -74,21 +74,21 @@ func recordedOnce(t *testing.T, name, dir string) int {
 			t.Errorf("%s: task %s recorded %d times", name, id, n)
 		}
 	}
-	return len(results)
 }
 
 // startNatsd starts a standalone NATS server process (the pinned
 // nats-server module) and returns its URL.
-func startNatsd(t *testing.T) (url string, p *proc) {
+func startNatsd(t *testing.T) string {
 	t.Helper()
-	p = startCmd(t, buildNatsd(t), "--addr", "127.0.0.1:0", "--store", t.TempDir())
+	p := startCmd(t, buildNatsd(t), "--addr", "127.0.0.1:0", "--store", t.TempDir())
 	line := p.line(t, "nats listening on ", 30*time.Second)
-	return strings.TrimPrefix(line, "nats listening on "), p
+	return strings.TrimPrefix(line, "nats listening on ")
 }
 
-func startFleetWorker(t *testing.T, url string, conc string) *proc {
+// startFleetWorker starts a worker process on the NATS server at url.
+func startFleetWorker(t *testing.T, url string, conc string) {
 	t.Helper()
-	return start(t, "worker", "--nats", url, "--concurrency", conc, "--optimizer-concurrency", "8", "--log-level", "warn")
+	start(t, "worker", "--nats", url, "--concurrency", conc, "--optimizer-concurrency", "8", "--log-level", "warn")
 }
 
 // runIn runs the binary in the repository root and returns its output.
@@ -159,7 +159,7 @@ func TestCampaignOnASharedFleetMatchesCellsAlone(t *testing.T) {
 		t.Skip("starts processes and runs the demo many times")
 	}
 	t.Parallel()
-	url, _ := startNatsd(t)
+	url := startNatsd(t)
 	startFleetWorker(t, url, "12")
 	startFleetWorker(t, url, "12")
 	cells := sixCells()
@@ -183,7 +183,7 @@ func TestTwoCoordinatorsShareOneWorker(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	t.Parallel()
-	url, _ := startNatsd(t)
+	url := startNatsd(t)
 	startFleetWorker(t, url, "16")
 	dirs := []string{filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")}
 	seeds := []string{"1", "2"}
@@ -216,7 +216,7 @@ func TestWorkerOutlivesRunsAndACoordinatorRestart(t *testing.T) {
 		t.Skip("starts processes")
 	}
 	t.Parallel()
-	url, _ := startNatsd(t)
+	url := startNatsd(t)
 	startFleetWorker(t, url, "16")
 	time.Sleep(500 * time.Millisecond) // the worker is up before any run exists
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")

@@ -267,7 +267,7 @@ func (s *Spec) resolve(cs CellSpec) (Cell, error) {
 		return c, fmt.Errorf("cell name %q: use letters, digits, '.', '-' and '_'", c.Name)
 	}
 	var sets []string
-	add := func(m map[string]any) error {
+	add := func(m map[string]any) {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -276,15 +276,14 @@ func (s *Spec) resolve(cs CellSpec) (Cell, error) {
 		for _, k := range keys {
 			sets = append(sets, k+"="+scalar(m[k]))
 		}
-		return nil
 	}
-	_ = add(s.Defaults.Set)
+	add(s.Defaults.Set)
 	if c.Harness != "" && c.Harness != "api" {
 		hs, ok := s.HarnessSets[c.Harness]
 		if !ok {
 			return c, fmt.Errorf("harness %q: not in harness_sets (known: %s)", c.Harness, strings.Join(keysOf(s.HarnessSets), ", "))
 		}
-		_ = add(hs)
+		add(hs)
 	}
 	if c.Target != "" {
 		sets = append(sets, "model.target="+c.Target)
@@ -292,7 +291,7 @@ func (s *Spec) resolve(cs CellSpec) (Cell, error) {
 	if c.Seed != nil {
 		sets = append(sets, "train.seed="+strconv.Itoa(*c.Seed))
 	}
-	_ = add(cs.Set)
+	add(cs.Set)
 	if b := s.CellBudget; b.MaxTokens > 0 {
 		sets = append(sets, "budget.max_tokens="+strconv.FormatInt(b.MaxTokens, 10))
 	}

@@ -163,7 +163,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 
 	if len(failPatches) == 0 && len(succPatches) == 0 {
 		t.flushAppendix(ctx, g, notes, rec)
-		return t.finishStep(ctx, rec, ActSkipNoPatches, nil, start, tokBefore, outs, nil, current)
+		return t.finishStep(rec, ActSkipNoPatches, nil, start, tokBefore, outs, nil)
 	}
 
 	// ③ aggregate: the final merge of the two trees.
@@ -209,7 +209,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	rec.Timing["update"] = t.now().Sub(ts).Seconds()
 	if !ok {
 		t.flushAppendix(ctx, g, notes, rec)
-		return t.finishStep(ctx, rec, ActSkipNoRewrite, nil, start, tokBefore, outs, ranked, current)
+		return t.finishStep(rec, ActSkipNoRewrite, nil, start, tokBefore, outs, ranked)
 	}
 	rec.CandidateHash, rec.CandidateLen = skillHash(candidate), len(candidate)
 	t.rd.WriteFile(StepFile(g, "candidate_skill.md"), candidate)
@@ -232,5 +232,5 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	t.applyVerdict(action, candidate, m, fmt.Sprintf("step_%04d", g), g)
 	t.flushAppendix(ctx, g, notes, rec)
 	spec.settle(ctx, t.st.Current)
-	return t.finishStep(ctx, rec, action, &m, start, tokBefore, outs, ranked, current)
+	return t.finishStep(rec, action, &m, start, tokBefore, outs, ranked)
 }

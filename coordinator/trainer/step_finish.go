@@ -32,11 +32,7 @@ func (t *Trainer) flushAppendix(ctx context.Context, g int, notes []string, rec 
 }
 
 // finishStep records the step: buffer entry, snapshots, state, event.
-func (t *Trainer) finishStep(ctx context.Context, rec *StepRecord, action string, m *measure, start time.Time, tokBefore map[string]Totals, outs []*batchOut, ranked []prompts.Item, scoreBefore string) error {
-	_ = scoreBefore
-	if rec.Action == "" {
-		rec.Action = action
-	}
+func (t *Trainer) finishStep(rec *StepRecord, action string, m *measure, start time.Time, tokBefore map[string]Totals, outs []*batchOut, ranked []prompts.Item) error {
 	rec.Action = action
 	if action != ActSkipNoPatches && action != ActSkipNoRewrite {
 		t.buffer = append(t.buffer, t.bufferEntry(rec, action, m, outs, ranked))

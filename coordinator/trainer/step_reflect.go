@@ -27,22 +27,6 @@ type analystOut struct {
 	notes   []string
 }
 
-// rolloutAndReflect rolls out one accumulation batch with the current skill
-// and runs the analysts on its failures and successes.
-func (t *Trainer) rolloutAndReflect(ctx context.Context, g int, current string, b plannedBatch) (*batchOut, error) {
-	br, err := t.startReflect(ctx, g, current, b)
-	if err != nil {
-		return nil, err
-	}
-	for i := range br.sides {
-		if _, err := t.analystOutcome(ctx, g, br, i); err != nil {
-			return nil, err
-		}
-	}
-	br.collect()
-	return br.o, nil
-}
-
 // startReflect rolls out one accumulation batch with the current skill and
 // submits the analyst calls on its failures and successes. The minibatches
 // are SkillOpt's (plan.Minibatches over the batch's partition), so they

@@ -2,19 +2,9 @@ package trainer
 
 import (
 	"errors"
-	"sort"
 	"strings"
 	"sync"
 )
-
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 // parallel runs fns concurrently and returns the first error.
 func parallel(fns ...func() error) error {

@@ -41,7 +41,7 @@ func RenderStepBuffer(entries []BufferEntry) string {
 	for _, e := range entries {
 		fmt.Fprintf(&b, "\nStep %d — %s (%d/%d failed)\n", e.Step, e.Action, e.NFail, e.NTotal)
 		for _, p := range e.FailurePatterns {
-			fmt.Fprintf(&b, "- %s: %d", oneLine(p.Pattern, maxShownText), p.Count)
+			fmt.Fprintf(&b, "- %s: %d", oneLine(p.Pattern), p.Count)
 			if len(p.TaskIDs) > 0 {
 				b.WriteString(" (" + taskIDs(p.TaskIDs) + ")")
 			}
@@ -81,7 +81,7 @@ func score(p *float64) string {
 // "content", a suggestion as [type] "title": instruction, a skill
 // candidate as [full rewrite] "title": changes.
 func rejected(r RejectedEdit) string {
-	q := func(s string) string { return `"` + oneLine(s, maxShownText) + `"` }
+	q := func(s string) string { return `"` + oneLine(s) + `"` }
 	switch {
 	case r.Op != "":
 		s := "[" + r.Op + "]"
@@ -96,14 +96,15 @@ func rejected(r RejectedEdit) string {
 		}
 		return s
 	case r.Type != "":
-		return "[" + r.Type + "] " + q(r.Title) + ": " + oneLine(r.Instruction, maxShownText)
+		return "[" + r.Type + "] " + q(r.Title) + ": " + oneLine(r.Instruction)
 	default:
-		return "[full rewrite] " + q(r.Title) + ": " + oneLine(strings.Join(r.ChangeSummary, "; "), maxShownText)
+		return "[full rewrite] " + q(r.Title) + ": " + oneLine(strings.Join(r.ChangeSummary, "; "))
 	}
 }
 
-// oneLine shows line breaks as \n and cuts s to limit runes.
-func oneLine(s string, limit int) string {
+// oneLine shows line breaks as \n and cuts s to maxShownText runes.
+func oneLine(s string) string {
+	const limit = maxShownText
 	s = strings.ReplaceAll(strings.TrimSpace(s), "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\n", `\n`)
 	if r := []rune(s); len(r) > limit {

@@ -182,9 +182,7 @@ func Load(dir string, prices *pricing.Table) (*Report, error) {
 		}
 		r.Steps[rec.Step] = rec
 	}
-	if err := r.loadPackageDiffs(dir); err != nil {
-		return nil, err
-	}
+	r.loadPackageDiffs(dir)
 
 	if r.Tokens != nil && prices != nil {
 		rows := make([]pricing.Row, len(r.Tokens.Rows))

@@ -36,8 +36,10 @@ const maxDiffLines = 40
 
 // loadPackageDiffs fills r.Packages from the step directories: each
 // step's candidate_skill.md against skills/skill_v<step-1>.md (the skill
-// the step started from), when either is a package bundle.
-func (r *Report) loadPackageDiffs(dir string) error {
+// the step started from), when either is a package bundle. A step
+// without both files is skipped; one whose skills do not decode gets a
+// note in r.Notes.
+func (r *Report) loadPackageDiffs(dir string) {
 	steps := make([]int, 0, len(r.Steps))
 	for g := range r.Steps {
 		steps = append(steps, g)
@@ -63,7 +65,6 @@ func (r *Report) loadPackageDiffs(dir string) error {
 		rec := r.Steps[g]
 		r.Packages = append(r.Packages, PackageStep{Step: g, Action: rec.Action, Verdict: Verdict(rec.Action), Files: files})
 	}
-	return nil
 }
 
 // diffPackages compares two skills carried as text (bundles or plain

@@ -92,10 +92,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		if r.Tokens != nil && len(r.Tokens.Rows) > 0 {
 			p("\nby model\n")
-			type m struct {
-				calls, tok int64
-				usd        float64
-			}
+			type m struct{ calls, tok int64 }
 			by := map[string]*m{}
 			for _, row := range r.Tokens.Rows {
 				if row.Model == "" && row.Tokens() == 0 {

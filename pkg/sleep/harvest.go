@@ -133,7 +133,7 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 	if err := run(SourceClaude, func() ([]string, error) { return claudeFiles(o.ClaudeHome, &sk) }, parseClaude); err != nil {
 		return nil, sk, err
 	}
-	if err := run(SourceCodex, func() ([]string, error) { return globFiles(filepath.Join(o.CodexHome, "archived_sessions"), &sk) }, parseCodex); err != nil {
+	if err := run(SourceCodex, func() ([]string, error) { return globFiles(filepath.Join(o.CodexHome, "archived_sessions")) }, parseCodex); err != nil {
 		return nil, sk, err
 	}
 	if err := run(SourceCursor, func() ([]string, error) { return cursorFiles(o.CursorHome, &sk) }, parseCursor); err != nil {
@@ -182,7 +182,8 @@ func isSubAgentPath(p string) bool {
 	return slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "subagents") || strings.HasPrefix(filepath.Base(p), "agent-")
 }
 
-func globFiles(dir string, sk *Skipped) ([]string, error) {
+// globFiles lists dir's .jsonl files in order; none when dir is missing.
+func globFiles(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
