@@ -238,12 +238,17 @@ func isCampaignDir(dir string) bool {
 }
 
 // runWatch watches a run dir: the view is rebuilt when one of runFiles
-// changes, and sent as its two parts, "base" and "live".
+// changes, and sent as its two parts, "base" and "live". The loader tells
+// what changed (it stats each file once a poll), so the watch has no
+// fingerprint of its own, and a poll that finds nothing new marshals
+// nothing.
 func (s *Server) runWatch(t *target) *watch {
 	l := newRunLoader(t.dir, s.o.Prices)
-	var base []byte // the base part as last sent: marshalled once a decision
-	return newWatch(s.ctx, s.o.Poll, func() string { return fingerprint(t.dir, runFiles...) }, func() ([]part, error) {
-		v, changed, err := l.load()
+	// The parts as last sent: the base marshalled once a decision, the
+	// live part once a change.
+	var base, live []byte
+	return newWatch(s.ctx, s.o.Poll, nil, func() ([]part, error) {
+		v, changed, any, err := l.load()
 		if err != nil {
 			return nil, err
 		}
@@ -254,7 +259,12 @@ func (s *Server) runWatch(t *target) *watch {
 				return nil, err
 			}
 		}
-		return []part{{event: "base", raw: base}, {event: "live", value: v.RunLive}}, nil
+		if any || live == nil {
+			if live, err = json.Marshal(v.RunLive); err != nil {
+				return nil, err
+			}
+		}
+		return []part{{event: "base", raw: base}, {event: "live", raw: live}}, nil
 	})
 }
 
@@ -263,16 +273,19 @@ var runFiles = []string{"events.jsonl", "state.json", ProgressFileName, "summary
 
 // fingerprint is the size and modification time of dir's files.
 func fingerprint(dir string, files ...string) string {
-	var b strings.Builder
+	b := make([]byte, 0, 40*len(files))
 	for _, f := range files {
 		fi, err := os.Stat(filepath.Join(dir, f))
 		if err != nil {
-			b.WriteString("-;")
+			b = append(b, "-;"...)
 			continue
 		}
-		fmt.Fprintf(&b, "%d.%d;", fi.Size(), fi.ModTime().UnixNano())
+		b = strconv.AppendInt(b, fi.Size(), 10)
+		b = append(b, '.')
+		b = strconv.AppendInt(b, fi.ModTime().UnixNano(), 10)
+		b = append(b, ';')
 	}
-	return b.String()
+	return string(b)
 }
 
 func (s *Server) handler() http.Handler {

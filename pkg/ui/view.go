@@ -196,7 +196,7 @@ const liveWindow = time.Minute
 
 // LoadRun builds the view of a run dir. prices may be nil (no dollars).
 func LoadRun(dir string, prices *pricing.Table) (*RunView, error) {
-	v, _, err := newRunLoader(dir, prices).load()
+	v, _, _, err := newRunLoader(dir, prices).load()
 	return v, err
 }
 
@@ -227,10 +227,15 @@ type runLoader struct {
 	stateFP, progFP string
 	state           *stateFile
 	prog            *Progress
+
+	// last is the view last built, returned again while no file changed.
+	last *RunView
+	// now is the clock liveness is judged by (tests set it).
+	now func() time.Time
 }
 
 func newRunLoader(dir string, prices *pricing.Table) *runLoader {
-	return &runLoader{dir: dir, prices: prices}
+	return &runLoader{dir: dir, prices: prices, now: time.Now}
 }
 
 // finalFiles, when present, hold the finished run's totals.
@@ -332,15 +337,25 @@ func (l *runLoader) readEvents() error {
 	return nil
 }
 
-// load returns the view and whether its base changed since the last call.
-func (l *runLoader) load() (*RunView, bool, error) {
+// load returns the view, whether its base changed since the last call
+// and whether anything did (when nothing did, the view is the last one).
+// Each of the run's files is stat'ed once per call and read only when it
+// changed.
+func (l *runLoader) load() (v *RunView, baseChanged, anyChanged bool, err error) {
 	changed, err := l.report()
 	if err != nil {
-		return nil, false, err
+		return nil, false, false, err
+	}
+	stateFP, progFP := fingerprint(l.dir, "state.json"), fingerprint(l.dir, ProgressFileName)
+	// A live run whose progress.json has not been written for liveWindow
+	// is no longer live: that too is a change.
+	expired := l.last != nil && l.last.Live && l.prog != nil && l.now().Sub(l.prog.Updated) >= liveWindow
+	if !changed && !expired && l.last != nil && stateFP == l.stateFP && progFP == l.progFP {
+		return l.last, false, false, nil
 	}
 	rep := l.rep
 	var live RunLive
-	if fp := fingerprint(l.dir, "state.json"); fp != l.stateFP {
+	if fp := stateFP; fp != l.stateFP {
 		var st stateFile
 		switch err := readJSON(filepath.Join(l.dir, "state.json"), &st); {
 		case err == nil:
@@ -348,11 +363,11 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		case errors.Is(err, fs.ErrNotExist):
 			l.state = nil
 		default:
-			return nil, false, err
+			return nil, false, false, err
 		}
 		l.stateFP = fp
 	}
-	if fp := fingerprint(l.dir, ProgressFileName); fp != l.progFP {
+	if fp := progFP; fp != l.progFP {
 		l.prog = nil
 		if p, ok := ReadProgress(l.dir); ok {
 			l.prog = &p
@@ -375,7 +390,7 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		b.SpendOver = spendCurve(rep, models, l.prices)
 		l.base, l.modelKey, changed = b, key, true
 	}
-	v := &RunView{RunBase: *l.base, RunLive: live}
+	v = &RunView{RunBase: *l.base, RunLive: live}
 	if st := l.state; st != nil {
 		v.Phase, v.Epoch, v.LastStep, v.TotalSteps = st.Phase, st.Epoch, st.Step, st.TotalSteps
 		v.Current, v.Best, v.BestStep = st.Current, st.Best, st.BestStep
@@ -385,7 +400,7 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		v.LastStep, v.Current, v.Best = sel.X[last], *sel.Values["current"][last], *sel.Values["best"][last]
 	}
 	if p := v.Progress; p != nil {
-		v.Live = !v.Finished && time.Since(p.Updated) < liveWindow
+		v.Live = !v.Finished && l.now().Sub(p.Updated) < liveWindow
 		if v.TotalSteps == 0 {
 			v.TotalSteps = p.Steps
 		}
@@ -412,7 +427,8 @@ func (l *runLoader) load() (*RunView, bool, error) {
 		v.Progress = &p
 	}
 	v.buildETA(rep)
-	return v, changed, nil
+	l.last = v
+	return v, changed, true, nil
 }
 
 func stepDir(step int) string { return fmt.Sprintf("steps/step_%04d", step) }

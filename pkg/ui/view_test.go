@@ -165,3 +165,50 @@ func TestLiveSpendFromProgressFile(t *testing.T) {
 		}
 	}
 }
+
+// TestLoaderReusesAndExpires: a poll that finds no file changed returns
+// the last view without rebuilding it; a live run whose progress.json
+// stops being written turns not live once liveWindow has passed, with no
+// file changing; a new progress.json makes it live again.
+func TestLoaderReusesAndExpires(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := newFakeRun(t, dir, 10)
+	r.step()
+	now := time.Now()
+	pf := NewProgressFile(dir, time.Hour)
+	pf.Update(Progress{Head: "epoch 1/1 step 2/10", Step: 2, Steps: 10, Stage: "rollout", Total: 8})
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l := newRunLoader(dir, nil)
+	l.now = func() time.Time { return now }
+	v1, base, any, err := l.load()
+	if err != nil || !base || !any || !v1.Live {
+		t.Fatalf("first load: live %t, base changed %t, changed %t, err %v; want a live view, all new", v1 != nil && v1.Live, base, any, err)
+	}
+	v2, base, any, err := l.load()
+	if err != nil || base || any || v2 != v1 {
+		t.Fatalf("load with no file changed: base changed %t, changed %t, same view %t, err %v; want the last view", base, any, v2 == v1, err)
+	}
+	now = now.Add(liveWindow + time.Second)
+	v3, base, any, err := l.load()
+	if err != nil || base || !any || v3.Live {
+		t.Fatalf("load after progress.json went stale: live %t, base changed %t, changed %t, err %v; want not live, a live-part change", v3.Live, base, any, err)
+	}
+	if len(v3.Notes) == 0 || !strings.Contains(v3.Notes[len(v3.Notes)-1], "not running") {
+		t.Errorf("stale run's notes %q: want one saying it is not running", v3.Notes)
+	}
+	if _, _, any, _ := l.load(); any {
+		t.Error("a stale run with no file changed: changed again")
+	}
+	pf = NewProgressFile(dir, time.Hour)
+	pf.Update(Progress{Head: "epoch 1/1 step 2/10", Step: 2, Steps: 10, Stage: "gate", Total: 8})
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	now = time.Now()
+	if v4, _, any, err := l.load(); err != nil || !any || !v4.Live {
+		t.Errorf("after progress.json was written again: live %t, changed %t, err %v; want live", v4 != nil && v4.Live, any, err)
+	}
+}
