@@ -12,6 +12,7 @@ import (
 // spec as strings (mappings as JSON), and SkillOpt's exec harness keys name
 // the agent and its binary unless an option says otherwise.
 func TestRoleOptionsReachTheBackend(t *testing.T) {
+	t.Parallel()
 	root, _ := filepath.Abs("..")
 	cfg, err := config.Load(filepath.Join(root, "configs", "demo.yaml"), []string{
 		"env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),

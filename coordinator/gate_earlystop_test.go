@@ -23,6 +23,7 @@ func TestEarlyStopNeverChangesADecision(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the paper preset 50 times")
 	}
+	t.Parallel()
 	f := newFleet(t)
 	var stopped atomic.Int64
 	type variant struct {

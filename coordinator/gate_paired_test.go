@@ -25,38 +25,50 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the demo 20 times")
 	}
+	t.Parallel()
 	f := newFleet(t)
+	const seeds = 10
 	type row struct {
 		name     string
 		sets     []string
-		scores   []float64
-		accepted int
+		scores   [seeds]float64 // by seed: each seed's subtest writes its own
+		accepted [seeds]int
 	}
 	rows := []*row{
 		{name: "strict (gate_test none, 1 sample)", sets: []string{"evaluation.gate_test=none"}},
 		{name: "paired (gate_test paired, gate_repeats 3, alpha 0.2, the default)", sets: []string{"evaluation.gate_test=paired", "evaluation.gate_repeats=3"}},
 	}
-	for seed := 1; seed <= 10; seed++ {
-		for _, r := range rows {
-			m := simmodel.New(simmodel.Options{Epsilon: 0.15})
-			sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=2"}, r.sets...)
-			dir, sum, err := f.runPreset(t, demoPreset, m, sets...)
-			if err != nil {
-				t.Fatalf("%s seed %d: %v", r.name, seed, err)
-			}
-			r.scores = append(r.scores, sum.TestHard["best"])
-			for _, e := range events(t, dir) {
-				if e.Type == "step" && (e.Action == coordinator.ActAccept || e.Action == coordinator.ActAcceptNewBest) {
-					r.accepted++
+	// The seeds' runs are independent: they run as parallel subtests, and
+	// this group returns once all have ended.
+	t.Run("seeds", func(t *testing.T) {
+		for seed := 1; seed <= seeds; seed++ {
+			t.Run(fmt.Sprint(seed), func(t *testing.T) {
+				t.Parallel()
+				for _, r := range rows {
+					m := simmodel.New(simmodel.Options{Epsilon: 0.15})
+					sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=2"}, r.sets...)
+					dir, sum, err := f.runPreset(t, demoPreset, m, sets...)
+					if err != nil {
+						t.Fatalf("%s seed %d: %v", r.name, seed, err)
+					}
+					r.scores[seed-1] = sum.TestHard["best"]
+					for _, e := range events(t, dir) {
+						if e.Type == "step" && (e.Action == coordinator.ActAccept || e.Action == coordinator.ActAcceptNewBest) {
+							r.accepted[seed-1]++
+						}
+					}
 				}
-			}
+			})
 		}
+	})
+	if t.Failed() {
+		return
 	}
 	var b strings.Builder
 	b.WriteString("| gate | test score of the best skill, mean | variance | accepted edits (10 runs) |\n|---|---|---|---|\n")
 	for _, r := range rows {
-		mean, variance := meanVar(r.scores)
-		fmt.Fprintf(&b, "| %s | %.4f | %.6f | %d |\n", r.name, mean, variance, r.accepted)
+		mean, variance := meanVar(r.scores[:])
+		fmt.Fprintf(&b, "| %s | %.4f | %.6f | %d |\n", r.name, mean, variance, sumOf(r.accepted[:]))
 	}
 	t.Logf("demo preset, sim epsilon 0.15, 10 seeds, 2 epochs:\n%s", b.String())
 	if path := os.Getenv("SKILLFLEET_GATE_TABLE"); path != "" {
@@ -65,11 +77,11 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 		}
 	}
 	strict, paired := rows[0], rows[1]
-	if paired.accepted >= strict.accepted {
-		t.Errorf("paired gate accepted %d edits, strict %d: want fewer", paired.accepted, strict.accepted)
+	if pa, sa := sumOf(paired.accepted[:]), sumOf(strict.accepted[:]); pa >= sa {
+		t.Errorf("paired gate accepted %d edits, strict %d: want fewer", pa, sa)
 	}
-	sm, sv := meanVar(strict.scores)
-	pm, pv := meanVar(paired.scores)
+	sm, sv := meanVar(strict.scores[:])
+	pm, pv := meanVar(paired.scores[:])
 	if pv >= sv || pm < sm {
 		t.Errorf("paired gate: test score mean %.4f variance %.6f; strict %.4f / %.6f: want a lower variance and a mean at least as high", pm, pv, sm, sv)
 	}
@@ -84,4 +96,12 @@ func meanVar(xs []float64) (mean, variance float64) {
 		variance += (x - mean) * (x - mean)
 	}
 	return mean, variance / math.Max(1, float64(len(xs)-1))
+}
+
+func sumOf(xs []int) int {
+	n := 0
+	for _, x := range xs {
+		n += x
+	}
+	return n
 }

@@ -140,6 +140,7 @@ func TestGoldenDecisions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the demo and the paper preset")
 	}
+	t.Parallel()
 	for _, path := range []string{"memory", "nats"} {
 		t.Run(path, func(t *testing.T) {
 			t.Parallel()

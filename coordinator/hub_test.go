@@ -76,6 +76,7 @@ func waitAll(t testing.TB, futs []*dispatch.Future) {
 }
 
 func TestHubRunsTasksExactlyOnce(t *testing.T) {
+	t.Parallel()
 	b := setup(t, t.TempDir(), nil)
 	for range 3 {
 		startWorker(t, b.ns, b.hub.Addr(), 8, noop)
@@ -99,6 +100,7 @@ func TestHubRunsTasksExactlyOnce(t *testing.T) {
 }
 
 func TestDuplicateReportsAreDroppedAndRedeliveryCountsOnce(t *testing.T) {
+	t.Parallel()
 	b := setup(t, t.TempDir(), nil)
 	// A worker that reports every task, then "loses" the ack on the first
 	// delivery by sleeping past AckWait with no heartbeat is hard to stage;
@@ -148,6 +150,7 @@ func TestDuplicateReportsAreDroppedAndRedeliveryCountsOnce(t *testing.T) {
 }
 
 func TestCoordinatorRestartDeduplicatesAndReusesResults(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ns := fleettest.NATS(t)
 	b := setup(t, dir, ns)
@@ -168,7 +171,10 @@ func TestCoordinatorRestartDeduplicatesAndReusesResults(t *testing.T) {
 	if _, err := b.hub.D.Submit(t.Context(), tasks...); err != nil {
 		t.Fatal(err)
 	}
-	stopW := startWorker(t, ns, b.hub.Addr(), 4, slow)
+	// This worker is stopped with tasks in flight and its coordinator gone:
+	// they cannot be reported, so it gives up on them soon (a short drain)
+	// and they are redelivered to the next worker.
+	stopW := fleettest.StartWorker(t, ns, b.hub.Addr(), worker.Config{Concurrency: 4, Heartbeat: 500 * time.Millisecond, DrainTimeout: 100 * time.Millisecond}, slow)
 	deadline := time.Now().Add(20 * time.Second)
 	for b.hub.D.Recorded() < 100 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond) // bounded poll across goroutines
@@ -222,6 +228,7 @@ func TestCoordinatorRestartDeduplicatesAndReusesResults(t *testing.T) {
 }
 
 func TestGarbledTaskIsTerminated(t *testing.T) {
+	t.Parallel()
 	b := setup(t, t.TempDir(), nil)
 	nc, _ := nats.Connect(b.ns.URL())
 	defer nc.Close()

@@ -16,6 +16,7 @@ import (
 // and the speculative rollouts are really used (the real steps find fewer
 // rollouts to make than there are rollout tasks).
 func TestSpeculationKeepsDecisions(t *testing.T) {
+	t.Parallel()
 	plain, _, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +66,7 @@ func readTokens(t *testing.T, dir string) struct {
 // idle target time gives the same events and scores as running it at the
 // end, and the final evaluation really finds its results.
 func TestIdleFillKeepsResults(t *testing.T) {
+	t.Parallel()
 	off, sumOff, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=false")
 	if err != nil {
 		t.Fatal(err)

@@ -103,6 +103,7 @@ func events(t *testing.T, dir string) []coordinator.Event {
 // B11 + B8: an autonomous learning rate of 0 makes no ranking call, and
 // the unchanged candidate is rejected without a selection rollout.
 func TestZeroBudgetMakesNoRankCallAndNoGateRollout(t *testing.T) {
+	t.Parallel()
 	m := &scripted{inner: simmodel.New(simmodel.Options{}), override: func(kind string, _ json.RawMessage) (string, bool) {
 		if kind == prompts.LRController {
 			return `{"learning_rate": 0, "reasoning": "hold still", "confidence": "high", "risk_notes": []}`, true
@@ -137,6 +138,7 @@ func TestZeroBudgetMakesNoRankCallAndNoGateRollout(t *testing.T) {
 // the analysts, merges, ranking and LR controller of epoch 3, but never the
 // rewrite or slow-update calls.
 func TestMetaSkillRouting(t *testing.T) {
+	t.Parallel()
 	const marker = "META-MARKER-7731"
 	m := &scripted{inner: simmodel.New(simmodel.Options{}), override: func(kind string, _ json.RawMessage) (string, bool) {
 		if kind == prompts.MetaSkill {
@@ -187,6 +189,7 @@ func TestMetaSkillRouting(t *testing.T) {
 // B6: a forced slow update changes the current skill without a score; it
 // is marked unscored, never given a made-up cache entry.
 func TestForcedSlowUpdateIsUnscored(t *testing.T) {
+	t.Parallel()
 	m := &scripted{inner: simmodel.New(simmodel.Options{}), override: func(kind string, _ json.RawMessage) (string, bool) {
 		if kind == prompts.SlowUpdate {
 			return `{"reasoning": "r", "slow_update_content": "- Always double-check the record number."}`, true
@@ -221,6 +224,7 @@ func TestForcedSlowUpdateIsUnscored(t *testing.T) {
 
 // B14: a rewrite that drops the protected slow-update block gets it back.
 func TestRewriteKeepsProtectedRegions(t *testing.T) {
+	t.Parallel()
 	m := &scripted{inner: simmodel.New(simmodel.Options{}), override: func(kind string, payload json.RawMessage) (string, bool) {
 		if kind == prompts.Rewrite {
 			return `{"reasoning": "r", "change_summary": ["rewrote"], "new_skill": "# Rewritten\n\n- Report distances in kilometres, never in miles.\n"}`, true
@@ -247,6 +251,7 @@ func TestRewriteKeepsProtectedRegions(t *testing.T) {
 // B7: an infrastructure failure is a typed outcome, never a score: the
 // baseline that cannot score enough selection items stops the run.
 func TestInfraFailuresAreNotScores(t *testing.T) {
+	t.Parallel()
 	w, err := simbench.Generate("demo", 7)
 	if err != nil {
 		t.Fatal(err)
@@ -283,6 +288,7 @@ func (f *failing) Chat(ctx context.Context, req *llm.Request) (*llm.Response, er
 // Every update mode and option combination runs end to end on the sim and
 // does not end below its baseline.
 func TestModesRun(t *testing.T) {
+	t.Parallel()
 	for _, sets := range [][]string{
 		{"optimizer.skill_update_mode=full_rewrite_minibatch"},
 		{"optimizer.skill_update_mode=rewrite_from_suggestions"},
@@ -292,6 +298,7 @@ func TestModesRun(t *testing.T) {
 		{"optimizer.use_slow_update=false", "train.accumulation=2", "gradient.failure_only=true"},
 	} {
 		t.Run(strings.Join(sets, ","), func(t *testing.T) {
+			t.Parallel()
 			m := &scripted{inner: simmodel.New(simmodel.Options{})}
 			_, sum, err := runDemo(t, m, append(sets, "train.num_epochs=2")...)
 			if err != nil {
