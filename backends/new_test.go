@@ -217,7 +217,15 @@ func TestNewExec(t *testing.T) {
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("no /bin/bash")
 	}
-	agent := filepath.Join(t.TempDir(), "agent.sh")
+	// The agent runs in the sandbox (the default), as uid 65534 for a root
+	// worker: its directory must be one others can enter.
+	dir, err := os.MkdirTemp("", "skillfleet-newexec-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte("#!/bin/bash\necho \"key=${AGENT_KEY:-unset} task=$1\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}

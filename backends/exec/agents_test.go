@@ -132,7 +132,7 @@ func TestRealAgentsAgainstSimLLM(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			s, url := simFor(t, sim.ServerOptions{})
-			c, root := agentClient(t, agent, url, nil)
+			c, root := agentClient(t, agent, url, optOut) // unsandboxed; TestSandboxedRealAgents is the default
 			v, err := c.CheckVersion(t.Context())
 			if err != nil || v == "" {
 				t.Fatalf("CheckVersion = %q, %v", v, err)
@@ -175,7 +175,7 @@ func TestRealAgentsAgainstSimLLM(t *testing.T) {
 			}
 
 			// A long task goes through task.md, read with a shell command.
-			long, _ := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.TaskInlineMax = 64 })
+			long, _ := agentClient(t, agent, url, func(cfg *exec.Config) { optOut(cfg); cfg.TaskInlineMax = 64 })
 			resp, err = long.Chat(t.Context(), simRequest(skill, q))
 			if err != nil {
 				t.Fatalf("task via task.md: %v; request log %+v", err, s.RequestLog()[4:])
@@ -207,7 +207,7 @@ func TestRealAgentTimeoutKillsProcessTree(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			_, url := simFor(t, sim.ServerOptions{FaultRateStall: 1, StallFor: time.Minute})
-			c, root := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.Timeout = 12 * time.Second })
+			c, root := agentClient(t, agent, url, func(cfg *exec.Config) { optOut(cfg); cfg.Timeout = 12 * time.Second }) // TestSandboxedRealAgentTimeout: sandboxed
 			skill, q, _ := simTask(t)
 			var (
 				mu   sync.Mutex

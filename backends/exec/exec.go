@@ -428,7 +428,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		default:
 			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "start agent: " + red.Msg(runErr.Error())}
 		}
-		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), state, red.Msg(stderr.String()))}
+		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), state.String(), red.Msg(stderr.String()))}
 		r, ok := c.parse(stdout.Bytes())
 		if ok && r.content != "" && c.output != OutputText {
 			e.Msg += "; it reported: " + red.Msg(string(head([]byte(r.content), 500)))
@@ -450,7 +450,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		}
 		return nil, e
 	}
-	resp := &llm.Response{Content: r.content, Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
+	resp := &llm.Response{Content: c.noteOpenedFiles(skill, stdout.Bytes(), r.content), Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
 	if r.usage != nil {
 		resp.Usage = *r.usage
 	} else {

@@ -2,6 +2,9 @@ package exec_test
 
 import (
 	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,13 +19,15 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
-// script writes an executable bash script into a temp dir.
+// script writes an executable bash script (a stand-in agent CLI) into a
+// directory the sandbox can bind: a root worker's sandbox runs as uid
+// 65534, which cannot enter t.TempDir().
 func script(t *testing.T, body string) string {
 	t.Helper()
 	if _, err := os.Stat("/bin/bash"); err != nil {
 		t.Skip("no /bin/bash")
 	}
-	p := filepath.Join(t.TempDir(), "agent.sh")
+	p := filepath.Join(hostDir(t), "agent.sh")
 	if err := os.WriteFile(p, []byte("#!/bin/bash\n"+body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +60,7 @@ echo "HOME:$HOME"
 echo "PWD:$PWD"
 echo "ALLOWED:${ALLOWED_VAR:-unset}"
 echo "HIDDEN:${HIDDEN_VAR:-unset}"
+echo "FILES:$(ls -A | tr '\n' ' ')"
 `
 
 func TestSkillTaskAndIsolation(t *testing.T) {
@@ -82,16 +88,18 @@ func TestSkillTaskAndIsolation(t *testing.T) {
 			t.Errorf("agent output lacks %q:\n%s", want, out)
 		}
 	}
-	home := lineValue(out, "HOME:")
-	if pwd := lineValue(out, "PWD:"); home == "" || home != pwd || filepath.Dir(home) != root {
-		t.Errorf("HOME %q, PWD %q: want both the per-call work dir under %s", home, pwd, root)
+	// By default the agent runs in the sandbox: its work directory is the
+	// sandbox's /work, its HOME too, and nothing is left under the work
+	// root when the call ends.
+	if home, pwd := lineValue(out, "HOME:"), lineValue(out, "PWD:"); home != "/work" || pwd != "/work" {
+		t.Errorf("HOME %q, PWD %q: want both the sandbox's /work", home, pwd)
 	}
-	if _, err := os.Stat(home); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("work dir %s still exists after the call (err %v)", home, err)
+	if left, _ := os.ReadDir(root); len(left) > 0 {
+		t.Errorf("the work root holds %d entries after the call, want none", len(left))
 	}
 	for _, f := range []string{"pwned", "pwned2"} {
-		if _, err := os.Stat(filepath.Join(home, f)); err == nil {
-			t.Errorf("task text was interpreted by a shell: %s exists", f)
+		if files := lineValue(out, "FILES:"); !strings.Contains(files, "task.md") || strings.Contains(files, f) {
+			t.Errorf("work dir files %q: want task.md, no %s (task text interpreted by a shell)", files, f)
 		}
 	}
 	// No usage from a text agent: estimated and counted.
@@ -109,6 +117,9 @@ func lineValue(out, prefix string) string {
 	return ""
 }
 
+// TestHangingAgentIsKilledAtTimeout: with the sandbox opted out (a plain
+// process group on the host; TestSandboxedAgentTimeoutKillsAll is the
+// sandboxed case), a timeout kills the agent and its children.
 func TestHangingAgentIsKilledAtTimeout(t *testing.T) {
 	t.Parallel()
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
@@ -116,7 +127,7 @@ func TestHangingAgentIsKilledAtTimeout(t *testing.T) {
 echo $! > "$1"
 wait
 `)
-	c := exec.New(exec.Config{Command: []string{agent, pidFile}, Getenv: env(nil)})
+	c := exec.New(exec.Config{Command: []string{agent, pidFile}, Getenv: env(nil), Sandbox: unsandboxed(t)})
 	start := time.Now()
 	_, err := c.Chat(t.Context(), &llm.Request{Timeout: 300 * time.Millisecond, Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
 	if llm.KindOf(err) != llm.KindTimeout || !errors.Is(err, context_DeadlineExceeded) {
@@ -170,7 +181,7 @@ exit 3
 		t.Fatalf("Chat() = %v, want a server error", err)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "exit status 3") || !strings.Contains(msg, "boom: token=") {
+	if !strings.Contains(msg, "exited with exit status 3: ") || !strings.Contains(msg, "boom: token=") {
 		t.Errorf("error %q lacks the exit status or the stderr tail", msg)
 	}
 	if strings.Contains(msg, "tok-very-secret-123") {
@@ -288,12 +299,11 @@ func TestSkillTextOptionAndTaskFile(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, resp.Content)
 		}
 	}
-	arg := lineValue(resp.Content, "ARG:")
-	if filepath.Base(arg) != "task.md" || filepath.Dir(filepath.Dir(arg)) != keepRoot {
-		t.Errorf("{task_file} = %q, want task.md in a work dir under %s", arg, keepRoot)
+	if arg := lineValue(resp.Content, "ARG:"); arg != "/work/task.md" {
+		t.Errorf("{task_file} = %q, want the sandbox's /work/task.md", arg)
 	}
-	if _, err := os.Stat(arg); err != nil {
-		t.Errorf("KeepWorkDir: %v", err)
+	if kept, _ := filepath.Glob(filepath.Join(keepRoot, "skillfleet-exec-*", "task.md")); len(kept) != 1 {
+		t.Errorf("KeepWorkDir: %d task.md files kept under %s, want 1", len(kept), keepRoot)
 	}
 }
 
@@ -327,26 +337,36 @@ func TestConfigFromOptions(t *testing.T) {
 	}
 }
 
+// TestCancelledCall: the caller's cancel ends a sandboxed agent's call.
+// The agent says it started by connecting to its model endpoint (the
+// only host listener it can reach), then hangs.
 func TestCancelledCall(t *testing.T) {
 	t.Parallel()
-	started := filepath.Join(t.TempDir(), "started")
-	agent := script(t, `touch "$1"; sleep 1000`)
-	c := exec.New(exec.Config{Command: []string{agent, started}, Getenv: env(nil)})
+	started := make(chan struct{}, 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(ts.Close)
+	port := ts.Listener.Addr().(*net.TCPAddr).Port
+	agent := script(t, `exec 3<>/dev/tcp/127.0.0.1/`+strconv.Itoa(port)+`
+printf 'GET /started HTTP/1.0\r\n\r\n' >&3
+sleep 1000`)
+	c := exec.New(exec.Config{Command: []string{agent}, BaseURL: ts.URL + "/v1", Getenv: env(nil)})
 	ctx, cancel := context_WithCancel(t)
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Chat(ctx, req("", "x"))
 		done <- err
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("agent never started")
-		}
-		<-time.After(5 * time.Millisecond)
+	select {
+	case <-started:
+	case err := <-done:
+		t.Fatalf("Chat() = %v before the agent reached its endpoint", err)
+	case <-time.After(time.Minute):
+		t.Fatal("the agent never reached its endpoint")
 	}
 	cancel()
 	if err := <-done; llm.KindOf(err) != llm.KindCancelled {

@@ -1,7 +1,8 @@
 package exec
 
-// The agent under kernel isolation (option sandbox: bubblewrap). Each call
-// runs the CLI in a pkg/sandbox run:
+// The agent under kernel isolation: the default for every agent (option
+// sandbox: bubblewrap, or no option at all). Each call runs the CLI in a
+// pkg/sandbox run:
 //
 //   - its work directory is the sandbox's /work, a size-limited tmpfs
 //     holding what prepare and wireProvider wrote (the skill, task.md,
@@ -23,7 +24,10 @@ package exec
 //     every process the CLI started), as does the worker's death.
 //
 // There is no silent fallback: where the isolation cannot be set up, the
-// first call and CheckVersion fail with pkg/sandbox's one line.
+// first call and CheckVersion fail with pkg/sandbox's one line naming
+// what is missing and how to install it. Option sandbox=none runs the
+// agent as a plain process group on the worker instead: an explicit
+// opt-in, logged once per client as a warning.
 
 import (
 	"context"
@@ -53,8 +57,12 @@ const (
 
 // SandboxConfig configures the isolation of the agent.
 type SandboxConfig struct {
-	// Mode is SandboxNone ("" too) or SandboxBubblewrap.
+	// Mode is SandboxBubblewrap ("" too: the default) or SandboxNone
+	// (the explicit, logged opt-out).
 	Mode string
+	// Logf receives the warning that an agent runs without the sandbox
+	// (default: standard error).
+	Logf func(format string, args ...any)
 	// ReadOnly are further host paths the agent needs, bound read-only at
 	// the same place (not under /work, /tmp, /usr).
 	ReadOnly []string
@@ -108,7 +116,7 @@ func sandboxOptions(opts map[string]string, c *Config) (errs []string) {
 	case "", SandboxNone, SandboxBubblewrap:
 		c.Sandbox.Mode = v
 	default:
-		return []string{fmt.Sprintf("option sandbox=%q: want %s or %s", v, SandboxBubblewrap, SandboxNone)}
+		return []string{fmt.Sprintf("option sandbox=%q: want %s (the default) or %s (no isolation, logged)", v, SandboxBubblewrap, SandboxNone)}
 	}
 	if v := strings.TrimSpace(opts["sandbox_ro"]); v != "" {
 		for _, p := range strings.Split(v, ",") {
@@ -155,22 +163,75 @@ type sandboxState struct {
 	proxy *connectProxy // for endpoints that are not on the loopback
 }
 
-// sandboxed reports whether calls run in the sandbox.
-func (c *Client) sandboxed() bool { return c.cfg.Sandbox.Mode == SandboxBubblewrap }
+// sandboxed reports whether calls run in the sandbox: always, unless
+// option sandbox=none opts out.
+func (c *Client) sandboxed() bool { return c.cfg.Sandbox.Mode != SandboxNone }
 
-// sandboxReady sets the sandbox up (once) or says why it cannot be.
+// sandboxReady sets the sandbox up (once) or says why it cannot be; with
+// option sandbox=none it logs, once, that the agent runs without it.
 func (c *Client) sandboxReady() error {
-	if !c.sandboxed() {
-		return nil
-	}
 	s := &c.sb
 	s.once.Do(func() {
+		if !c.sandboxed() {
+			logf := c.cfg.Sandbox.Logf
+			if logf == nil {
+				logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+			}
+			logf("agent sandbox: WARNING: agent %s runs WITHOUT the sandbox (explicit option sandbox=none): it can read the worker's files, reach its network and host sockets, and see its environment's allowed keys", c.Endpoint())
+			return
+		}
 		s.box, s.err = sandbox.New(sandbox.Options{Bwrap: c.cfg.Sandbox.Bwrap, ReadOnly: c.cfg.Sandbox.ReadOnly})
+		if s.err == nil && len(c.argv) > 0 {
+			s.err = reachableByNobody(c.argv[0])
+		}
+		if s.err == nil {
+			s.err = c.checkEndpoint()
+		}
 		if s.err != nil {
-			s.err = fmt.Errorf("agent sandbox (option sandbox=%s): %w (option sandbox=none runs the agent without it)", SandboxBubblewrap, s.err)
+			s.err = fmt.Errorf("agent sandbox (the default; option sandbox=none runs the agent without it, logged): %w", s.err)
 		}
 	})
 	return s.err
+}
+
+// reachableByNobody refuses, for a root worker (whose sandbox runs as uid
+// 65534 on the host too), an agent program the sandbox could not bind:
+// one in a directory others cannot enter (a root-only temp dir), or not
+// readable and executable by others.
+func reachableByNobody(prog string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	if !strings.ContainsRune(prog, '/') {
+		p, err := osexec.LookPath(prog)
+		if err != nil {
+			return fmt.Errorf("agent program %q: %w", prog, err)
+		}
+		prog = p
+	}
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return fmt.Errorf("agent program: %w", err)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("agent program: %w", err)
+	}
+	if st.Mode().Perm()&0o005 != 0o005 {
+		return fmt.Errorf("agent program %s (mode %v) is not readable and executable by others: the sandbox runs as uid %d (chmod o+rx it)", real, st.Mode().Perm(), sandbox.Nobody)
+	}
+	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("agent program: %w", err)
+		}
+		if st.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("agent program %s is in %s (mode %v), which others cannot enter: the sandbox runs as uid %d; install the CLI in a world-readable directory (scripts/install-agents.sh's .tools/agents) or chmod o+x the directory", real, d, st.Mode().Perm(), sandbox.Nobody)
+		}
+		if d == "/" || d == "." {
+			return nil
+		}
+	}
 }
 
 // endpoint is where the agent's model is: the configured base URL or
@@ -192,6 +253,20 @@ func (c *Client) endpoint() (*url.URL, error) {
 		return nil, fmt.Errorf("agent sandbox: base_url %q: want http(s)://HOST[:PORT]/...", raw)
 	}
 	return u, nil
+}
+
+// checkEndpoint refuses a loopback endpoint on a port below 1024: the
+// sandbox offers a loopback endpoint at the same port on its own
+// loopback, where its unprivileged user may not listen on such a port.
+func (c *Client) checkEndpoint() error {
+	u, err := c.endpoint()
+	if err != nil || u == nil {
+		return err
+	}
+	if p := endpointPort(u); loopbackHost(u.Hostname()) && p < 1024 {
+		return fmt.Errorf("model endpoint %s is on the loopback at port %d, below 1024, which the sandbox cannot offer at the same port: serve it on a port of 1024 or above", u.Redacted(), p)
+	}
+	return nil
 }
 
 func endpointPort(u *url.URL) int {

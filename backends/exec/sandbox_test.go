@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -30,10 +31,8 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 
-func sandboxed(cfg *exec.Config) { cfg.Sandbox.Mode = exec.SandboxBubblewrap }
-
 // TestSandboxedRealAgents runs the pinned Codex CLI and Claude Code inside
-// the sandbox against sim-llm (reached through the sandbox's forwarder):
+// the sandbox (the default: no option set) against sim-llm (reached through the sandbox's forwarder):
 // the skill is found in the sandbox's work directory and opened with the
 // agent's own tool, the answer and usage are right, a long task is read
 // from task.md with a shell command, and the kept work directory (copied
@@ -43,7 +42,7 @@ func TestSandboxedRealAgents(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			s, url := simFor(t, sim.ServerOptions{})
-			c, root := agentClient(t, agent, url, sandboxed)
+			c, root := agentClient(t, agent, url, nil)
 			if _, err := c.CheckVersion(t.Context()); err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +65,7 @@ func TestSandboxedRealAgents(t *testing.T) {
 			if resp.Usage.InputTokens != st.InputTokens || resp.Usage.OutputTokens != st.OutputTokens {
 				t.Fatalf("usage %+v, sim-llm counted %d in / %d out", resp.Usage, st.InputTokens, st.OutputTokens)
 			}
-			long, _ := agentClient(t, agent, url, func(cfg *exec.Config) { sandboxed(cfg); cfg.TaskInlineMax = 64; cfg.WorkRoot = root })
+			long, _ := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.TaskInlineMax = 64; cfg.WorkRoot = root })
 			resp, err = long.Chat(t.Context(), simRequest(skill, q))
 			if err != nil {
 				t.Fatalf("task via task.md: %v; request log %+v", err, s.RequestLog()[2:])
@@ -178,7 +177,7 @@ func TestSandboxedAgentView(t *testing.T) {
 	c := exec.New(exec.Config{
 		Command: []string{bin, strconv.Itoa(endpoint), strconv.Itoa(other), filepath.Join(sockDir, "host.sock"), root, dataset, "/root", "/home", "/work/main"},
 		BaseURL: "http://127.0.0.1:" + strconv.Itoa(endpoint) + "/v1", Env: []string{"SKILLFLEET_TEST_MARK"},
-		WorkRoot: root, KeepWorkDir: true, Timeout: time.Minute, Sandbox: exec.SandboxConfig{Mode: exec.SandboxBubblewrap},
+		WorkRoot: root, KeepWorkDir: true, Timeout: time.Minute, // the sandbox is the default
 		Getenv: env(map[string]string{"SKILLFLEET_TEST_MARK": "m1", "SECRET_NOT_ALLOWED": "s3cr3t", "PATH": os.Getenv("PATH")}),
 	})
 	if _, err := c.CheckVersion(t.Context()); err != nil {
@@ -263,7 +262,7 @@ func TestSandboxedAgentTimeoutKillsAll(t *testing.T) {
 	if err := os.WriteFile(bin, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := exec.New(exec.Config{Command: []string{bin}, Timeout: 3 * time.Second, Sandbox: exec.SandboxConfig{Mode: exec.SandboxBubblewrap}, Getenv: env(nil)})
+	c := exec.New(exec.Config{Command: []string{bin}, Timeout: 3 * time.Second, Getenv: env(nil)})
 	if _, err := c.CheckVersion(t.Context()); err != nil {
 		skipOrFail(t, err)
 	}
@@ -337,7 +336,6 @@ func TestSandboxedRealAgentsHTTPS(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			c, _ := agentClient(t, agent, "https://"+endpoint+"/v1", func(cfg *exec.Config) {
-				sandboxed(cfg)
 				cfg.Sandbox.CAFile = ca
 				cfg.Timeout = time.Minute
 			})
@@ -471,7 +469,7 @@ func TestSandboxedRealAgentTimeout(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			_, url := simFor(t, sim.ServerOptions{FaultRateStall: 1, StallFor: time.Minute})
-			c, _ := agentClient(t, agent, url, func(cfg *exec.Config) { sandboxed(cfg); cfg.Timeout = 12 * time.Second })
+			c, _ := agentClient(t, agent, url, func(cfg *exec.Config) { cfg.Timeout = 12 * time.Second })
 			mark := "mark-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
 			skill, q, _ := simTask(t)
 			seen := map[int]bool{}
@@ -522,4 +520,209 @@ func procsWithEnv(s string) []int {
 		}
 	}
 	return out
+}
+
+// TestSandboxIsTheDefault: an agent configured with no sandbox option
+// runs sandboxed or not at all. Where bubblewrap is missing (a binary
+// name not on PATH stands for a host without it), the client refuses at
+// start and at every call with one line naming the package and the
+// opt-out; a program the sandbox's user cannot reach (a root worker's
+// t.TempDir()) and a loopback endpoint below port 1024 are refused up
+// front too. Option sandbox=none runs the agent on the host, logged.
+func TestSandboxIsTheDefault(t *testing.T) {
+	t.Parallel()
+	bin := script(t, "[ \"$1\" = --version ] && { echo 'codex-cli 0.169.0'; exit 0; }\necho '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"ran on '\"$PWD\"'\"}}'")
+	mk := func(t *testing.T, opts map[string]string, mod func(*exec.Config)) *exec.Client {
+		t.Helper()
+		o := map[string]string{"agent": "codex", "bin": bin, "base_url": "http://127.0.0.1:" + strconv.Itoa(healthServer(t)) + "/v1"}
+		for k, v := range opts {
+			o[k] = v
+		}
+		cfg, err := exec.ConfigFromOptions("m", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Getenv = env(nil)
+		if mod != nil {
+			mod(&cfg)
+		}
+		return exec.New(cfg)
+	}
+	t.Run("default runs sandboxed", func(t *testing.T) {
+		t.Parallel()
+		resp, err := mk(t, nil, nil).Chat(t.Context(), req("<skill>\ns\n</skill>", "t"))
+		if err != nil {
+			skipOrFail(t, err)
+		}
+		if resp.Content != "ran on /work" {
+			t.Errorf("reply %q, want the agent to run in the sandbox's /work", resp.Content)
+		}
+	})
+	t.Run("no bubblewrap", func(t *testing.T) {
+		t.Parallel()
+		c := mk(t, nil, func(cfg *exec.Config) { cfg.Sandbox.Bwrap = "skillfleet-no-such-bwrap" })
+		_, err := c.CheckVersion(t.Context())
+		if err == nil {
+			t.Fatal("CheckVersion() = nil without bubblewrap, want a refusal")
+		}
+		msg := err.Error()
+		for _, want := range []string{"bubblewrap", "apt-get install bubblewrap", "sandbox=none"} {
+			if !strings.Contains(msg, want) || strings.Contains(msg, "\n") {
+				t.Errorf("refusal %q: want one line naming %q", msg, want)
+			}
+		}
+		if _, err := c.Chat(t.Context(), req("", "t")); llm.KindOf(err) != llm.KindInvalidRequest || !strings.Contains(err.Error(), "bubblewrap") {
+			t.Errorf("Chat() = %v, want the same refusal as invalid_request", err)
+		}
+	})
+	t.Run("program the sandbox cannot reach", func(t *testing.T) {
+		t.Parallel()
+		if os.Geteuid() != 0 {
+			t.Skip("a non-root worker's sandbox runs as the worker's own user")
+		}
+		private := filepath.Join(t.TempDir(), "agent")
+		if err := os.WriteFile(private, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		_, err := mk(t, map[string]string{"bin": private}, nil).CheckVersion(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "others cannot enter") || !strings.Contains(err.Error(), filepath.Dir(filepath.Dir(private))) {
+			t.Errorf("CheckVersion() = %v, want a refusal naming the directory", err)
+		}
+	})
+	t.Run("loopback endpoint below 1024", func(t *testing.T) {
+		t.Parallel()
+		_, err := mk(t, map[string]string{"base_url": "http://127.0.0.1:9/v1"}, nil).CheckVersion(t.Context())
+		if err == nil || !strings.Contains(err.Error(), "port 9, below 1024") {
+			t.Errorf("CheckVersion() = %v, want a refusal naming the port", err)
+		}
+	})
+	t.Run("explicit opt-out is logged", func(t *testing.T) {
+		t.Parallel()
+		var logged []string
+		c := mk(t, map[string]string{"sandbox": "none"}, func(cfg *exec.Config) {
+			cfg.Sandbox.Logf = func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }
+		})
+		resp, err := c.Chat(t.Context(), req("<skill>\ns\n</skill>", "t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Content == "ran on /work" || !strings.HasPrefix(resp.Content, "ran on /") {
+			t.Errorf("reply %q, want the agent on the host", resp.Content)
+		}
+		if _, err := c.Chat(t.Context(), req("<skill>\ns\n</skill>", "t")); err != nil {
+			t.Fatal(err)
+		}
+		if len(logged) != 1 || !strings.Contains(logged[0], "WITHOUT the sandbox") || !strings.Contains(logged[0], bin) {
+			t.Errorf("logged %q, want one warning naming the agent", logged)
+		}
+	})
+}
+
+// memSample is one process's memory figures from /proc/PID/status, in KiB.
+type memSample struct {
+	name                  string
+	vmPeak, vmHWM, vmData int64
+}
+
+// procMem reads name, VmPeak, VmHWM and VmData of pid.
+func procMem(pid int) (memSample, bool) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return memSample{}, false
+	}
+	var m memSample
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		n := int64(0)
+		if len(f) > 0 {
+			n, _ = strconv.ParseInt(f[0], 10, 64)
+		}
+		switch k {
+		case "Name":
+			m.name = strings.TrimSpace(v)
+		case "VmPeak":
+			m.vmPeak = n
+		case "VmHWM":
+			m.vmHWM = n
+		case "VmData":
+			m.vmData = n
+		}
+	}
+	return m, true
+}
+
+// TestRealAgentMemory measures what the real CLIs need in the sandbox
+// (the figures behind agentLimits' memory caps): one call each against
+// sim-llm, the skill read with the agent's shell tool and the answer,
+// sampling every process of the call (found by the mark in their
+// environment) for its peak address space (VmPeak, what RLIMIT_AS
+// bounds), its peak resident set (VmHWM) and its data segment (VmData,
+// what RLIMIT_DATA bounds), and the tree's summed resident set. The call
+// must pass under the default caps. Opt-in: SKILLFLEET_AGENT_E2E=1.
+func TestRealAgentMemory(t *testing.T) {
+	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
+		t.Skip("measures the real CLIs (two calls, ~20 CPU-s): set SKILLFLEET_AGENT_E2E=1")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("reads other users' /proc/PID/environ: root only")
+	}
+	for _, agent := range []string{exec.AgentCodex, exec.AgentClaude} {
+		t.Run(agent, func(t *testing.T) {
+			s, url := simFor(t, sim.ServerOptions{})
+			c, _ := agentClient(t, agent, url, nil)
+			mark := "mark-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
+			skill, q, gold := simTask(t)
+			peak := map[string]memSample{} // by process name: the maxima
+			var treeRSS int64
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(50 * time.Millisecond):
+					}
+					var sum int64
+					for _, pid := range procsWithEnv(mark) {
+						m, ok := procMem(pid)
+						if !ok {
+							continue
+						}
+						b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
+						if f := strings.Fields(string(b)); len(f) > 1 {
+							rss, _ := strconv.ParseInt(f[1], 10, 64)
+							sum += rss * int64(os.Getpagesize()) >> 10
+						}
+						p := peak[m.name]
+						p.name = m.name
+						p.vmPeak, p.vmHWM, p.vmData = max(p.vmPeak, m.vmPeak), max(p.vmHWM, m.vmHWM), max(p.vmData, m.vmData)
+						peak[m.name] = p
+					}
+					treeRSS = max(treeRSS, sum)
+				}
+			}()
+			resp, err := c.Chat(t.Context(), simRequest(skill, q))
+			close(stop)
+			<-done
+			if err != nil {
+				t.Fatalf("%v; request log %+v", err, s.RequestLog())
+			}
+			if got := simbench.ExtractAnswer(resp.Content); got != gold {
+				t.Fatalf("answer %q, want %q", got, gold)
+			}
+			for _, p := range peak {
+				t.Logf("%-16s VmPeak %6d MiB  VmHWM %5d MiB  VmData %6d MiB", p.name, p.vmPeak>>10, p.vmHWM>>10, p.vmData>>10)
+			}
+			t.Logf("tree resident peak %d MiB (sampled every 50 ms)", treeRSS>>10)
+			if len(peak) < 2 {
+				t.Fatalf("sampled %d processes, want the launcher and the agent", len(peak))
+			}
+		})
+	}
 }

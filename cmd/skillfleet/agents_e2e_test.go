@@ -366,7 +366,16 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 		t.Run(tc.agent, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			bin := filepath.Join(dir, tc.agent)
+			// The stand-in runs in the agent sandbox (the default), as uid
+			// 65534 for a root worker: its directory must be one others
+			// can enter (t.TempDir's is not).
+			binDir, err := os.MkdirTemp("", "skillfleet-fakeagent-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.RemoveAll(binDir) })
+			os.Chmod(binDir, 0o755)
+			bin := filepath.Join(binDir, tc.agent)
 			if err := os.WriteFile(bin, []byte(fmt.Sprintf(fakeAgentScript, tc.version, tc.answer)), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +410,7 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 			}
 			// The hung agents' process groups were killed: no process runs
 			// the stand-in any more.
-			if pids := procsMentioning(t, dir); len(pids) > 0 {
+			if pids := procsMentioning(t, binDir); len(pids) > 0 {
 				t.Errorf("processes of the stand-in still run: %v", pids)
 			}
 

@@ -177,11 +177,12 @@ func (f *forwarding) close() {
 }
 
 // script starts the forwarder (fd exeFD inside) and waits until it
-// listens.
+// listens; if it exits first (a port it may not bind), the run ends at
+// once with the forwarder's own error.
 func (f *forwarding) script(exeFD int) string {
-	return fmt.Sprintf("%s=%s /proc/self/fd/%d </dev/null >/dev/null 2>&1 &\n"+
-		"i=0; while [ ! -e %s ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done\n"+
-		"[ -e %s ] || { echo 'sandbox: the network forwarder did not start' >&2; exit 125; }\n",
+	return fmt.Sprintf("%s=%s /proc/self/fd/%d </dev/null >/dev/null 2>/tmp/.sandbox-forward-err &\n"+
+		"fwd=$!; i=0; while [ ! -e %s ] && [ $i -lt 3000 ] && kill -0 $fwd 2>/dev/null; do sleep 0.01; i=$((i+1)); done\n"+
+		"[ -e %s ] || { echo \"sandbox: the network forwarder did not start: $(cat /tmp/.sandbox-forward-err 2>/dev/null)\" >&2; exit 125; }\n",
 		forwardEnv, shellQuote(f.spec), exeFD, forwardReady, forwardReady)
 }
 

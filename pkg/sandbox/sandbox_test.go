@@ -386,6 +386,14 @@ exit 0`, port, otherPort)
 	if _, err := s.Run(context.Background(), Spec{Argv: sh("true"), Forwards: []Forward{{Port: 80, Target: "no-port"}}}); err == nil {
 		t.Error("a target without a port accepted")
 	}
+	// A port the sandbox's user may not bind (below 1024): the run ends
+	// as soon as the forwarder exits, with its error, not after a wait.
+	start := time.Now()
+	r = run(t, s, Spec{Argv: sh("echo RAN"), Forwards: []Forward{{Port: 80, Target: ln.Addr().String()}}})
+	if r.ExitCode != 125 || strings.Contains(r.Output, "RAN") || !strings.Contains(r.Output, "forwarder did not start: sandbox forwarder: listen tcp 127.0.0.1:80") {
+		t.Errorf("forward on port 80: %+v", r)
+	}
+	t.Logf("a forward on port 80 fails in %v", time.Since(start))
 }
 
 // The unsafe mode never kills "every process it can" after the program:
