@@ -62,9 +62,16 @@ func (p Progress) StageETA(now time.Time) (time.Duration, bool) {
 }
 
 // ProgressFile keeps progress.json in a run dir up to date: Update stores
-// the latest state and a writer goroutine writes it atomically (temp file +
-// rename) at most once per interval, so a busy wave costs one write every
-// few seconds, not one per task.
+// the latest state and a writer goroutine writes it at most once per
+// interval, so a busy wave costs one write every few seconds, not one per
+// task.
+//
+// The file is rewritten in place (one pwrite, and a truncate when the
+// record shrank), not as a temp file renamed over it: the rename, a
+// directory update, cost more than everything else a dashboard poll does.
+// A reader may so catch a record half-written; it fails to parse, and
+// readers keep the last good record until the next write (see
+// [ReadProgress]).
 type ProgressFile struct {
 	path     string
 	interval time.Duration
@@ -75,6 +82,11 @@ type ProgressFile struct {
 	dirty   bool
 	started time.Time
 	lastErr error
+
+	// f and size are the open file and the length last written; only the
+	// writer goroutine uses them.
+	f    *os.File
+	size int
 
 	done chan struct{}
 	once sync.Once
@@ -139,6 +151,13 @@ func (f *ProgressFile) loop() {
 		select {
 		case <-f.done:
 			f.flush()
+			if f.f != nil {
+				if err := f.f.Close(); err != nil {
+					f.mu.Lock()
+					f.lastErr = fmt.Errorf("write %s: %w", f.path, err)
+					f.mu.Unlock()
+				}
+			}
 			return
 		case <-t.C:
 			f.flush()
@@ -161,39 +180,41 @@ func (f *ProgressFile) flush() {
 		}
 	}
 	p.Started, p.Updated, p.PID = f.started, time.Now(), os.Getpid()
-	err := writeAtomic(f.path, p)
+	err := f.write(p)
 	f.mu.Lock()
 	f.lastErr = err
 	f.mu.Unlock()
 }
 
-func writeAtomic(path string, v any) error {
-	data, err := json.Marshal(v)
+// write rewrites the file in place with p.
+func (f *ProgressFile) write(p Progress) error {
+	data, err := json.Marshal(p)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	data = append(data, '\n')
+	if f.f == nil {
+		if f.f, err = os.OpenFile(f.path, os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+			f.f = nil
+			return fmt.Errorf("write %s: %w", f.path, err)
+		}
+		f.size = -1 // unknown: truncate after the first write
 	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	if _, err := f.f.WriteAt(data, 0); err != nil {
+		return fmt.Errorf("write %s: %w", f.path, err)
 	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+	if len(data) != f.size {
+		if err := f.f.Truncate(int64(len(data))); err != nil {
+			return fmt.Errorf("write %s: %w", f.path, err)
+		}
+		f.size = len(data)
 	}
 	return nil
 }
 
 // ReadProgress reads dir/progress.json; ok is false when there is none (or
-// it cannot be parsed: a reader never fails on it).
+// it cannot be parsed, as when it is caught mid-write: a reader never fails
+// on it).
 func ReadProgress(dir string) (p Progress, ok bool) {
 	data, err := os.ReadFile(filepath.Join(dir, ProgressFileName))
 	if err != nil {

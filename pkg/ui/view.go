@@ -368,11 +368,16 @@ func (l *runLoader) load() (v *RunView, baseChanged, anyChanged bool, err error)
 		l.stateFP = fp
 	}
 	if fp := progFP; fp != l.progFP {
-		l.prog = nil
-		if p, ok := ReadProgress(l.dir); ok {
-			l.prog = &p
+		p, ok := ReadProgress(l.dir)
+		switch {
+		case ok:
+			l.prog, l.progFP = &p, fp
+		case fp == "-;":
+			l.prog, l.progFP = nil, fp
+		default:
+			// Caught mid-write (or damaged): keep the last good record
+			// and read it again on the next poll.
 		}
-		l.progFP = fp
 	}
 	if l.prog != nil {
 		p := *l.prog

@@ -212,3 +212,52 @@ func TestLoaderReusesAndExpires(t *testing.T) {
 		t.Errorf("after progress.json was written again: live %t, changed %t, err %v; want live", v4 != nil && v4.Live, any, err)
 	}
 }
+
+// TestProgressRewrittenInPlace: progress.json is rewritten in place, a
+// shorter record truncating the longer one before it; a reader that
+// catches it half-written keeps the last good record and takes the next
+// one.
+func TestProgressRewrittenInPlace(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	newFakeRun(t, dir, 10)
+	path := filepath.Join(dir, ProgressFileName)
+	pf := NewProgressFile(dir, time.Hour)
+	pf.Update(Progress{Head: "a long head naming the baseline evaluation of the run", Stage: "baseline", Total: 200})
+	pf.flush()
+	long, _ := os.ReadFile(path)
+	pf.Update(Progress{Head: "short", Stage: "gate", Done: 3, Total: 8})
+	pf.flush()
+	short, _ := os.ReadFile(path)
+	if len(short) >= len(long) {
+		t.Fatalf("the shorter record left %d bytes, the longer had %d: not truncated", len(short), len(long))
+	}
+	if p, ok := ReadProgress(dir); !ok || p.Head != "short" || p.Done != 3 {
+		t.Fatalf("ReadProgress after the shorter record = %+v, %t", p, ok)
+	}
+	l := newRunLoader(dir, nil)
+	if v, _, _, err := l.load(); err != nil || v.Progress == nil || v.Progress.Head != "short" {
+		t.Fatalf("load: %v, %v", v, err)
+	}
+	// Half a record, as a reader may catch it mid-write.
+	if err := os.WriteFile(path, long[:len(long)/2], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _, err := l.load(); err != nil || v.Progress == nil || v.Progress.Head != "short" {
+		t.Fatalf("load of a half-written progress.json: progress %+v, err %v; want the last good record", v.Progress, err)
+	}
+	pf.Update(Progress{Head: "next", Stage: "gate", Done: 4, Total: 8})
+	pf.flush()
+	if err := pf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, any, err := l.load(); err != nil || !any || v.Progress == nil || v.Progress.Head != "next" {
+		t.Fatalf("load after the next write: progress %+v, changed %t, err %v", v.Progress, any, err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _, err := l.load(); err != nil || v.Progress != nil {
+		t.Fatalf("load with progress.json gone: progress %+v, err %v; want none", v.Progress, err)
+	}
+}
