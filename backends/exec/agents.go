@@ -3,9 +3,11 @@ package exec
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	osexec "os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -244,4 +246,88 @@ func (c *Client) writeSkill(skillFile, skill string) error {
 	}
 	entry := withFrontMatter(p.Entry())
 	return os.WriteFile(skillFile, []byte(entry), 0o644)
+}
+
+// OpenedFilesNote opens the reply of an agent that was given a skill
+// package and opened files of it: the files, in the order first opened,
+// follow on the same line, and a blank line separates the note from the
+// agent's reply. It leads the reply so that the last line and the answer
+// tags stay the agent's.
+const OpenedFilesNote = "[skill files the agent opened:"
+
+// noteOpenedFiles returns reply, preceded by a note naming the package
+// files the agent opened, when the call's skill was a package (a bundle)
+// and the agent's JSON events show commands that name its files (Codex:
+// the command_execution items). A plain skill, another output format, or
+// no file opened leaves reply as it is. The note is how a trajectory
+// records which files of a package the agent opened: the optimizer reads
+// it with the reply.
+func (c *Client) noteOpenedFiles(skill string, stdout []byte, reply string) string {
+	if c.output != OutputCodexJSON || !skillpkg.IsBundle(skill) {
+		return reply
+	}
+	p, err := skillpkg.Decode(skill)
+	if err != nil {
+		return reply
+	}
+	opened := OpenedFiles(p, path.Dir(filepath.ToSlash(c.skillPath)), codexCommands(stdout))
+	if len(opened) == 0 {
+		return reply
+	}
+	return OpenedFilesNote + " " + strings.Join(opened, ", ") + "]\n\n" + reply
+}
+
+// codexCommands returns the shell commands of the completed
+// command_execution items in `codex exec --json` output, in order.
+func codexCommands(out []byte) []string {
+	var cmds []string
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] != '{' {
+			continue
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Item *struct {
+				Type    string `json:"type"`
+				Command string `json:"command"`
+			} `json:"item"`
+		}
+		if json.Unmarshal(line, &ev) != nil || ev.Type != "item.completed" || ev.Item == nil || ev.Item.Type != "command_execution" {
+			continue
+		}
+		cmds = append(cmds, ev.Item.Command)
+	}
+	return cmds
+}
+
+// OpenedFiles returns the files of p that the commands name under the
+// skill directory skillDir (relative to the work directory, as the agent
+// may see it under any root: the sandbox's /work, a temporary directory),
+// in the order first named. A command that names the directory alone (a
+// listing) opens nothing.
+func OpenedFiles(p *skillpkg.Package, skillDir string, commands []string) []string {
+	var opened []string
+	prefix := "/" + strings.Trim(skillDir, "/") + "/"
+	for _, cmd := range commands {
+		rest := cmd
+		for {
+			i := strings.Index(rest, prefix)
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len(prefix):]
+			end := strings.IndexFunc(rest, func(r rune) bool {
+				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-", r))
+			})
+			if end < 0 {
+				end = len(rest)
+			}
+			name := rest[:end]
+			if _, ok := p.File(name); ok && !slices.Contains(opened, name) {
+				opened = append(opened, name)
+			}
+		}
+	}
+	return opened
 }

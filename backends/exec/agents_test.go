@@ -514,6 +514,13 @@ func TestRealCodexOpensPackageReference(t *testing.T) {
 	if !strings.Contains(resp.Content, "opened references/rules.md, references/units.md") {
 		t.Errorf("reply %q does not name the references opened", resp.Content)
 	}
+	// The backend's own record, from Codex's events, leads the reply.
+	note, _, _ := strings.Cut(resp.Content, "\n")
+	for _, f := range []string{"SKILL.md", "references/units.md", "references/rules.md", "scripts/read_codes.py"} {
+		if !strings.HasPrefix(note, exec.OpenedFilesNote) || !strings.Contains(note, f) {
+			t.Errorf("reply's first line %q does not record that the agent opened %s", note, f)
+		}
+	}
 
 	// Without the units rule in references/ (it is in SKILL.md instead,
 	// where this world's agent does not trust it) the answer is wrong, and
@@ -534,5 +541,50 @@ func TestRealCodexOpensPackageReference(t *testing.T) {
 	}
 	if got := simbench.ExtractAnswer(resp.Content); got == gold || !strings.Contains(resp.Content, "I looked in references/ for the rule on the route length") {
 		t.Fatalf("without references/units.md: reply %q, want a wrong answer and where the agent looked", resp.Content)
+	}
+}
+
+// TestCodexEventsNameOpenedPackageFiles: the files of an installed package
+// that the agent opened, read from Codex's command_execution events
+// (testdata/codex-package-events.jsonl: a real `codex exec --json` run on
+// a package, as sim-llm drove it), lead the reply; the listing of the
+// directory opens nothing, and a plain skill's reply is left alone.
+func TestCodexEventsNameOpenedPackageFiles(t *testing.T) {
+	t.Parallel()
+	events, err := filepath.Abs(filepath.Join("testdata", "codex-package-events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.New(exec.Config{Agent: exec.AgentCodex, Command: []string{"cat", events}, Output: exec.OutputCodexJSON,
+		Sandbox: exec.SandboxConfig{Mode: exec.SandboxNone, Logf: func(string, ...any) {}}})
+	p, err := skillpkg.New(map[string]string{
+		"SKILL.md":            "---\nname: records\ndescription: Read it before you start.\n---\nRules live in references/.\n",
+		"references/units.md": "- x\n",
+		"references/sign.md":  "- y\n",
+	}, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := exec.OpenedFilesNote + " SKILL.md, references/units.md]\n\nI read SKILL.md, opened references/units.md."
+	if !strings.HasPrefix(resp.Content, want) || simbench.ExtractAnswer(resp.Content) != "4821 mi" {
+		t.Fatalf("reply %q, want it to start %q and keep the answer", resp.Content, want)
+	}
+	resp, err = c.Chat(t.Context(), simRequest("# Plain skill\n", "q"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(resp.Content, exec.OpenedFilesNote) {
+		t.Fatalf("a plain skill's reply %q carries the note", resp.Content)
+	}
+	if got := exec.OpenedFiles(p, ".agents/skills/skillfleet-target", []string{
+		"find /x/.agents/skills/skillfleet-target -type f",
+		"cat /x/.agents/skills/skillfleet-target/references/sign.md /x/.agents/skills/skillfleet-target/references/nope.md",
+		"sed -n 1,5p '/work/.agents/skills/skillfleet-target/SKILL.md'",
+	}); strings.Join(got, ",") != "references/sign.md,SKILL.md" {
+		t.Fatalf("OpenedFiles = %v, want references/sign.md then SKILL.md", got)
 	}
 }
