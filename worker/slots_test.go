@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -77,8 +78,8 @@ func (m *gatedModel) Chat(_ context.Context, req *llm.Request) (*llm.Response, e
 // gated model, named by the task id.
 type slotBundle struct {
 	js      jetstream.JetStream
-	pub     func(ids ...string)
-	cancel  func(id string)
+	pub     func(ids ...string) []uint64 // the messages' stream sequences
+	cancel  func(notice string)
 	model   *gatedModel
 	rec     *recorder
 	started chan string
@@ -184,19 +185,23 @@ func setupSlots(t *testing.T, cancelledInFlight int, hold chan struct{}) *slotBu
 		gs.Stop()
 	})
 
-	b.pub = func(ids ...string) {
+	b.pub = func(ids ...string) []uint64 {
 		t.Helper()
+		var seqs []uint64
 		for _, id := range ids {
 			tk := &pb.Task{Id: id, RunId: "r", Stage: "gate", Kind: &pb.Task_Noop{Noop: &pb.NoopTask{}}}
 			data, _ := proto.Marshal(tk)
-			if _, err := js.Publish(ctx, queue.TaskSubject(queue.ClassOf(tk), queue.KindOf(tk), "r"), data); err != nil {
+			ack, err := js.Publish(ctx, queue.TaskSubject(queue.ClassOf(tk), queue.KindOf(tk), "r"), data)
+			if err != nil {
 				t.Fatal(err)
 			}
+			seqs = append(seqs, ack.Sequence)
 		}
+		return seqs
 	}
-	b.cancel = func(id string) {
+	b.cancel = func(notice string) {
 		t.Helper()
-		if err := nc.Publish(queue.CancelSubject, []byte(id)); err != nil {
+		if err := nc.Publish(queue.CancelSubject, []byte(notice)); err != nil {
 			t.Fatal(err)
 		}
 		_ = nc.Flush()
@@ -332,6 +337,55 @@ func TestFinishedTaskReportsOutsideItsSlot(t *testing.T) {
 	}
 	b.open("b")
 	release()
+	if res := next(t, b.results, "b's result"); res.GetTaskId() != "b" {
+		t.Fatalf("reported %s, want b", res.GetTaskId())
+	}
+}
+
+// TestCancelledMessageIsDroppedUnrun: a task message whose cancel notice
+// (task id and stream sequence) came before a worker took it is acked
+// without running; the same task submitted again, a new message, runs.
+func TestCancelledMessageIsDroppedUnrun(t *testing.T) {
+	b := setupSlots(t, 1, nil)
+	seqs := b.pub("a", "b")
+	if id := next(t, b.started, "start"); id != "a" {
+		t.Fatalf("first task started = %s, want a", id)
+	}
+	b.cancel(fmt.Sprintf("b %d\nnot-here", seqs[1]))
+	b.cancel("a") // a holds the only slot until its call ends: the notice for b is in by then
+	b.open("a")
+	if res := next(t, b.results, "a's result"); res.GetTaskId() != "a" {
+		t.Fatalf("reported %s, want a", res.GetTaskId())
+	}
+	// b's message leaves the queue acked, without running (run, it would
+	// wait on its closed gate, unacked).
+	stream, err := b.js.Stream(t.Context(), queue.StreamName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		info, err := stream.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d messages left in the work queue, want 0 (the cancelled one acked)", info.State.Msgs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case id := <-b.started:
+		t.Fatalf("%s started: the cancelled message ran", id)
+	default:
+	}
+	b.pub("b")
+	if id := next(t, b.started, "start of b submitted again"); id != "b" {
+		t.Fatalf("started %s, want b", id)
+	}
+	b.open("b")
 	if res := next(t, b.results, "b's result"); res.GetTaskId() != "b" {
 		t.Fatalf("reported %s, want b", res.GetTaskId())
 	}

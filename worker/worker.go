@@ -16,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -152,7 +153,16 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	// dropped are the stream sequences of cancelled task messages not
+	// running here when their notice came: delivered later (the
+	// coordinator deletes them right after the notice), they are acked
+	// unrun. The oldest are forgotten beyond maxDropped.
+	dropped     map[uint64]struct{}
+	droppedFIFO []uint64
 }
+
+// maxDropped bounds the cancelled messages a worker remembers.
+const maxDropped = 1 << 16
 
 // errCancelledByCoordinator is the cause of a task cancelled by a notice.
 var errCancelledByCoordinator = errors.New("cancelled by coordinator")
@@ -388,15 +398,44 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 }
 
+// onCancel handles a cancel notice: one line per task, its id and, when
+// its message was published, the message's stream sequence.
 func (w *Worker) onCancel(m *nats.Msg) {
-	ids := strings.Split(string(m.Data), "\n")
+	lines := strings.Split(string(m.Data), "\n")
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, id := range ids {
+	if w.dropped == nil {
+		w.dropped = map[uint64]struct{}{}
+	}
+	for _, line := range lines {
+		id, seqText, _ := strings.Cut(line, " ")
 		if c, ok := w.running[id]; ok {
 			c(errCancelledByCoordinator)
+			continue
+		}
+		seq, err := strconv.ParseUint(seqText, 10, 64)
+		if err != nil || seq == 0 {
+			continue
+		}
+		if _, dup := w.dropped[seq]; dup {
+			continue
+		}
+		w.dropped[seq] = struct{}{}
+		w.droppedFIFO = append(w.droppedFIFO, seq)
+		if len(w.droppedFIFO) > maxDropped {
+			delete(w.dropped, w.droppedFIFO[0])
+			w.droppedFIFO = w.droppedFIFO[1:]
 		}
 	}
+}
+
+// wasCancelled reports whether the task message at stream sequence seq
+// was cancelled before it reached this worker.
+func (w *Worker) wasCancelled(seq uint64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.dropped[seq]
+	return ok
 }
 
 // slot is the pool slot a task holds while it uses the model. A task
@@ -461,6 +500,13 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	var delivered uint64 = 1
 	if meta != nil {
 		delivered = meta.NumDelivered
+		if w.wasCancelled(meta.Sequence.Stream) {
+			// Taken from the queue between the coordinator's cancel
+			// notice and its delete: nobody wants it.
+			w.log.Debug("cancelled task dropped before it ran", "stream_seq", meta.Sequence.Stream)
+			_ = msg.Ack()
+			return
+		}
 	}
 	t := &pb.Task{}
 	if err := proto.Unmarshal(msg.Data(), t); err != nil || t.GetId() == "" || queue.KindOf(t) == "" {

@@ -607,6 +607,7 @@ func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
 func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) {
 	var seqs []uint64
 	var futs []*Future
+	var lines []string
 	d.mu.Lock()
 	for _, id := range ids {
 		f, ok := d.pending[id]
@@ -627,11 +628,14 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 			}
 			d.late[id] = late
 		}
+		line := id
 		if f.seq != 0 {
 			delete(d.seqs, f.seq)
 			seqs = append(seqs, f.seq)
+			line += " " + strconv.FormatUint(f.seq, 10)
 		}
 		futs = append(futs, f)
+		lines = append(lines, line)
 	}
 	d.mu.Unlock()
 	if len(futs) == 0 {
@@ -640,21 +644,18 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 	for _, f := range futs {
 		f.resolve(&pb.Result{TaskId: f.id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
 	}
+	// The notice goes out before the deletes (one request each): a worker
+	// that takes one of these messages meanwhile drops it unrun. Each line
+	// is the task id and, once published, its message's stream sequence
+	// (a task submitted again is a new message).
+	if d.o.NC != nil {
+		_ = d.o.NC.Publish(queue.CancelSubject, []byte(strings.Join(lines, "\n")))
+	}
 	if d.o.Stream != nil {
 		for _, s := range seqs {
 			// A task already delivered is no longer in the stream; that is fine.
 			_ = d.o.Stream.DeleteMsg(ctx, s)
 		}
-	}
-	if d.o.NC != nil {
-		var b strings.Builder
-		for i, f := range futs {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(f.id)
-		}
-		_ = d.o.NC.Publish(queue.CancelSubject, []byte(b.String()))
 	}
 }
 

@@ -112,10 +112,12 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
 		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
 			stopped = true
+			// In queue order: the tasks workers would take next leave the
+			// queue first.
 			var ids []string
-			for j, f := range futs {
+			for _, j := range queueOrder(rq.Order, len(futs)) {
 				select {
-				case <-f.Done():
+				case <-futs[j].Done():
 				default:
 					ids = append(ids, tasks[j].GetId())
 				}
@@ -134,6 +136,19 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		}
 	}
 	return out, stopped, nil
+}
+
+// queueOrder is the order n tasks were queued in: order if it is one,
+// else item order.
+func queueOrder(order []int, n int) []int {
+	if len(order) == n {
+		return order
+	}
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // submitOrdered is submit with the tasks queued in order (a permutation

@@ -2,7 +2,11 @@
 # Benchmark a campaign on one fleet (see docs/performance.md).
 #
 #   scripts/bench/campaign.sh [--workers 4] [--cells 12] [--config configs/demo.yaml] \
-#       [--latency 500ms] [--concurrency 24] [--optimizer-concurrency 16] [--keep DIR]
+#       [--latency 500ms] [--concurrency 24] [--optimizer-concurrency 16] [--keep DIR] \
+#       [--profile DIR]
+#
+# --profile writes CPU profiles of the campaign process (DIR/campaign.pprof)
+# and of each worker (DIR/workerN.pprof); read them with go tool pprof.
 #
 # Starts `skillfleet sim-llm` with the latency, a NATS server (the pinned
 # nats-server module), N worker processes of the given concurrency each,
@@ -15,7 +19,7 @@
 # (scripts/bench/campaign_ideal.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-workers=1 cells=12 config=configs/demo.yaml latency=500ms conc=24 oconc=16 keep=""
+workers=1 cells=12 config=configs/demo.yaml latency=500ms conc=24 oconc=16 keep="" profile=""
 while (($#)); do
   case "$1" in
     --workers) workers=$2; shift 2 ;;
@@ -25,6 +29,7 @@ while (($#)); do
     --concurrency) conc=$2; shift 2 ;;
     --optimizer-concurrency) oconc=$2; shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
+    --profile) profile=$(realpath -m "$2"); mkdir -p "$profile"; shift 2 ;;
     *) echo "campaign.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -55,17 +60,24 @@ nats="nats://127.0.0.1:$nats_port"
   echo "  configs: [$(realpath "$config")]"
   echo "  seeds: [$(seq -s, 1 "$cells")]"
 } >"$tmp/campaign.yaml"
+wpids=()
+prof() { [[ -n "$profile" ]] && echo "$profile/$1.pprof" || true; }
 for i in $(seq "$workers"); do
-  "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$tmp/worker$i.out" 2>&1 &
-  pids+=($!)
+  SKILLFLEET_CPUPROFILE=$(prof "worker$i") "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$tmp/worker$i.out" 2>&1 &
+  pids+=($!) wpids+=($!)
 done
 start=$(date +%s.%N)
-if ! "$bin" campaign --config "$tmp/campaign.yaml" --out "$tmp/camp" --nats "$nats" --workers 0 \
+if ! SKILLFLEET_CPUPROFILE=$(prof campaign) "$bin" campaign --config "$tmp/campaign.yaml" --out "$tmp/camp" --nats "$nats" --workers 0 \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \
   --set model.optimizer_base_url="$url" --set model.target_base_url="$url" --set runtime.sim_llm=false >"$tmp/camp.out" 2>&1; then
   echo "bench: campaign failed" >&2; tail -30 "$tmp/camp.out" >&2; exit 1
 fi
 end=$(date +%s.%N)
+if [[ -n "$profile" ]]; then
+  # A worker writes its profile when it stops.
+  for p in "${wpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
+fi
 [[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/camp" "$keep"
 lat=$(python3 -c "s='$latency'; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))")
 echo "campaign: $cells cells of $config, $workers worker process(es) x $conc target + $oconc optimizer slots, latency $latency"
