@@ -1,6 +1,7 @@
 package skillpkg
 
 import (
+	"cmp"
 	"errors"
 	"strings"
 
@@ -94,13 +95,20 @@ type ApplyOptions struct {
 	// Check, when set, checks every file under scripts/ that an edit
 	// changed or created.
 	Check SyntaxChecker
+	// TrainDescription lets set_description edits change SKILL.md's
+	// front-matter description; without it they are refused
+	// ([ReasonDescriptionOff]).
+	TrainDescription bool
+	// MaxDescription bounds a new description in characters (0 =
+	// [DefaultMaxDescription]).
+	MaxDescription int
 }
 
 // fileOp returns the file operation op names, if any. With normalize,
 // case, '-' and ' ' are forgiven and add_file/new_file/delete_file read as
 // the two.
 func fileOp(op string, normalize bool) (string, bool) {
-	if op == OpCreateFile || op == OpRemoveFile {
+	if op == OpCreateFile || op == OpRemoveFile || op == OpSetDescription {
 		return op, true
 	}
 	if !normalize {
@@ -113,6 +121,8 @@ func fileOp(op string, normalize bool) (string, bool) {
 		return OpCreateFile, true
 	case OpRemoveFile, "delete_file", "rm_file":
 		return OpRemoveFile, true
+	case OpSetDescription, "update_description", "edit_description", "replace_description":
+		return OpSetDescription, true
 	}
 	return "", false
 }
@@ -199,6 +209,19 @@ func applyEdit(q *Package, name string, e Edit, opts ApplyOptions, lim Limits, r
 			delete(q.exec, name)
 			row.Status = AppliedRemoveFile
 			return nil
+		case OpSetDescription:
+			if !opts.TrainDescription {
+				return refuse(ReasonDescriptionOff, name, "the description is not trained (set train_description: true to train it)")
+			}
+			if name != EntryFile {
+				return refuse(ReasonBadDescription, name, "set_description edits SKILL.md's front matter, not another file")
+			}
+			text, err := setDescription(old, e.Content, cmp.Or(opts.MaxDescription, DefaultMaxDescription))
+			if err != nil {
+				return err
+			}
+			q.files[name] = text
+			row.Status = AppliedSetDescription
 		}
 	} else {
 		if !had {

@@ -76,6 +76,13 @@ const (
 	ReasonNoEntry       Reason = "no_entry"        // a directory without SKILL.md
 	ReasonFrontMatter   Reason = "front_matter"    // SKILL.md front matter that does not parse
 	ReasonScriptSyntax  Reason = "script_syntax"   // a script that fails its syntax check
+	// ReasonDescriptionOff: set_description while the description is not
+	// trained (train_description is off).
+	ReasonDescriptionOff Reason = "description_off"
+	// ReasonBadDescription: a set_description whose description is
+	// empty, several lines or over the bound, a file other than SKILL.md,
+	// or a SKILL.md without a front matter to hold it.
+	ReasonBadDescription Reason = "bad_description"
 )
 
 // RefusalError is a refusal of one path or edit.
