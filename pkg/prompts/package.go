@@ -56,3 +56,39 @@ func payloadSkill(v reflect.Value) string {
 
 // packageHeading opens the readable package view in a user message.
 const packageHeading = "## The skill package"
+
+// OpSetDescription is the patch op that replaces SKILL.md's front-matter
+// description (pkg/skillpkg applies it when the run trains the
+// description).
+const OpSetDescription = "set_description"
+
+// trainsDescription reports whether a payload belongs to a run that trains
+// the description: an analyst input with TrainDescription set, or a merge
+// whose patches hold a set_description item (which the merge must keep
+// or fold, so its prompt explains the op).
+func trainsDescription(v reflect.Value) bool {
+	if f := v.FieldByName("TrainDescription"); f.IsValid() && f.Kind() == reflect.Bool && f.Bool() {
+		return true
+	}
+	var lists [][]Item
+	for _, name := range []string{"Patches", "Failure", "Success", "Items"} {
+		f := v.FieldByName(name)
+		if !f.IsValid() || !f.CanInterface() {
+			continue
+		}
+		switch x := f.Interface().(type) {
+		case [][]Item:
+			lists = append(lists, x...)
+		case []Item:
+			lists = append(lists, x)
+		}
+	}
+	for _, items := range lists {
+		for _, it := range items {
+			if it.Op == OpSetDescription {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -120,3 +120,40 @@ func TestRejectedEditShowsFile(t *testing.T) {
 		}
 	}
 }
+
+// The description block reaches a patch-mode analyst of a run that trains
+// the description, and a merge or ranking whose items hold a
+// set_description; other prompts (single-file runs among them) are
+// unchanged.
+func TestDescriptionPrompts(t *testing.T) {
+	t.Parallel()
+	s := prompts.New(nil)
+	plain := "---\nname: units\ndescription: Unit rules.\n---\n# Units\n"
+	setDesc := prompts.Item{Op: prompts.OpSetDescription, Content: "Unit rules. Read it before you start."}
+	for _, tc := range []struct {
+		label, name, mode string
+		payload           any
+		want              bool
+	}{
+		{"analyst, trained", prompts.AnalystFailure, prompts.ModePatch, prompts.AnalystInput{Skill: plain, Budget: 2, BatchSize: 1, TrainDescription: true}, true},
+		{"analyst, package, trained", prompts.AnalystSuccess, prompts.ModePatch, prompts.AnalystInput{Skill: testBundle(t), Budget: 2, BatchSize: 1, TrainDescription: true}, true},
+		{"analyst, not trained", prompts.AnalystFailure, prompts.ModePatch, prompts.AnalystInput{Skill: plain, Budget: 2, BatchSize: 1}, false},
+		{"analyst, rewrite mode", prompts.AnalystFailure, prompts.ModeRewrite, prompts.AnalystInput{Skill: plain, Budget: 2, BatchSize: 1, TrainDescription: true}, false},
+		{"merge with set_description", prompts.MergeFailure, prompts.ModePatch, prompts.MergeInput{Skill: plain, Patches: [][]prompts.Item{{{Op: "append", Content: "x"}}, {setDesc}}}, true},
+		{"merge without", prompts.MergeFailure, prompts.ModePatch, prompts.MergeInput{Skill: plain, Patches: [][]prompts.Item{{{Op: "append", Content: "x"}}}}, false},
+		{"final merge with", prompts.MergeFinal, prompts.ModePatch, prompts.MergeFinalInput{Skill: plain, Success: []prompts.Item{setDesc}}, true},
+		{"ranking with", prompts.Ranking, prompts.ModePatch, prompts.RankInput{Skill: plain, Budget: 1, Items: []prompts.Item{setDesc}}, true},
+	} {
+		system, _, err := s.Render(tc.name, tc.mode, tc.payload, prompts.RenderOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.label, err)
+		}
+		at := strings.Index(system, "## The skill's description")
+		if got := at >= 0; got != tc.want {
+			t.Errorf("%s: description block present = %v, want %v", tc.label, got, tc.want)
+		}
+		if at >= 0 && (!strings.Contains(system, "`set_description`") || strings.Index(system, "## Reply format") < at) {
+			t.Errorf("%s: the block must name set_description and come before the reply format", tc.label)
+		}
+	}
+}

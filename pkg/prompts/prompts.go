@@ -284,6 +284,21 @@ func (s *Set) system(name, mode string, v reflect.Value, opts RenderOptions) (st
 		buf.Reset()
 		buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
 	}
+	if mode == ModePatch && trainsDescription(v) {
+		// The description is trained: one more op, explained before the
+		// reply format like the package rules.
+		var block bytes.Buffer
+		if err := s.base.ExecuteTemplate(&block, "description.md", data); err != nil {
+			return "", fmt.Errorf("prompts: %s: %w", name, err)
+		}
+		text := buf.String()
+		at := strings.LastIndex(text, replyFormatHeading)
+		if at < 0 {
+			at = len(text)
+		}
+		buf.Reset()
+		buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
+	}
 	if name == AnalystFailure || name == AnalystSuccess {
 		s.mu.RLock()
 		notes := s.notes[opts.Bench]

@@ -138,6 +138,10 @@ type AnalystInput struct {
 	SkillAware   bool          `json:"skill_aware,omitempty"`
 	BatchSize    int           `json:"batch_size"`
 	Trajectories []Trajectory  `json:"trajectories"`
+	// TrainDescription: the run trains SKILL.md's front-matter description
+	// (config train_description), so a patch-mode analyst may propose
+	// set_description (the description.md block explains it).
+	TrainDescription bool `json:"train_description,omitempty"`
 }
 
 // FailureType is one row of an analyst's failure summary.
