@@ -86,9 +86,31 @@ type SandboxConfig struct {
 // agentRoot is where the CLI's install tree is bound in the sandbox.
 const agentRoot = "/opt/agent"
 
+// Memory caps of an agent call, from what the real CLIs need (measured
+// by TestRealAgentMemory: one call reading its skill with a shell command
+// and answering, sandboxed, on a 2-core host). The cap that matters is
+// DefaultAgentResidentMB on the resident memory not backed by a file of
+// all the call's processes together, enforced by pkg/sandbox's poll, since the
+// hosts we run on often have no cgroup v2 memory controller for the
+// worker (this one: hybrid, memory on cgroup v1). Per process, RLIMIT_AS
+// is only a backstop: the CLIs reserve far more address space than they
+// touch, and the reservation grows with the host's cores and threads.
+const (
+	// DefaultAgentResidentMB: a Codex CLI call's processes peaked at
+	// 36 MiB resident not backed by a file (216 MiB resident in all:
+	// codex 137, its node launcher 41), a Claude Code call's at 106 MiB
+	// (218 in all: claude 188, its npm launchers 50 and 36). 2 GiB
+	// leaves room for the tool commands an agent runs (a Python script
+	// over a data file).
+	DefaultAgentResidentMB = 2048
+	// agentAddressSpaceMB: Claude Code reserves 9.6 GiB of address space
+	// (VmPeak; 5.4 GiB of it data) for its 189 MiB, Codex 421 MiB, the
+	// node launchers 0.7-1 GiB.
+	agentAddressSpaceMB = 32 << 10
+)
+
 // agentLimits are the defaults for an agent call: CLIs are large
-// runtimes (address space is not a useful bound for them), run many
-// threads and for minutes.
+// runtimes, run many threads and for minutes.
 func agentLimits(l sandbox.Limits, timeout time.Duration) sandbox.Limits {
 	def := func(v *int, d int) {
 		if *v <= 0 {
@@ -99,7 +121,8 @@ func agentLimits(l sandbox.Limits, timeout time.Duration) sandbox.Limits {
 		l.Wall = timeout + 5*time.Second
 	}
 	def(&l.CPU, int(timeout/time.Second)+30)
-	def(&l.MemoryMB, 1<<20)
+	def(&l.MemoryMB, agentAddressSpaceMB)
+	def(&l.ResidentMB, DefaultAgentResidentMB)
 	def(&l.FileMB, 256)
 	def(&l.Procs, 1024)
 	def(&l.OpenFiles, 4096)
@@ -108,9 +131,11 @@ func agentLimits(l sandbox.Limits, timeout time.Duration) sandbox.Limits {
 	return l
 }
 
-// sandboxOptions reads the sandbox options: sandbox (none|bubblewrap),
-// sandbox_ro (comma list of host paths), sandbox_work_mb, sandbox_procs,
-// sandbox_nested_userns (true|false).
+// sandboxOptions reads the sandbox options: sandbox (bubblewrap, the
+// default, or none), sandbox_ro (comma list of host paths),
+// sandbox_work_mb, sandbox_procs, sandbox_memory_mb (the resident memory
+// cap of a call's processes together, default DefaultAgentResidentMB),
+// sandbox_ca_file, sandbox_nested_userns (true|false).
 func sandboxOptions(opts map[string]string, c *Config) (errs []string) {
 	switch v := opts["sandbox"]; v {
 	case "", SandboxNone, SandboxBubblewrap:
@@ -130,7 +155,7 @@ func sandboxOptions(opts map[string]string, c *Config) (errs []string) {
 	for _, kv := range []struct {
 		key string
 		dst *int
-	}{{"sandbox_work_mb", &c.Sandbox.Limits.WorkMB}, {"sandbox_procs", &c.Sandbox.Limits.Procs}} {
+	}{{"sandbox_work_mb", &c.Sandbox.Limits.WorkMB}, {"sandbox_procs", &c.Sandbox.Limits.Procs}, {"sandbox_memory_mb", &c.Sandbox.Limits.ResidentMB}} {
 		if v := opts[kv.key]; v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n <= 0 {
@@ -346,11 +371,16 @@ func agentBinds(prog string) (inside string, binds []sandbox.Bind, pathDir strin
 type sandboxExit struct {
 	code   int
 	signal syscall.Signal
+	// memoryMB: killed for passing the call's resident memory cap.
+	memoryMB int
 }
 
 func (e *sandboxExit) Error() string { return "agent " + e.String() }
 
 func (e *sandboxExit) String() string {
+	if e.memoryMB > 0 {
+		return fmt.Sprintf("a kill at the memory cap (its processes held more than %d MiB resident; option sandbox_memory_mb)", e.memoryMB)
+	}
 	if e.signal != 0 {
 		return "signal: " + e.signal.String()
 	}
@@ -489,6 +519,8 @@ func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []strin
 		keepFiles(dir, res.Files)
 	}
 	switch {
+	case res.MemoryExceeded:
+		return &sandboxExit{code: res.ExitCode, signal: res.Signal, memoryMB: spec.Limits.ResidentMB}
 	case res.TimedOut:
 		if ctx.Err() != nil {
 			return ctx.Err()

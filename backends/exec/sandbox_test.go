@@ -620,8 +620,8 @@ func TestSandboxIsTheDefault(t *testing.T) {
 
 // memSample is one process's memory figures from /proc/PID/status, in KiB.
 type memSample struct {
-	name                  string
-	vmPeak, vmHWM, vmData int64
+	name                            string
+	vmPeak, vmHWM, vmData, unbacked int64 // unbacked: RssAnon + RssShmem
 }
 
 // procMem reads name, VmPeak, VmHWM and VmData of pid.
@@ -650,6 +650,8 @@ func procMem(pid int) (memSample, bool) {
 			m.vmHWM = n
 		case "VmData":
 			m.vmData = n
+		case "RssAnon", "RssShmem":
+			m.unbacked += n
 		}
 	}
 	return m, true
@@ -677,7 +679,7 @@ func TestRealAgentMemory(t *testing.T) {
 			mark := "mark-" + strconv.Itoa(os.Getpid()) + "-" + t.Name()
 			skill, q, gold := simTask(t)
 			peak := map[string]memSample{} // by process name: the maxima
-			var treeRSS int64
+			var treeRSS, treeAnon int64
 			stop := make(chan struct{})
 			done := make(chan struct{})
 			go func() {
@@ -688,12 +690,13 @@ func TestRealAgentMemory(t *testing.T) {
 						return
 					case <-time.After(50 * time.Millisecond):
 					}
-					var sum int64
+					var sum, anon int64
 					for _, pid := range procsWithEnv(mark) {
 						m, ok := procMem(pid)
 						if !ok {
 							continue
 						}
+						anon += m.unbacked
 						b, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "statm"))
 						if f := strings.Fields(string(b)); len(f) > 1 {
 							rss, _ := strconv.ParseInt(f[1], 10, 64)
@@ -704,7 +707,7 @@ func TestRealAgentMemory(t *testing.T) {
 						p.vmPeak, p.vmHWM, p.vmData = max(p.vmPeak, m.vmPeak), max(p.vmHWM, m.vmHWM), max(p.vmData, m.vmData)
 						peak[m.name] = p
 					}
-					treeRSS = max(treeRSS, sum)
+					treeRSS, treeAnon = max(treeRSS, sum), max(treeAnon, anon)
 				}
 			}()
 			resp, err := c.Chat(t.Context(), simRequest(skill, q))
@@ -719,10 +722,49 @@ func TestRealAgentMemory(t *testing.T) {
 			for _, p := range peak {
 				t.Logf("%-16s VmPeak %6d MiB  VmHWM %5d MiB  VmData %6d MiB", p.name, p.vmPeak>>10, p.vmHWM>>10, p.vmData>>10)
 			}
-			t.Logf("tree resident peak %d MiB (sampled every 50 ms)", treeRSS>>10)
+			t.Logf("tree resident peak %d MiB, not file-backed %d MiB (what the cap counts; sampled every 50 ms)", treeRSS>>10, treeAnon>>10)
 			if len(peak) < 2 {
 				t.Fatalf("sampled %d processes, want the launcher and the agent", len(peak))
 			}
 		})
+	}
+}
+
+// TestSandboxedAgentMemoryCap: an agent whose processes hold more than
+// option sandbox_memory_mb resident (a CLI and its tool command, 80 MiB
+// each, under a 128 MiB cap) is killed and the call fails naming the
+// cap; the same agent under the default cap answers.
+func TestSandboxedAgentMemoryCap(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	bin := filepath.Join(hostDir(t), "hungry-agent")
+	prog := "#!/usr/bin/python3\nimport os, time\nx = b'x' * (80 << 20)\nif os.fork() == 0:\n    y = b'y' * (80 << 20)\n    time.sleep(30)\n    os._exit(0)\ntime.sleep(3)\nprint('answer')\n"
+	if err := os.WriteFile(bin, []byte(prog), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		opt  string
+		fail bool
+	}{{"128", true}, {"", false}} {
+		opts := map[string]string{"command": `["` + bin + `"]`, "timeout": "1m"}
+		if tc.opt != "" {
+			opts["sandbox_memory_mb"] = tc.opt
+		}
+		cfg, err := exec.ConfigFromOptions("m", opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Getenv = env(nil)
+		resp, err := exec.New(cfg).Chat(t.Context(), req("<skill>\ns\n</skill>", "t"))
+		switch {
+		case tc.fail && (llm.KindOf(err) != llm.KindServer || !strings.Contains(err.Error(), "memory cap") || !strings.Contains(err.Error(), "128 MiB")):
+			t.Errorf("cap %s MiB: Chat() = %+v, %v; want a server error naming the 128 MiB memory cap", tc.opt, resp, err)
+		case !tc.fail && (err != nil || resp.Content != "answer"):
+			t.Errorf("default cap: Chat() = %+v, %v; want the answer", resp, err)
+		case tc.fail:
+			t.Logf("cap %s MiB: %v", tc.opt, err)
+		}
 	}
 }

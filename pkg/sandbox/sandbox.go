@@ -27,6 +27,7 @@ package sandbox
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -94,6 +95,13 @@ type Limits struct {
 	WorkMB    int           // size of the /work tmpfs (default 256); /tmp and /dev/shm get min(WorkMB, 64) each
 	Output    int           // bytes of stdout+stderr kept (default 64 KiB)
 	CollectMB int           // bytes of collected files in all (default 64)
+	// ResidentMB caps the resident memory not backed by a file (heaps,
+	// stacks, shared anonymous and memfd mappings) of all the run's
+	// processes together (0: no cap): the worker sums it every
+	// ResidentPoll (default DefaultResidentPoll) and kills the run past
+	// it (see memory.go for why a poll, not a cgroup).
+	ResidentMB   int
+	ResidentPoll time.Duration
 }
 
 // WithDefaults fills zero fields.
@@ -211,6 +219,11 @@ type Result struct {
 	Elapsed          time.Duration
 	// Isolation is "bubblewrap" or "none (unsafe opt-in)".
 	Isolation string
+	// MemoryExceeded: the run was killed for passing Limits.ResidentMB;
+	// ResidentPeak is the largest sum of its processes' resident memory
+	// not backed by a file seen (bytes; only with a cap).
+	MemoryExceeded bool
+	ResidentPeak   int64
 }
 
 // Failed reports whether the program did not run to a clean exit.
@@ -219,6 +232,8 @@ func (r *Result) Failed() bool { return r.TimedOut || r.ExitCode != 0 }
 // LimitHit names the limit the run ran into, "" for none known.
 func (r *Result) LimitHit() string {
 	switch {
+	case r.MemoryExceeded:
+		return "memory (the resident set of the run's processes)"
 	case r.TimedOut:
 		return "wall time"
 	case r.Signal == syscall.SIGXCPU:
@@ -526,9 +541,25 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		cr.Close() // a writer past the cap gets EPIPE
 		done <- collected{f, t}
 	}()
+	var memPeak int64
+	var memHit bool
+	memDone := make(chan struct{})
+	stopMem := make(chan struct{})
+	if l.ResidentMB > 0 {
+		pid := cmd.Process.Pid
+		go func() {
+			defer close(memDone)
+			memPeak, memHit = watchResident(pid, int64(l.ResidentMB)<<20, cmp.Or(l.ResidentPoll, DefaultResidentPoll), stopMem,
+				func() { syscall.Kill(-pid, syscall.SIGKILL) })
+		}()
+	} else {
+		close(memDone)
+	}
 	werr := cmd.Wait()
-	timedOut := ctx.Err() != nil
-	res := &Result{Elapsed: time.Since(start), Isolation: s.Isolation()}
+	close(stopMem)
+	<-memDone
+	timedOut := ctx.Err() != nil && !memHit
+	res := &Result{Elapsed: time.Since(start), Isolation: s.Isolation(), MemoryExceeded: memHit, ResidentPeak: memPeak}
 	var col collected
 	// The stream ends at tar's end-of-archive, written before the
 	// sandbox exits; on a loaded host reading it can lag the exit by
