@@ -264,14 +264,6 @@ func byTaskType(rs []rollResult) map[string]TypeScore {
 	return out
 }
 
-// TypeScore is a per-task-type score.
-type TypeScore struct {
-	Total  int     `json:"total"`
-	Scored int     `json:"scored"`
-	Hard   float64 `json:"hard_acc"`
-	Soft   float64 `json:"soft_acc"`
-}
-
 func (t *Trainer) densityBonus(skillText string) float64 {
 	if !t.s.UseDensity {
 		return 0

@@ -7,39 +7,23 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
-// Summary is written to summary.json at the end of a run.
-type Summary struct {
-	Version        int                             `json:"version"`
-	RunID          string                          `json:"run_id"`
-	Bench          string                          `json:"benchmark"`
-	TotalSteps     int                             `json:"total_steps"`
-	BaselineScore  float64                         `json:"baseline_selection_score"`
-	BestScore      float64                         `json:"best_selection_score"`
-	FinalScore     *float64                        `json:"final_selection_score"`
-	BestStep       int                             `json:"best_step"`
-	BestOrigin     string                          `json:"best_origin"`
-	CurrentOrigin  string                          `json:"final_origin"`
-	Promoted       bool                            `json:"final_promoted_to_best"`
-	Accepts        int                             `json:"accepts"`
-	Rejects        int                             `json:"rejects"`
-	Skips          int                             `json:"skips"`
-	Test           map[string]map[string]TypeScore `json:"test,omitempty"`
-	TestHard       map[string]float64              `json:"test_hard,omitempty"`
-	TestSoft       map[string]float64              `json:"test_soft,omitempty"`
-	DeltaBestHard  *float64                        `json:"delta_best_vs_baseline_hard,omitempty"`
-	DeltaFinalHard *float64                        `json:"delta_final_vs_baseline_hard,omitempty"`
-	BestSkillHash  string                          `json:"best_skill_hash"`
-	FinalSkillHash string                          `json:"final_skill_hash"`
-	BaselineHash   string                          `json:"baseline_skill_hash"`
-	Tokens         Totals                          `json:"tokens"`
-	WallTime       float64                         `json:"wall_time_s"`
-	BestSkillPath  string                          `json:"best_skill_path"`
-	SelectionEvalN int                             `json:"selection_items"`
-	TestEvalN      int                             `json:"test_items"`
-}
+// The run-dir records are pkg/rundir's, shared with pkg/report.
+type (
+	// Summary is written to summary.json at the end of a run.
+	Summary = rundir.Summary
+	// StepRecord is written to steps/step_NNNN/record.json.
+	StepRecord = rundir.StepRecord
+	// BatchRecord describes one accumulation batch of a step.
+	BatchRecord = rundir.BatchRecord
+	// LRDecision is the autonomous learning-rate controller's decision.
+	LRDecision = rundir.LRDecision
+	// TypeScore is a per-task-type score.
+	TypeScore = rundir.TypeScore
+)
 
 // Run trains from the initial skill (or continues a run dir) to the end
 // and returns the summary.

@@ -3,10 +3,8 @@ package trainer
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator/gate"
-	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
@@ -50,80 +48,10 @@ type failureSummary struct {
 	IDs   []string
 }
 
-// StepRecord is written to steps/step_NNNN/record.json.
-type StepRecord struct {
-	Step              int                  `json:"step"`
-	Epoch             int                  `json:"epoch"`
-	StepInEpoch       int                  `json:"step_in_epoch"`
-	Timing            map[string]float64   `json:"timing_s"`
-	Tokens            map[string]Totals    `json:"tokens"`
-	RolloutHard       float64              `json:"rollout_hard"`
-	RolloutSoft       float64              `json:"rollout_soft"`
-	RolloutN          int                  `json:"rollout_n"`
-	RolloutInfraFails int                  `json:"rollout_infra_failures"`
-	Batches           []BatchRecord        `json:"accumulation_batches"`
-	NFailurePatches   int                  `json:"n_failure_patches"`
-	NSuccessPatches   int                  `json:"n_success_patches"`
-	NMerged           int                  `json:"n_edits_merged"`
-	NRanked           int                  `json:"n_edits_ranked"`
-	EditBudget        *int                 `json:"edit_budget"`
-	LRControl         schedule.ControlMode `json:"lr_control_mode"`
-	LRDecision        *LRDecision          `json:"lr_decision,omitempty"`
-	CandidateHash     string               `json:"candidate_hash,omitempty"`
-	CandidateLen      int                  `json:"candidate_skill_len,omitempty"`
-	EditApply         map[string]int       `json:"edit_apply_summary,omitempty"`
-	RewriteSummary    []string             `json:"rewrite_change_summary,omitempty"`
-	SelectionHard     *float64             `json:"selection_hard"`
-	SelectionSoft     *float64             `json:"selection_soft"`
-	SelectionScored   int                  `json:"selection_scored"`
-	GateMetric        gate.Metric          `json:"gate_metric"`
-	CandidateScore    *float64             `json:"candidate_gate_score"`
-	EarlyStopped      bool                 `json:"early_stopped,omitempty"`
-	UpperBound        *float64             `json:"candidate_score_upper_bound,omitempty"`
-	// GateP is the paired gate's p-value (evaluation.gate_test: paired).
-	GateP            *float64 `json:"gate_p,omitempty"`
-	CacheHit         bool     `json:"selection_cache_hit,omitempty"`
-	Unchanged        bool     `json:"candidate_unchanged,omitempty"`
-	Action           string   `json:"action"`
-	CurrentScore     float64  `json:"current_score"`
-	BestScore        float64  `json:"best_score"`
-	BestStep         int      `json:"best_step"`
-	CurrentOrigin    string   `json:"current_origin"`
-	BestOrigin       string   `json:"best_origin"`
-	SkillLen         int      `json:"skill_len"`
-	WallTime         float64  `json:"wall_time_s"`
-	InvalidReplies   int      `json:"invalid_replies,omitempty"`
-	FilteredRejected int      `json:"filtered_rejected_edits,omitempty"`
-	AppendixNotes    int      `json:"appendix_notes,omitempty"`
-	// CoordinatorCPU is the CPU time this process spent during the step:
-	// the coordinator's own cost when workers run in other processes.
-	CoordinatorCPU float64 `json:"process_cpu_s"`
-
-	cpuStart time.Duration // processCPU() when the step began
-}
-
-// BatchRecord describes one accumulation batch.
-type BatchRecord struct {
-	Index    int     `json:"batch_idx"`
-	Seed     int64   `json:"batch_seed"`
-	N        int     `json:"n_envs"`
-	Hard     float64 `json:"hard"`
-	Soft     float64 `json:"soft"`
-	NFailure int     `json:"n_failure_patches"`
-	NSuccess int     `json:"n_success_patches"`
-}
-
-// LRDecision is the autonomous learning-rate controller's decision.
-type LRDecision struct {
-	LearningRate int    `json:"learning_rate"`
-	Fallback     bool   `json:"fallback"`
-	Reasoning    string `json:"reasoning,omitempty"`
-	Confidence   string `json:"confidence,omitempty"`
-}
-
 func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []plannedBatch) error {
 	start := t.now()
-	rec := &StepRecord{Step: g, Epoch: epoch, StepInEpoch: inEpoch + 1, Timing: map[string]float64{}, GateMetric: t.s.GateMetric, LRControl: t.s.LRControl, cpuStart: processCPU()}
+	rec := &StepRecord{Step: g, Epoch: epoch, StepInEpoch: inEpoch + 1, Timing: map[string]float64{}, GateMetric: string(t.s.GateMetric), LRControl: string(t.s.LRControl)}
+	cpuStart := processCPU()
 	tokBefore := t.acct.Snapshot()
 	t.prog.Step(epoch, t.s.NumEpochs, g, t.st.TotalSteps, t.st.CurrentScore, t.st.BestScore)
 	current := t.st.Current
@@ -163,7 +91,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 
 	if len(failPatches) == 0 && len(succPatches) == 0 {
 		t.flushAppendix(ctx, g, notes, rec)
-		return t.finishStep(rec, ActSkipNoPatches, nil, start, tokBefore, outs, nil)
+		return t.finishStep(rec, ActSkipNoPatches, nil, start, cpuStart, tokBefore, outs, nil)
 	}
 
 	// ③ aggregate: the final merge of the two trees.
@@ -209,7 +137,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	rec.Timing["update"] = t.now().Sub(ts).Seconds()
 	if !ok {
 		t.flushAppendix(ctx, g, notes, rec)
-		return t.finishStep(rec, ActSkipNoRewrite, nil, start, tokBefore, outs, ranked)
+		return t.finishStep(rec, ActSkipNoRewrite, nil, start, cpuStart, tokBefore, outs, ranked)
 	}
 	rec.CandidateHash, rec.CandidateLen = skillHash(candidate), len(candidate)
 	t.rd.WriteFile(StepFile(g, "candidate_skill.md"), candidate)
@@ -232,5 +160,5 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	t.applyVerdict(action, candidate, m, fmt.Sprintf("step_%04d", g), g)
 	t.flushAppendix(ctx, g, notes, rec)
 	spec.settle(ctx, t.st.Current)
-	return t.finishStep(rec, action, &m, start, tokBefore, outs, ranked)
+	return t.finishStep(rec, action, &m, start, cpuStart, tokBefore, outs, ranked)
 }

@@ -32,7 +32,7 @@ func (t *Trainer) flushAppendix(ctx context.Context, g int, notes []string, rec 
 }
 
 // finishStep records the step: buffer entry, snapshots, state, event.
-func (t *Trainer) finishStep(rec *StepRecord, action string, m *measure, start time.Time, tokBefore map[string]Totals, outs []*batchOut, ranked []prompts.Item) error {
+func (t *Trainer) finishStep(rec *StepRecord, action string, m *measure, start time.Time, cpuStart time.Duration, tokBefore map[string]Totals, outs []*batchOut, ranked []prompts.Item) error {
 	rec.Action = action
 	if action != ActSkipNoPatches && action != ActSkipNoRewrite {
 		t.buffer = append(t.buffer, t.bufferEntry(rec, action, m, outs, ranked))
@@ -41,7 +41,7 @@ func (t *Trainer) finishStep(rec *StepRecord, action string, m *measure, start t
 	rec.CurrentOrigin, rec.BestOrigin, rec.SkillLen = t.st.CurrentOrigin, t.st.BestOrigin, len(t.st.Current)
 	rec.Tokens = t.acct.Since(tokBefore)
 	rec.WallTime = t.now().Sub(start).Seconds()
-	rec.CoordinatorCPU = (processCPU() - rec.cpuStart).Seconds()
+	rec.CoordinatorCPU = (processCPU() - cpuStart).Seconds()
 	t.st.Step = rec.Step
 	t.st.Phase = fmt.Sprintf("step_%04d", rec.Step)
 	t.rd.WriteJSON(StepFile(rec.Step, "record.json"), rec)

@@ -4,12 +4,10 @@
 //
 // It reads only files (events.jsonl, summary.json, tokens.json,
 // steps/step_NNNN/record.json, run_id), so it works on a finished run, a
-// stopped one, and one still in progress. File names and the event record
-// are pkg/rundir's and the counters pkg/usage's, both shared with the
-// coordinator; the summary and step record are the parts a report reads,
-// declared here (the coordinator's own types carry decision types pkg may
-// not import, and a report should read run dirs written by older versions
-// too).
+// stopped one, and one still in progress. File names and the records
+// (events, step records, summary) are pkg/rundir's and the counters
+// pkg/usage's, all shared with the coordinator, which writes them. A field
+// an older run dir lacks reads as its zero value.
 package report
 
 import (
@@ -51,50 +49,11 @@ type TokenFile struct {
 	Total   Totals            `json:"total"`
 }
 
-// StepRecord is the part of steps/step_NNNN/record.json the report uses.
-type StepRecord struct {
-	Step           int               `json:"step"`
-	Epoch          int               `json:"epoch"`
-	Tokens         map[string]Totals `json:"tokens"`
-	RolloutHard    float64           `json:"rollout_hard"`
-	RolloutSoft    float64           `json:"rollout_soft"`
-	RolloutN       int               `json:"rollout_n"`
-	SelectionHard  *float64          `json:"selection_hard"`
-	SelectionSoft  *float64          `json:"selection_soft"`
-	GateMetric     string            `json:"gate_metric"`
-	CandidateScore *float64          `json:"candidate_gate_score"`
-	UpperBound     *float64          `json:"candidate_score_upper_bound,omitempty"`
-	EarlyStopped   bool              `json:"early_stopped,omitempty"`
-	Action         string            `json:"action"`
-	CurrentScore   float64           `json:"current_score"`
-	BestScore      float64           `json:"best_score"`
-	WallTime       float64           `json:"wall_time_s"`
-}
+// StepRecord is steps/step_NNNN/record.json (pkg/rundir's record).
+type StepRecord = rundir.StepRecord
 
-// Summary is the part of summary.json the report uses.
-type Summary struct {
-	RunID          string             `json:"run_id"`
-	Bench          string             `json:"benchmark"`
-	TotalSteps     int                `json:"total_steps"`
-	BaselineScore  float64            `json:"baseline_selection_score"`
-	BestScore      float64            `json:"best_selection_score"`
-	FinalScore     *float64           `json:"final_selection_score"`
-	BestStep       int                `json:"best_step"`
-	BestOrigin     string             `json:"best_origin"`
-	CurrentOrigin  string             `json:"final_origin"`
-	Promoted       bool               `json:"final_promoted_to_best"`
-	Accepts        int                `json:"accepts"`
-	Rejects        int                `json:"rejects"`
-	Skips          int                `json:"skips"`
-	TestHard       map[string]float64 `json:"test_hard,omitempty"`
-	TestSoft       map[string]float64 `json:"test_soft,omitempty"`
-	DeltaBestHard  *float64           `json:"delta_best_vs_baseline_hard,omitempty"`
-	DeltaFinalHard *float64           `json:"delta_final_vs_baseline_hard,omitempty"`
-	Tokens         Totals             `json:"tokens"`
-	WallTime       float64            `json:"wall_time_s"`
-	SelectionEvalN int                `json:"selection_items"`
-	TestEvalN      int                `json:"test_items"`
-}
+// Summary is summary.json (pkg/rundir's record).
+type Summary = rundir.Summary
 
 // Step actions, as the coordinator writes them.
 const (

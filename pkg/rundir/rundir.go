@@ -12,7 +12,8 @@
 // recorded without the files it depends on (a full disk ends a run with
 // one error and resumes once space is back).
 //
-// The package is a leaf: it imports nothing of skillfleet.
+// The package is a leaf: of skillfleet it imports only pkg/usage (the
+// token counters its records carry).
 package rundir
 
 import (
