@@ -22,6 +22,10 @@ type bundle struct {
 	hub  *fleettest.Hub
 	ns   *queue.Embedded
 	seen sync.Map // task id -> *atomic.Int32 (OnResult calls)
+	// results counts OnResult calls; each call also sends on (or finds
+	// full) recorded, which waitResults waits on.
+	results  atomic.Int32
+	recorded chan struct{}
 }
 
 func setup(t testing.TB, runDir string, ns *queue.Embedded) *bundle {
@@ -29,16 +33,51 @@ func setup(t testing.TB, runDir string, ns *queue.Embedded) *bundle {
 	if ns == nil {
 		ns = fleettest.NATS(t)
 	}
-	b := &bundle{ns: ns}
+	b := &bundle{ns: ns, recorded: make(chan struct{}, 1)}
 	b.hub = fleettest.StartHub(t, ns, coordinator.HubOptions{
 		RunDir: runDir, RunID: "run1",
 		Consumer: queue.ConsumerOptions{AckWait: 2 * time.Second, MaxDeliver: 5},
 		OnResult: func(r *pb.Result) {
 			v, _ := b.seen.LoadOrStore(r.GetTaskId(), new(atomic.Int32))
 			v.(*atomic.Int32).Add(1)
+			b.results.Add(1)
+			select {
+			case b.recorded <- struct{}{}:
+			default:
+			}
 		},
 	})
 	return b
+}
+
+// waitResults waits until the hub has recorded n results (OnResult calls).
+func (b *bundle) waitResults(t testing.TB, n int32) {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for b.results.Load() < n {
+		select {
+		case <-b.recorded:
+		case <-timeout:
+			t.Fatalf("hub recorded %d results in 30 s, want %d", b.results.Load(), n)
+		}
+	}
+}
+
+// waitDrained waits until the task stream holds no message: every task
+// was acked or terminated.
+func (b *bundle) waitDrained(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := b.hub.Stream.Info(t.Context())
+		if err == nil && info.State.Msgs == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task stream still holds messages after 30 s (info %+v, err %v)", info, err)
+		}
+		time.Sleep(20 * time.Millisecond) // bounded poll: the server's state, no event to wait on
+	}
 }
 
 func (b *bundle) stop() { b.hub.Stop() }
@@ -134,8 +173,17 @@ func TestDuplicateReportsAreDroppedAndRedeliveryCountsOnce(t *testing.T) {
 	if st := <-ch; st != pb.ReportAck_STATUS_DUPLICATE {
 		t.Errorf("late duplicate status = %v, want DUPLICATE", st)
 	}
-	// Then the real workers drain the queue; the tasks they report are duplicates.
-	startWorker(t, b.ns, b.hub.Addr(), 8, noop)
+	// Then a real worker drains the queue; every task it reports is a
+	// duplicate, recorded no second time.
+	var ran atomic.Int32
+	startWorker(t, b.ns, b.hub.Addr(), 8, worker.HandlerFunc(func(ctx context.Context, task *pb.Task) *pb.Result {
+		ran.Add(1)
+		return &pb.Result{Outcome: pb.Outcome_OUTCOME_OK}
+	}))
+	b.waitDrained(t)
+	if ran.Load() < 50 {
+		t.Errorf("the worker ran %d of the 50 queued tasks", ran.Load())
+	}
 	n := 0
 	b.seen.Range(func(_, v any) bool {
 		n++
@@ -175,10 +223,7 @@ func TestCoordinatorRestartDeduplicatesAndReusesResults(t *testing.T) {
 	// they cannot be reported, so it gives up on them soon (a short drain)
 	// and they are redelivered to the next worker.
 	stopW := fleettest.StartWorker(t, ns, b.hub.Addr(), worker.Config{Concurrency: 4, Heartbeat: 500 * time.Millisecond, DrainTimeout: 100 * time.Millisecond}, slow)
-	deadline := time.Now().Add(20 * time.Second)
-	for b.hub.D.Recorded() < 100 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // bounded poll across goroutines
-	}
+	b.waitResults(t, 100)
 	b.stop() // coordinator "crashes" mid-batch
 	close(gate)
 	stopW()
@@ -241,15 +286,7 @@ func TestGarbledTaskIsTerminated(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitAll(t, futs)
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		info, _ := b.hub.Stream.Info(t.Context())
-		if info.State.Msgs == 0 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Error("garbled message still in the stream; want it terminated")
+	b.waitDrained(t) // the garbled message was terminated, not left queued
 }
 
 func BenchmarkNoopTasksEndToEnd(b *testing.B) {
