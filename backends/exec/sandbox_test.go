@@ -129,6 +129,10 @@ try:
     u = socket.socket(socket.AF_UNIX); u.settimeout(3); u.connect(sock); r["unix"] = "ok"
 except Exception as e:
     r["unix"] = "blocked " + type(e).__name__
+try:
+    u = socket.socket(socket.AF_UNIX); u.settimeout(3); u.connect("\0" + os.path.basename(os.path.dirname(sock)) + "-abstract"); r["abstract"] = "ok"
+except Exception as e:
+    r["abstract"] = "blocked " + type(e).__name__
 seen = {}
 for p in sys.argv[4:]:
     try:
@@ -153,7 +157,8 @@ print(json.dumps(r))
 // another call's work directory), only the model endpoint on the network
 // (not another host port, not the outside, not a host AF_UNIX socket),
 // no write outside its work directory, and an environment of only what
-// the backend allows. The kept work directory gets its file back.
+// the backend allows. The kept work directory gets its file back. It runs
+// with no sandbox option: the default.
 func TestSandboxedAgentView(t *testing.T) {
 	t.Parallel()
 	bin := filepath.Join(hostDir(t), "probe-agent")
@@ -169,6 +174,19 @@ func TestSandboxedAgentView(t *testing.T) {
 	}
 	defer ul.Close()
 	os.Chmod(filepath.Join(sockDir, "host.sock"), 0o777)
+	// An abstract AF_UNIX socket (no file: only the network namespace
+	// keeps it apart) under the name the probe derives.
+	abstract := "@" + filepath.Base(sockDir) + "-abstract"
+	al, err := net.Listen("unix", abstract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer al.Close()
+	if c, err := net.Dial("unix", abstract); err != nil {
+		t.Fatalf("the abstract socket does not answer on the host: %v", err)
+	} else {
+		c.Close()
+	}
 	dataset := hostDir(t)
 	os.WriteFile(filepath.Join(dataset, "gold.txt"), []byte("gold"), 0o644)
 	root := hostDir(t)
@@ -188,13 +206,13 @@ func TestSandboxedAgentView(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r struct {
-		Cwd, Skill, Endpoint, Unix string
-		OtherPort                  string `json:"other_port"`
-		OutsideIP                  string `json:"outside_ip"`
-		Root, Work, Env            []string
-		UID                        int
-		HostPaths                  map[string]string `json:"host_paths"`
-		Writes                     map[string]string
+		Cwd, Skill, Endpoint, Unix, Abstract string
+		OtherPort                            string `json:"other_port"`
+		OutsideIP                            string `json:"outside_ip"`
+		Root, Work, Env                      []string
+		UID                                  int
+		HostPaths                            map[string]string `json:"host_paths"`
+		Writes                               map[string]string
 	}
 	if err := json.Unmarshal([]byte(resp.Content), &r); err != nil {
 		t.Fatalf("probe output %q: %v", resp.Content, err)
@@ -210,7 +228,7 @@ func TestSandboxedAgentView(t *testing.T) {
 	if !strings.HasPrefix(r.Endpoint, "ok HTTP/1.0 200") {
 		t.Errorf("the model endpoint: %s", r.Endpoint)
 	}
-	for what, got := range map[string]string{"another host port": r.OtherPort, "the outside": r.OutsideIP, "a host AF_UNIX socket": r.Unix} {
+	for what, got := range map[string]string{"another host port": r.OtherPort, "the outside": r.OutsideIP, "a host AF_UNIX socket": r.Unix, "a host abstract AF_UNIX socket": r.Abstract} {
 		if !strings.HasPrefix(got, "blocked") {
 			t.Errorf("%s is reachable: %s", what, got)
 		}
