@@ -125,6 +125,16 @@ func (e *Embedded) Connect(name string, extra ...nats.Option) (*nats.Conn, error
 	return nc, nil
 }
 
+// Traffic is the server's message counts since it started: messages
+// clients sent it and messages it delivered.
+func (e *Embedded) Traffic() (in, out int64) {
+	v, err := e.srv.Varz(nil)
+	if err != nil {
+		return 0, 0
+	}
+	return v.InMsgs, v.OutMsgs
+}
+
 // Shutdown stops the server and removes a temp store.
 func (e *Embedded) Shutdown() {
 	e.srv.Shutdown()

@@ -5,8 +5,9 @@
 #       [--latency 500ms] [--concurrency 24] [--optimizer-concurrency 16] [--keep DIR] \
 #       [--profile DIR]
 #
-# --profile writes CPU profiles of the campaign process (DIR/campaign.pprof)
-# and of each worker (DIR/workerN.pprof); read them with go tool pprof.
+# --profile writes CPU profiles of the campaign process (DIR/campaign.pprof),
+# each worker (DIR/workerN.pprof) and the NATS server (DIR/nats.pprof), and
+# prints the server's message counts; read them with go tool pprof.
 #
 # Starts `skillfleet sim-llm` with the latency, a NATS server (the pinned
 # nats-server module), N worker processes of the given concurrency each,
@@ -40,12 +41,13 @@ trap cleanup EXIT
 bin=$tmp/skillfleet
 go build -o "$bin" ./cmd/skillfleet
 go build -o "$tmp/natsd" ./scripts/bench/natsd
+prof() { [[ -n "$profile" ]] && echo "$profile/$1.pprof" || true; }
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 sim_port=$(port) nats_port=$(port)
 "$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" >"$tmp/sim.log" 2>&1 &
 pids+=($!)
-"$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats" >"$tmp/nats.log" 2>&1 &
-pids+=($!)
+"$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats" --cpuprofile "$(prof nats)" >"$tmp/nats.log" 2>&1 &
+pids+=($!) natspid=$!
 for _ in $(seq 100); do
   (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
   sleep 0.1
@@ -61,7 +63,6 @@ nats="nats://127.0.0.1:$nats_port"
   echo "  seeds: [$(seq -s, 1 "$cells")]"
 } >"$tmp/campaign.yaml"
 wpids=()
-prof() { [[ -n "$profile" ]] && echo "$profile/$1.pprof" || true; }
 for i in $(seq "$workers"); do
   SKILLFLEET_CPUPROFILE=$(prof "worker$i") "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$tmp/worker$i.out" 2>&1 &
   pids+=($!) wpids+=($!)
@@ -77,6 +78,9 @@ if [[ -n "$profile" ]]; then
   # A worker writes its profile when it stops.
   for p in "${wpids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
+  kill -TERM "$natspid" 2>/dev/null || true
+  wait "$natspid" 2>/dev/null || true
+  grep '^nats traffic' "$tmp/nats.log" || true
 fi
 [[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/camp" "$keep"
 lat=$(python3 -c "s='$latency'; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))")

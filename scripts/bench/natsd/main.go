@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 
@@ -17,7 +18,19 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:4222", "listen address")
 	store := flag.String("store", "", "JetStream store dir (default: a temp dir)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "natsd:", err)
+			os.Exit(2)
+		}
+		defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+	}
 	host, p, err := net.SplitHostPort(*addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "natsd:", err)
@@ -33,5 +46,7 @@ func main() {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
+	in, out := e.Traffic()
+	fmt.Printf("nats traffic: %d messages in, %d out\n", in, out)
 	e.Shutdown()
 }
