@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
 
 // checkTree is where CheckSandbox binds the agents tree (the check agent
@@ -201,5 +202,29 @@ func CheckSandbox(ctx context.Context, agentsDir string) ([]SandboxProbe, error)
 		return nil, err
 	}
 	add("agent: egress proxy to another host", false, strings.Contains(str("proxy"), " 403 "), str("proxy"))
+	// The memory cap: a stand-in whose two processes fill 2 x 48 MiB
+	// under a 64 MiB cap for the probe (calls get DefaultAgentResidentMB).
+	balloon := New(Config{Command: []string{"/usr/bin/python3", "-c", checkBalloon}, Timeout: time.Minute, Getenv: func(string) string { return "" },
+		Sandbox: SandboxConfig{Mode: SandboxBubblewrap, Limits: sandbox.Limits{ResidentMB: checkBalloonCapMB}}})
+	start := time.Now()
+	_, berr := balloon.Chat(ctx, &llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "check"}}})
+	el = time.Since(start)
+	detail := "not killed"
+	if berr != nil {
+		detail = berr.Error()
+	}
+	add(fmt.Sprintf("agent: memory cap (%d MiB for the probe; %d MiB a call)", checkBalloonCapMB, DefaultAgentResidentMB), false,
+		berr != nil && strings.Contains(berr.Error(), "memory cap"), detail)
 	return out, nil
 }
+
+// checkBalloon holds 96 MiB in two processes for up to 30 s.
+const checkBalloon = `import os, time
+x = b"x" * (48 << 20)
+if os.fork() == 0:
+    y = b"y" * (48 << 20)
+time.sleep(30)
+print("not killed")
+`
+
+const checkBalloonCapMB = 64

@@ -460,7 +460,7 @@ func TestCheckSandbox(t *testing.T) {
 	if err != nil {
 		skipOrFail(t, err)
 	}
-	want := 8
+	want := 9
 	if dir != "" {
 		want += 2
 	}
@@ -468,7 +468,7 @@ func TestCheckSandbox(t *testing.T) {
 		t.Errorf("%d probes, want %d", len(probes), want)
 	}
 	for _, p := range probes {
-		t.Logf("%-70s held=%v %s", p.Name, p.Held, p.Detail)
+		t.Logf("%-70s held=%v %6s %s", p.Name, p.Held, p.Elapsed.Round(time.Millisecond), p.Detail)
 		if !p.Held {
 			t.Errorf("%s: got through (%s)", p.Name, p.Detail)
 		}
