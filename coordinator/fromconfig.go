@@ -38,7 +38,7 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 		UpdateMode: c.Optimizer.SkillUpdateMode, UseSlowUpdate: c.Optimizer.UseSlowUpdate, SlowUpdateSamples: c.Optimizer.SlowUpdateSamples,
 		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: PairPolicy(c.Optimizer.LongitudinalPairPolicy), UseMetaSkill: c.Optimizer.UseMetaSkill,
 		SkillAware: c.Optimizer.UseSkillAwareReflection, AppendixSource: c.Optimizer.SkillAwareAppendixSource,
-		ConsolidateThreshold: c.Optimizer.SkillAwareConsolidateThreshold, FilterRejected: c.Optimizer.FilterRejected, UseStepBuffer: c.Optimizer.UseStepBuffer, NormalizeOps: true,
+		ConsolidateThreshold: c.Optimizer.SkillAwareConsolidateThreshold, FilterRejected: c.Optimizer.FilterRejected, UseStepBuffer: c.Optimizer.UseStepBuffer, NormalizeOps: true, TrainDescription: c.Optimizer.TrainDescription,
 		UseGate: c.Evaluation.UseGate, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,

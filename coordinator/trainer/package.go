@@ -18,13 +18,16 @@ import (
 // blob, a broken bound, a script that fails its syntax check) are rows
 // with a counted reason. A plain skill with SKILL.md-only text edits is
 // skill.Apply, byte for byte. A bundle that does not decode is an error.
-func applyEdits(current string, items []prompts.Item, normalize bool) (string, []skillpkg.Report, error) {
+// With trainDescription, set_description items replace SKILL.md's
+// front-matter description (bounded); without, they are refused
+// (description_off).
+func applyEdits(current string, items []prompts.Item, normalize, trainDescription bool) (string, []skillpkg.Report, error) {
 	edits := make([]skillpkg.Edit, len(items))
 	for i, it := range items {
 		edits[i] = skillpkg.Edit{File: it.File, Op: it.Op, Target: it.Target, Content: it.Content}
 	}
 	return skillpkg.ApplyText(current, edits, skillpkg.ApplyOptions{
-		Text: skill.ApplyOptions{NormalizeOps: normalize}, Check: skillpkg.CheckSyntax})
+		Text: skill.ApplyOptions{NormalizeOps: normalize}, Check: skillpkg.CheckSyntax, TrainDescription: trainDescription})
 }
 
 // editReports is what edit_apply_report.json holds: the single-file rows

@@ -135,3 +135,39 @@ func TestRewriteKeepsPackageFiles(t *testing.T) {
 		t.Error("a torn bundle from a rewrite was taken")
 	}
 }
+
+// train_description: a set_description item replaces the front matter's
+// description through the update phase when the run trains it, and is a
+// counted refusal (description_off) when it does not; the other edits of
+// the step apply either way.
+func TestUpdateTrainsDescriptionOnlyWhenOn(t *testing.T) {
+	t.Parallel()
+	items := []prompts.Item{
+		{Op: "set_description", Content: "Units. Read it before you start."},
+		{Op: "append", Content: "- Report kilometres."},
+	}
+	for _, on := range []bool{false, true} {
+		rd := &fileRunDir{files: map[string]string{}}
+		tr := &Trainer{s: Settings{UpdateMode: prompts.ModePatch, NormalizeOps: true, TrainDescription: on}, rd: rd}
+		var rec StepRecord
+		cand, ok, err := tr.update(t.Context(), 1, testPackage(t), items, &rec)
+		if err != nil || !ok {
+			t.Fatalf("train_description=%v: update ok %v, err %v", on, ok, err)
+		}
+		p, err := skillpkg.Decode(cand)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fm, err := p.FrontMatter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantDesc, wantKey := "Units.", "refused_description_off"
+		if on {
+			wantDesc, wantKey = "Units. Read it before you start.", "applied_set_description"
+		}
+		if fm.Description != wantDesc || rec.EditApply[wantKey] != 1 || rec.EditApply["applied_append"] != 1 || !strings.Contains(p.Entry(), "Report kilometres") {
+			t.Errorf("train_description=%v: description %q, counts %v; want %q and one %s", on, fm.Description, rec.EditApply, wantDesc, wantKey)
+		}
+	}
+}

@@ -79,6 +79,9 @@ type Settings struct {
 	UseStepBuffer bool
 	// NormalizeOps matches op names case-insensitively with synonyms (fix B15).
 	NormalizeOps bool
+	// TrainDescription lets set_description edits replace SKILL.md's
+	// front-matter description (config optimizer.train_description).
+	TrainDescription bool
 
 	// evaluation
 	UseGate       bool

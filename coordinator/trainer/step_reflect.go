@@ -81,7 +81,7 @@ func (t *Trainer) startReflect(ctx context.Context, g int, current string, b pla
 	mk := func(name string, mb []int, idx int) {
 		in := prompts.AnalystInput{
 			Kind: name, Mode: t.s.UpdateMode, Skill: current, Budget: budget,
-			StepBuffer: t.stepBuffer(), MetaSkill: t.metaSkillBlock(), BatchSize: len(mb),
+			StepBuffer: t.stepBuffer(), MetaSkill: t.metaSkillBlock(), BatchSize: len(mb), TrainDescription: t.s.TrainDescription && t.s.UpdateMode == prompts.ModePatch,
 			SkillAware: t.s.SkillAware && (name == prompts.AnalystFailure || t.s.AppendixSource != "failure_only"),
 		}
 		var ids []string

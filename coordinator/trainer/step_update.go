@@ -32,7 +32,7 @@ func (t *Trainer) update(ctx context.Context, g int, current string, ranked []pr
 		}
 		return "", false, nil
 	default:
-		cand, reports, err := applyEdits(current, ranked, t.s.NormalizeOps)
+		cand, reports, err := applyEdits(current, ranked, t.s.NormalizeOps, t.s.TrainDescription)
 		if err != nil {
 			return "", false, fmt.Errorf("step %d: applying edits to the skill package: %w", g, err)
 		}

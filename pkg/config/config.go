@@ -275,6 +275,10 @@ type Optimizer struct {
 	// failure patterns) back to the analysts, LR controller and rewriter.
 	// Default true; off only to measure what the buffer is worth.
 	UseStepBuffer bool `yaml:"use_step_buffer"`
+	// TrainDescription lets patch edits replace SKILL.md's front-matter
+	// description (set_description, one line of at most 1024 characters;
+	// docs/skill-packages.md). Default false: the description is kept.
+	TrainDescription bool `yaml:"train_description"`
 }
 
 // Evaluation is the validation gate and the final evaluation.
