@@ -146,6 +146,22 @@ func (f *Future) resolve(r *pb.Result) {
 	})
 }
 
+// newFuture returns an unresolved future for task id; once fatal is
+// closed, Wait returns err() (a nil fatal never closes).
+func newFuture(id string, fatal <-chan struct{}, err func() error) *Future {
+	return &Future{id: id, done: make(chan struct{}), fatal: fatal, err: err}
+}
+
+// NewFuture returns an unresolved future for task id, and the function
+// that resolves it (the first result wins), for a dispatcher other than
+// this package's (the trainer's in-memory one): its futures behave as
+// these do. Having no journal that can fail, it ends Wait only with the
+// result or ctx.
+func NewFuture(id string) (*Future, func(*pb.Result)) {
+	f := newFuture(id, nil, nil)
+	return f, f.resolve
+}
+
 // New returns a Dispatcher primed with already recorded results.
 func New(o Options) *Dispatcher {
 	if o.Logger == nil {
@@ -317,7 +333,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 	for i, t := range tasks {
 		id := t.GetId()
 		if r, ok := d.recorded[id]; ok {
-			f := &Future{id: id, done: make(chan struct{}), fatal: d.fatal, err: d.Err}
+			f := newFuture(id, d.fatal, d.Err)
 			f.resolve(r)
 			futs[i] = f
 			continue
@@ -326,7 +342,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			futs[i] = f
 			continue
 		}
-		f := &Future{id: id, done: make(chan struct{}), fatal: d.fatal, err: d.Err}
+		f := newFuture(id, d.fatal, d.Err)
 		d.pending[id] = f
 		if d.stages == nil {
 			d.stages = map[string]string{}

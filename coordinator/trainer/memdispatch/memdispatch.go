@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -32,7 +33,7 @@ type Dispatcher struct {
 	n     int
 
 	mu       sync.Mutex
-	pending  map[string]*future
+	pending  map[string]*inflight
 	recorded map[string]*pb.Result
 	skills   map[string]string
 	late     map[string]func(*pb.Result)
@@ -48,34 +49,16 @@ func New(h Handler, slots int) *Dispatcher {
 		slots = 64
 	}
 	return &Dispatcher{h: h, slots: make(chan struct{}, slots), n: slots,
-		pending: map[string]*future{}, recorded: map[string]*pb.Result{}, skills: map[string]string{}, late: map[string]func(*pb.Result){}}
+		pending: map[string]*inflight{}, recorded: map[string]*pb.Result{}, skills: map[string]string{}, late: map[string]func(*pb.Result){}}
 }
 
-type future struct {
-	id     string
-	done   chan struct{}
-	res    *pb.Result
-	cancel context.CancelFunc
-	once   sync.Once
-}
-
-func (f *future) Done() <-chan struct{} { return f.done }
-func (f *future) Result() *pb.Result    { return f.res }
-
-func (f *future) Wait(ctx context.Context) (*pb.Result, error) {
-	select {
-	case <-f.done:
-		return f.res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (f *future) resolve(r *pb.Result) {
-	f.once.Do(func() {
-		f.res = r
-		close(f.done)
-	})
+// inflight is a task submitted and not yet finished: its future (the
+// real dispatcher's type), the function that resolves it, and the cancel
+// of its run.
+type inflight struct {
+	fut     *dispatch.Future
+	resolve func(*pb.Result)
+	cancel  context.CancelFunc
 }
 
 // Submit starts the tasks not recorded or in flight and returns a future
@@ -90,29 +73,30 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]trainer.F
 			return nil, fmt.Errorf("memdispatch: task %d has no id", i)
 		}
 		if r, ok := d.recorded[id]; ok {
-			f := &future{id: id, done: make(chan struct{})}
-			f.resolve(r)
+			f, resolve := dispatch.NewFuture(id)
+			resolve(r)
 			out[i] = f
 			continue
 		}
-		if f, ok := d.pending[id]; ok {
-			out[i] = f
+		if p, ok := d.pending[id]; ok {
+			out[i] = p.fut
 			continue
 		}
 		// The task outlives the submitting call (as on a worker); only a
 		// cancel stops it.
 		tctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		f := &future{id: id, done: make(chan struct{}), cancel: cancel}
-		d.pending[id] = f
+		f, resolve := dispatch.NewFuture(id)
+		p := &inflight{fut: f, resolve: resolve, cancel: cancel}
+		d.pending[id] = p
 		delete(d.late, id)
 		out[i] = f
-		go d.run(tctx, t, f)
+		go d.run(tctx, t, p)
 	}
 	return out, nil
 }
 
-func (d *Dispatcher) run(ctx context.Context, t *pb.Task, f *future) {
-	defer f.cancel()
+func (d *Dispatcher) run(ctx context.Context, t *pb.Task, p *inflight) {
+	defer p.cancel()
 	select {
 	case d.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -129,12 +113,12 @@ func (d *Dispatcher) run(ctx context.Context, t *pb.Task, f *future) {
 	}
 	res.TaskId = t.GetId()
 	d.mu.Lock()
-	if cur, ok := d.pending[t.GetId()]; ok && cur == f {
+	if cur, ok := d.pending[t.GetId()]; ok && cur == p {
 		delete(d.pending, t.GetId())
 		d.recorded[t.GetId()] = res
 		d.ran++
 		d.mu.Unlock()
-		f.resolve(res)
+		p.resolve(res)
 		return
 	}
 	// Cancelled while running: a result that made calls is recorded (they
@@ -156,10 +140,10 @@ func (d *Dispatcher) run(ctx context.Context, t *pb.Task, f *future) {
 // CancelWith resolves the futures of tasks not yet finished as cancelled
 // and stops them; late sees the result of one that finishes anyway.
 func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ...string) {
-	var futs []*future
+	var cancelled []*inflight
 	d.mu.Lock()
 	for _, id := range ids {
-		f, ok := d.pending[id]
+		p, ok := d.pending[id]
 		if !ok {
 			continue
 		}
@@ -167,12 +151,12 @@ func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ..
 		if late != nil {
 			d.late[id] = late
 		}
-		futs = append(futs, f)
+		cancelled = append(cancelled, p)
 	}
 	d.mu.Unlock()
-	for _, f := range futs {
-		f.resolve(&pb.Result{TaskId: f.id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
-		f.cancel()
+	for _, p := range cancelled {
+		p.resolve(&pb.Result{TaskId: p.fut.ID(), Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
+		p.cancel()
 	}
 }
 
