@@ -302,7 +302,12 @@ func (w *Worker) onReady(m *nats.Msg) {
 }
 
 // Idle polling: a loop that found nothing waits for the ready bell, or at
-// most this long before it looks again (redeliveries ring no bell).
+// most this long before it looks again (redeliveries ring no bell). A
+// bell makes it look at once but does not restart the back-off: every
+// worker hears every bell, and most find the work already taken, so a
+// loop that looked in vain after a bell keeps polling at its slow pace
+// (many workers polling fast after each bell cost the NATS server more
+// than the tasks themselves).
 const (
 	idleMin = 10 * time.Millisecond
 	idleMax = 250 * time.Millisecond
@@ -363,18 +368,21 @@ func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int
 		for range free - got {
 			<-sem
 		}
-		if got > 0 {
+		switch {
+		case got == free:
+			// Every free slot took a task: there may be more.
 			idle = idleMin
 			continue
-		}
-		if ferr != nil && ctx.Err() == nil {
+		case got > 0:
+			// The queue ran dry: the next bell says when there is more.
+			idle = idleMax
+		case ferr != nil && ctx.Err() == nil:
 			w.log.WarnContext(ctx, "fetch tasks", "err", ferr)
 			idle = idleMax
 		}
 		select {
 		case <-ctx.Done():
 		case <-bell:
-			idle = idleMin
 		case <-time.After(idle):
 			idle = min(idle*2, idleMax)
 		}
