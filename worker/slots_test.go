@@ -107,6 +107,11 @@ func (b *slotBundle) cancelled(t *testing.T, id string) {
 
 func setupSlots(t *testing.T, cancelledInFlight int, hold chan struct{}) *slotBundle {
 	t.Helper()
+	return setupSlotsAck(t, cancelledInFlight, hold, 5*time.Second)
+}
+
+func setupSlotsAck(t *testing.T, cancelledInFlight int, hold chan struct{}, ackWait time.Duration) *slotBundle {
+	t.Helper()
 	ctx := t.Context()
 	srv := queuetest.Start(t)
 	nc, err := srv.Connect("slots-test")
@@ -121,7 +126,7 @@ func setupSlots(t *testing.T, cancelledInFlight int, hold chan struct{}) *slotBu
 	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Memory: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 5 * time.Second}); err != nil {
+	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: ackWait}); err != nil {
 		t.Fatal(err)
 	}
 	cons, err := queue.Consumers(ctx, js)
@@ -388,5 +393,34 @@ func TestCancelledMessageIsDroppedUnrun(t *testing.T) {
 	b.open("b")
 	if res := next(t, b.results, "b's result"); res.GetTaskId() != "b" {
 		t.Fatalf("reported %s, want b", res.GetTaskId())
+	}
+}
+
+// TestSlowTaskIsNotRedelivered: heartbeats keep a task that runs several
+// AckWaits from being handed out again (the first beat comes at half the
+// AckWait): the consumer never counts it as waiting for redelivery.
+func TestSlowTaskIsNotRedelivered(t *testing.T) {
+	b := setupSlotsAck(t, 1, nil, 400*time.Millisecond)
+	b.pub("a")
+	if id := next(t, b.started, "start"); id != "a" {
+		t.Fatalf("started %s, want a", id)
+	}
+	cons, err := b.js.Consumer(t.Context(), queue.StreamName, queue.ClassCritical.Consumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 8 { // 2 s: five AckWaits
+		time.Sleep(250 * time.Millisecond)
+		info, err := cons.Info(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.NumRedelivered != 0 || info.NumPending != 0 || info.NumAckPending != 1 {
+			t.Fatalf("consumer: %d redelivered, %d pending, %d ack pending; want 0, 0, 1 (a heart-beaten)", info.NumRedelivered, info.NumPending, info.NumAckPending)
+		}
+	}
+	b.open("a")
+	if res := next(t, b.results, "a's result"); res.GetTaskId() != "a" || res.GetAttempt() != 1 {
+		t.Fatalf("reported %v, want a on its first delivery", res)
 	}
 }
