@@ -1,8 +1,9 @@
 // Package plan holds SkillOpt's seeded sampling decisions as pure functions
 // over item indices: which train items form each rollout batch, how a
 // batch's results are cut into analyst minibatches, which items the epoch
-// boundary samples, and how LiveMath permutes answer choices. (The ratio
-// split of a raw data set is pkg/bench.RatioSplit.)
+// boundary samples. (The ratio split of a raw data set is
+// pkg/bench.RatioSplit; LiveMath's answer-choice order, seeded by a batch's
+// Seed, is pkg/bench/livemath's, applied where episodes run.)
 //
 // Every shuffle is CPython's random.Random(seed).shuffle (package pyrand),
 // with the seeds of spec §10.1, so a plan here is the plan SkillOpt makes
@@ -12,10 +13,7 @@
 package plan
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"strconv"
 
 	"github.com/skillfleet/skillfleet/pkg/pyrand"
 )
@@ -194,25 +192,4 @@ func TopUpOrder(n int, seed int64, epoch int, seen []int) []TopUp {
 		out = append(out, TopUp{Item: item, Seed: base + int64(len(out)) + 1})
 	}
 	return out
-}
-
-// ChoiceSeed returns LiveMath's per-item choice seed for a batch:
-// int(sha256("{batchSeed}:{itemID}").hexdigest()[:16], 16), the first 8
-// bytes of the digest read big-endian. Evaluation batches pass the run's
-// seed as batchSeed.
-func ChoiceSeed(batchSeed int64, itemID string) uint64 {
-	sum := sha256.Sum256([]byte(strconv.FormatInt(batchSeed, 10) + ":" + itemID))
-	return binary.BigEndian.Uint64(sum[:8])
-}
-
-// ChoicePermutation returns the new order of an item's n answer choices in
-// a batch: position k (relabelled A, B, C, ... in this order) holds the
-// choice that was at index perm[k].
-func ChoicePermutation(batchSeed int64, itemID string, n int) []int {
-	perm := make([]int, n)
-	for i := range perm {
-		perm[i] = i
-	}
-	pyrand.NewUint64(ChoiceSeed(batchSeed, itemID)).Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-	return perm
 }

@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
+	"github.com/skillfleet/skillfleet/pkg/bench/score"
 )
 
 // fixtures mirrors testdata/plan.json, written by
@@ -390,6 +393,9 @@ func TestSlowUpdateSampleBounds(t *testing.T) {
 	}
 }
 
+// LiveMath's per-batch choice order is applied where episodes run, by
+// package livemath (pkg/ cannot import plan); the fixture's CPython cases
+// are checked against it here, where the fixture lives.
 func TestChoicesMatchFixture(t *testing.T) {
 	t.Parallel()
 	f := loadFixtures(t)
@@ -397,11 +403,22 @@ func TestChoicesMatchFixture(t *testing.T) {
 		t.Fatal("no choice cases")
 	}
 	for _, c := range f.Choices {
-		if got := strconv.FormatUint(ChoiceSeed(c.BatchSeed, c.ItemID), 10); got != c.Seed {
-			t.Errorf("ChoiceSeed(%d, %q) = %s, want %s", c.BatchSeed, c.ItemID, got, c.Seed)
+		seed := livemath.PermutationSeed(c.BatchSeed, c.ItemID)
+		if got := strconv.FormatUint(seed, 10); got != c.Seed {
+			t.Errorf("livemath.PermutationSeed(%d, %q) = %s, want %s", c.BatchSeed, c.ItemID, got, c.Seed)
 		}
-		if got := ints(ChoicePermutation(c.BatchSeed, c.ItemID, c.N)); got != c.Perm {
-			t.Errorf("ChoicePermutation(%d, %q, %d) = %s, want %s", c.BatchSeed, c.ItemID, c.N, got, c.Perm)
+		// Choice i's text is i, so the order read back is the permutation.
+		choices := make([]score.Choice, c.N)
+		for i := range choices {
+			choices[i] = score.Choice{Label: string(rune('A' + i)), Text: strconv.Itoa(i)}
+		}
+		out, _ := livemath.Permute(choices, choices[0], seed)
+		perm := make([]int, len(out))
+		for k, ch := range out {
+			perm[k], _ = strconv.Atoi(ch.Text)
+		}
+		if got := ints(perm); got != c.Perm {
+			t.Errorf("livemath.Permute of %d choices (batch seed %d, item %q) = %s, want %s", c.N, c.BatchSeed, c.ItemID, got, c.Perm)
 		}
 	}
 }
