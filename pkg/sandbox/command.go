@@ -38,7 +38,7 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (cmd *exec.Cmd, cleanu
 // unsafeCommand runs the script as a plain process in a fresh temporary
 // directory standing for WorkDir: "/work" at the start of an argument or
 // environment value is rewritten to it.
-func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, l Limits, script string, collectW *os.File, env map[string]string, order []string) (*exec.Cmd, func(), error) {
+func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, script string, collectW *os.File, env map[string]string, order []string) (*exec.Cmd, func(), error) {
 	dir, err := os.MkdirTemp("", "skillfleet-sandbox-")
 	if err != nil {
 		return nil, nil, err

@@ -36,23 +36,25 @@ const (
 func init() {
 	// Any binary holding this package can be the in-sandbox forwarder.
 	if spec := os.Getenv(forwardEnv); spec != "" {
-		os.Exit(forwarderMain(spec))
+		if err := forwarderMain(spec); err != nil {
+			fmt.Fprintln(os.Stderr, "sandbox forwarder:", err)
+		}
+		os.Exit(2)
 	}
 }
 
 // forwarderMain listens on each "port=socket" pair of spec and copies
-// every connection to the Unix socket; it runs until killed.
-func forwarderMain(spec string) int {
+// every connection to the Unix socket; it runs until killed, or returns
+// why it cannot listen.
+func forwarderMain(spec string) error {
 	for _, pair := range strings.Split(spec, ",") {
 		port, sock, ok := strings.Cut(pair, "=")
 		if !ok {
-			fmt.Fprintln(os.Stderr, "sandbox forwarder: bad pair", pair)
-			return 2
+			return fmt.Errorf("bad pair %s", pair)
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:"+port)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox forwarder:", err)
-			return 2
+			return err
 		}
 		go func() {
 			for {

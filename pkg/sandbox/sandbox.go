@@ -628,7 +628,7 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 		if len(spec.Binds) > 0 {
 			return nil, nil, errors.New("sandbox: binds need the isolation (unsafe mode sees the host's files at their own paths)")
 		}
-		return s.unsafeCommand(ctx, spec, l, script, collectW, env, order)
+		return s.unsafeCommand(ctx, spec, script, collectW, env, order)
 	}
 	var fds []fileFD
 	extra := []*os.File{collectW}

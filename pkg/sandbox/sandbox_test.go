@@ -19,9 +19,9 @@ import (
 
 // newBox is a sandbox; it fails the test on CI when bwrap is missing and
 // skips elsewhere.
-func newBox(t testing.TB, ro ...string) *Sandbox {
+func newBox(t testing.TB) *Sandbox {
 	t.Helper()
-	s, err := New(Options{ReadOnly: ro})
+	s, err := New(Options{})
 	if err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err)
