@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 )
 
 // TestFullDiskStopsCleanlyAndResumes trains the demo into a run dir on a
@@ -28,15 +30,14 @@ func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
 		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
 	}
 	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
-	f := newNATSFleet(t)
 	// The hub's task journal (package dispatch) stays on a roomy disk:
 	// this test is about the trainer's files.
-	f.hubDir = t.TempDir()
+	r := &fleettest.Runner{NATS: fleettest.NATS(t), HubDir: t.TempDir()}
 	dir := filepath.Join(mnt, "run")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := f.runPresetIn(t, dir, demoPreset, nil)
+	_, err := r.Run(t, dir, fleettest.Demo, nil)
 	if err == nil {
 		t.Fatal("a run on a 96 KiB disk succeeded")
 	}
@@ -46,7 +47,7 @@ func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
 	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
 		t.Fatalf("remount: %v %s", err, out)
 	}
-	if _, _, err := f.runPresetIn(t, dir, demoPreset, nil); err != nil {
+	if _, err := r.Run(t, dir, fleettest.Demo, nil); err != nil {
 		t.Fatalf("resume once space is back: %v", err)
 	}
 	for _, file := range []string{"events.jsonl", "best_skill.md"} {

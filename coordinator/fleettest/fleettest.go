@@ -1,8 +1,9 @@
 // Package fleettest starts an in-process fleet for tests: a real embedded
 // nats-server, the coordinator's hub (NATS JetStream out, gRPC reports in)
 // and workers running a handler — the path production takes, with every
-// part real. Tests of the training loop's decisions that do not need that
-// path use [memdispatch] instead.
+// part real. [Runner] trains a preset on the sim model either that way or,
+// for tests of the training loop's decisions that do not need that path,
+// on [memdispatch] (the worker's executor in-process, no NATS or gRPC).
 //
 // [memdispatch]: github.com/skillfleet/skillfleet/coordinator/trainer/memdispatch
 package fleettest

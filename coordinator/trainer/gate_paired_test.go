@@ -1,4 +1,4 @@
-package coordinator_test
+package trainer_test
 
 import (
 	"fmt"
@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
 
 // TestPairedGateOnANoisyTarget trains the demo over 10 seeds with a target
@@ -26,7 +27,6 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 		t.Skip("trains the demo 20 times")
 	}
 	t.Parallel()
-	f := newFleet(t)
 	const seeds = 10
 	type row struct {
 		name     string
@@ -47,13 +47,14 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 				for _, r := range rows {
 					m := simmodel.New(simmodel.Options{Epsilon: 0.15})
 					sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=2"}, r.sets...)
-					dir, sum, err := f.runPreset(t, demoPreset, m, sets...)
+					dir := t.TempDir()
+					sum, err := new(fleettest.Runner).Run(t, dir, fleettest.Demo, m, sets...)
 					if err != nil {
 						t.Fatalf("%s seed %d: %v", r.name, seed, err)
 					}
 					r.scores[seed-1] = sum.TestHard["best"]
-					for _, e := range events(t, dir) {
-						if e.Type == "step" && (e.Action == coordinator.ActAccept || e.Action == coordinator.ActAcceptNewBest) {
+					for _, e := range fleettest.Events(t, dir) {
+						if e.Type == "step" && (e.Action == trainer.ActAccept || e.Action == trainer.ActAcceptNewBest) {
 							r.accepted[seed-1]++
 						}
 					}

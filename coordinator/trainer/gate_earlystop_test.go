@@ -1,10 +1,12 @@
-package coordinator_test
+package trainer_test
 
 import (
 	"fmt"
 	"slices"
 	"sync/atomic"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 )
 
 // TestEarlyStopNeverChangesADecision trains a small cut of the paper
@@ -24,7 +26,6 @@ func TestEarlyStopNeverChangesADecision(t *testing.T) {
 		t.Skip("trains the paper preset 50 times")
 	}
 	t.Parallel()
-	f := newFleet(t)
 	var stopped atomic.Int64
 	type variant struct {
 		name  string
@@ -42,11 +43,11 @@ func TestEarlyStopNeverChangesADecision(t *testing.T) {
 				for i, es := range []bool{true, false} {
 					sets := append([]string{fmt.Sprintf("train.seed=%d", seed), "train.num_epochs=1", "train.batch_size=100",
 						"evaluation.sel_env_num=60", "evaluation.eval_test=false", fmt.Sprintf("evaluation.early_stop=%v", es)}, v.sets...)
-					dir, _, err := f.runPreset(t, paperPreset, nil, sets...)
-					if err != nil {
+					dir := t.TempDir()
+					if _, err := new(fleettest.Runner).Run(t, dir, fleettest.Paper, nil, sets...); err != nil {
 						t.Fatalf("early_stop=%v: %v", es, err)
 					}
-					for _, e := range events(t, dir) {
+					for _, e := range fleettest.Events(t, dir) {
 						if e.Type == "step" || e.Type == "slow_update" {
 							seqs[i] = append(seqs[i], fmt.Sprintf("%s %d %s %s", e.Type, e.Step, e.Action, e.CandidateHash))
 						}

@@ -1,4 +1,4 @@
-package coordinator_test
+package trainer_test
 
 import (
 	"context"
@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
@@ -64,42 +65,6 @@ func (s *scripted) count(kind string) int {
 	return n
 }
 
-func (s *scripted) users(kind string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, c := range s.calls {
-		if c.Kind == kind {
-			out = append(out, c.User)
-		}
-	}
-	return out
-}
-
-// runDemo trains the demo preset in-process with model m and settings
-// changed by sets (config overrides). It returns the run dir and summary.
-func runDemo(t *testing.T, m llm.Model, sets ...string) (string, *coordinator.Summary, error) {
-	t.Helper()
-	return newFleet(t).runPreset(t, demoPreset, m, sets...)
-}
-
-func events(t *testing.T, dir string) []coordinator.Event {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []coordinator.Event
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e coordinator.Event
-		if err := json.Unmarshal([]byte(line), &e); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, e)
-	}
-	return out
-}
-
 // B11 + B8: an autonomous learning rate of 0 makes no ranking call, and
 // the unchanged candidate is rejected without a selection rollout.
 func TestZeroBudgetMakesNoRankCallAndNoGateRollout(t *testing.T) {
@@ -110,7 +75,7 @@ func TestZeroBudgetMakesNoRankCallAndNoGateRollout(t *testing.T) {
 		}
 		return "", false
 	}}
-	dir, _, err := runDemo(t, m, "optimizer.lr_control_mode=autonomous", "train.num_epochs=1", "evaluation.eval_test=false")
+	dir, _, err := fleettest.RunDemo(t, m, "optimizer.lr_control_mode=autonomous", "train.num_epochs=1", "evaluation.eval_test=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +85,8 @@ func TestZeroBudgetMakesNoRankCallAndNoGateRollout(t *testing.T) {
 	if m.count(prompts.LRController) == 0 {
 		t.Fatal("no LR controller call was made")
 	}
-	for _, e := range events(t, dir) {
-		if e.Type == "step" && e.Action != coordinator.ActSkipNoPatches && (e.Action != coordinator.ActReject || !e.Unchanged) {
+	for _, e := range fleettest.Events(t, dir) {
+		if e.Type == "step" && e.Action != trainer.ActSkipNoPatches && (e.Action != trainer.ActReject || !e.Unchanged) {
 			t.Errorf("step %d: action %s unchanged=%v, want reject of an unchanged candidate", e.Step, e.Action, e.Unchanged)
 		}
 	}
@@ -146,7 +111,7 @@ func TestMetaSkillRouting(t *testing.T) {
 		}
 		return "", false
 	}}
-	if _, _, err := runDemo(t, m, "evaluation.eval_test=false", "evaluation.use_gate=false"); err != nil {
+	if _, _, err := fleettest.RunDemo(t, m, "evaluation.eval_test=false", "evaluation.use_gate=false"); err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
@@ -196,15 +161,15 @@ func TestForcedSlowUpdateIsUnscored(t *testing.T) {
 		}
 		return "", false
 	}}
-	dir, _, err := runDemo(t, m, "train.num_epochs=2", "evaluation.eval_test=false")
+	dir, _, err := fleettest.RunDemo(t, m, "train.num_epochs=2", "evaluation.eval_test=false")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var found bool
-	for _, e := range events(t, dir) {
+	for _, e := range fleettest.Events(t, dir) {
 		if e.Type == "slow_update" && e.Epoch == 2 {
 			found = true
-			if e.Action != coordinator.ActForceAccept || !e.Unscored || e.CandidateScore != nil {
+			if e.Action != trainer.ActForceAccept || !e.Unscored || e.CandidateScore != nil {
 				t.Errorf("epoch 2 slow update event = %+v, want an unscored force_accept", e)
 			}
 		}
@@ -234,7 +199,7 @@ func TestRewriteKeepsProtectedRegions(t *testing.T) {
 		}
 		return "", false
 	}}
-	dir, _, err := runDemo(t, m, "optimizer.skill_update_mode=rewrite_from_suggestions", "train.num_epochs=2", "evaluation.eval_test=false", "evaluation.use_gate=false")
+	dir, _, err := fleettest.RunDemo(t, m, "optimizer.skill_update_mode=rewrite_from_suggestions", "train.num_epochs=2", "evaluation.eval_test=false", "evaluation.use_gate=false")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,8 +223,8 @@ func TestInfraFailuresAreNotScores(t *testing.T) {
 	}
 	broken := []string{w.Val[0].Question, w.Val[1].Question, w.Val[2].Question}
 	m := &failing{inner: simmodel.New(simmodel.Options{}), match: broken}
-	_, _, err = runDemo(t, m, "runtime.max_deliveries=1", "model.max_retries=0")
-	if !errors.Is(err, coordinator.ErrCoverage) {
+	_, _, err = fleettest.RunDemo(t, m, "runtime.max_deliveries=1", "model.max_retries=0")
+	if !errors.Is(err, trainer.ErrCoverage) {
 		t.Fatalf("Run() error = %v, want ErrCoverage", err)
 	}
 	if !strings.Contains(err.Error(), "37 of 40") {
@@ -300,7 +265,7 @@ func TestModesRun(t *testing.T) {
 		t.Run(strings.Join(sets, ","), func(t *testing.T) {
 			t.Parallel()
 			m := &scripted{inner: simmodel.New(simmodel.Options{})}
-			_, sum, err := runDemo(t, m, append(sets, "train.num_epochs=2")...)
+			_, sum, err := fleettest.RunDemo(t, m, append(sets, "train.num_epochs=2")...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package coordinator_test
+package trainer_test
 
 import (
 	"bytes"
@@ -8,7 +8,8 @@ import (
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
 
 // TestSpeculationKeepsDecisions: starting the next step's rollouts for
@@ -17,12 +18,12 @@ import (
 // rollouts to make than there are rollout tasks).
 func TestSpeculationKeepsDecisions(t *testing.T) {
 	t.Parallel()
-	plain, _, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})})
+	plain, _, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := &scripted{inner: simmodel.New(simmodel.Options{})}
-	spec, _, err := runDemo(t, m, "runtime.speculate=true")
+	spec, _, err := fleettest.RunDemo(t, m, "runtime.speculate=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,11 +47,11 @@ func TestSpeculationKeepsDecisions(t *testing.T) {
 }
 
 func readTokens(t *testing.T, dir string) struct {
-	ByStage map[string]coordinator.Totals `json:"by_stage"`
+	ByStage map[string]trainer.Totals `json:"by_stage"`
 } {
 	t.Helper()
 	var out struct {
-		ByStage map[string]coordinator.Totals `json:"by_stage"`
+		ByStage map[string]trainer.Totals `json:"by_stage"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "tokens.json"))
 	if err != nil {
@@ -67,11 +68,11 @@ func readTokens(t *testing.T, dir string) struct {
 // end, and the final evaluation really finds its results.
 func TestIdleFillKeepsResults(t *testing.T) {
 	t.Parallel()
-	off, sumOff, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=false")
+	off, sumOff, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	on, sumOn, err := runDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=true")
+	on, sumOn, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=true")
 	if err != nil {
 		t.Fatal(err)
 	}
