@@ -184,13 +184,6 @@ type stateFile struct {
 	Done       bool    `json:"done"`
 }
 
-// stepExtra is the part of a step record pkg/report does not read.
-type stepExtra struct {
-	EditApply map[string]int `json:"edit_apply_summary"`
-	NMerged   int            `json:"n_edits_merged"`
-	NRanked   int            `json:"n_edits_ranked"`
-}
-
 // liveWindow is how recent progress.json must be for a run to count as live.
 const liveWindow = time.Minute
 
@@ -215,7 +208,6 @@ type runLoader struct {
 	evOff   int64
 	events  []report.Event
 	steps   map[int]report.StepRecord
-	extras  map[int]stepExtra
 	ranked  map[int][]json.RawMessage
 	finalFP string
 
@@ -252,13 +244,6 @@ func (l *runLoader) report() (changed bool, err error) {
 				return false, err
 			}
 			l.rep, l.finalFP = rep, fp
-			l.extras = map[int]stepExtra{}
-			for step := range rep.Steps {
-				var ex stepExtra
-				if err := readJSON(filepath.Join(l.dir, stepDir(step), "record.json"), &ex); err == nil {
-					l.extras[step] = ex
-				}
-			}
 			return true, nil
 		}
 		return false, nil
@@ -297,7 +282,7 @@ func (l *runLoader) readEvents() error {
 	}
 	if fi.Size() < l.evOff || l.steps == nil {
 		l.evOff, l.events = 0, nil
-		l.steps, l.extras, l.ranked = map[int]report.StepRecord{}, map[int]stepExtra{}, map[int][]json.RawMessage{}
+		l.steps, l.ranked = map[int]report.StepRecord{}, map[int][]json.RawMessage{}
 	}
 	if _, err := f.Seek(l.evOff, 0); err != nil {
 		return fmt.Errorf("ui: %s: %w", path, err)
@@ -326,12 +311,9 @@ func (l *runLoader) readEvents() error {
 			continue
 		}
 		// A step's record is written before its event.
-		var rec struct {
-			report.StepRecord
-			stepExtra
-		}
+		var rec report.StepRecord
 		if err := readJSON(filepath.Join(l.dir, stepDir(ev.Step), "record.json"), &rec); err == nil {
-			l.steps[ev.Step], l.extras[ev.Step] = rec.StepRecord, rec.stepExtra
+			l.steps[ev.Step] = rec
 		}
 	}
 	return nil
@@ -390,7 +372,7 @@ func (l *runLoader) load() (v *RunView, baseChanged, anyChanged bool, err error)
 			Steps: []StepRow{}, Rejected: []RejectedStep{}}
 		a, r, s := rep.Decisions()
 		b.Decided.Accepted, b.Decided.Rejected, b.Decided.Skipped = a, r, s
-		b.buildCurves(rep, l.extras)
+		b.buildCurves(rep)
 		b.buildRejected(l.dir, rep, l.ranked)
 		b.SpendOver = spendCurve(rep, models, l.prices)
 		l.base, l.modelKey, changed = b, key, true
@@ -440,7 +422,7 @@ func stepDir(step int) string { return fmt.Sprintf("steps/step_%04d", step) }
 
 func fptr(f float64) *float64 { return &f }
 
-func (v *RunBase) buildCurves(rep *report.Report, extras map[int]stepExtra) {
+func (v *RunBase) buildCurves(rep *report.Report) {
 	v.Selection = Series{Values: map[string][]*float64{"current": {}, "best": {}, "candidate": {}}, Labels: map[string][]string{"action": {}}}
 	v.Rollout = Series{Values: map[string][]*float64{"hard": {}, "soft": {}}}
 	for _, row := range rep.Rows() {
@@ -464,10 +446,8 @@ func (v *RunBase) buildCurves(rep *report.Report, extras map[int]stepExtra) {
 			v.Rollout.Values["hard"] = append(v.Rollout.Values["hard"], fptr(rec.RolloutHard))
 			v.Rollout.Values["soft"] = append(v.Rollout.Values["soft"], fptr(rec.RolloutSoft))
 			sr.WallS = rec.WallTime
-		}
-		if ex, ok := extras[row.Step]; ok {
-			sr.Merged, sr.Ranked = ex.NMerged, ex.NRanked
-			for k, n := range ex.EditApply {
+			sr.Merged, sr.Ranked = rec.NMerged, rec.NRanked
+			for k, n := range rec.EditApply {
 				if strings.HasPrefix(k, "applied") {
 					sr.Applied += n
 				} else {
