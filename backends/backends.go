@@ -12,6 +12,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // Deps are optional collaborators of [New].
@@ -85,10 +86,17 @@ func New(spec Spec, deps Deps) (llm.Model, error) {
 	if hp, ok := hedgePolicy(o); ok {
 		opts = append(opts, WithHedge(hp))
 	}
+	// Option skill_files=tool: a skill package reaches the model as
+	// SKILL.md plus a read_skill_file tool, not inlined (pkg/skillpkg).
+	readTool := o.oneOf("skill_files", "inline", "inline", "tool") == "tool"
 	if err := o.err(); err != nil {
 		return nil, err
 	}
-	return &defaults{next: Wrap(base, opts...), spec: spec}, nil
+	var m llm.Model = &defaults{next: Wrap(base, opts...), spec: spec}
+	if readTool {
+		m = skillpkg.WithReadTool(m)
+	}
+	return m, nil
 }
 
 // build makes the bare backend and names its endpoint (for limiter keys).

@@ -207,12 +207,36 @@ type wireRequest struct {
 	MaxTokens           int           `json:"max_tokens"`
 	MaxCompletionTokens int           `json:"max_completion_tokens"`
 	Stream              bool          `json:"stream"`
+	Tools               []wireTool    `json:"tools"`
 }
 
 type wireMessage struct {
-	Role    string      `json:"role"`
-	Content wireContent `json:"content"`
-	Name    string      `json:"name,omitempty"`
+	Role       string         `json:"role"`
+	Content    wireContent    `json:"content"`
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+// wireTool is a function tool offered in a chat request.
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
+}
+
+// wireToolCall is an assistant's function call, in a request's history
+// or a reply.
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // wireContent is a message's content: a string or a list of parts.
@@ -268,8 +292,9 @@ type wireChoice struct {
 }
 
 type wireReplyMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role      string         `json:"role"`
+	Content   string         `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
 }
 
 type wireUsage struct {
@@ -312,7 +337,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	req := &llm.Request{Model: wr.Model, Seed: wr.Seed, Temperature: wr.Temperature, MaxTokens: max(wr.MaxCompletionTokens, wr.MaxTokens)}
 	for _, m := range wr.Messages {
-		req.Messages = append(req.Messages, llm.Message{Role: m.Role, Content: m.Content.text, Parts: m.Content.parts, Name: m.Name})
+		msg := llm.Message{Role: m.Role, Content: m.Content.text, Parts: m.Content.parts, Name: m.Name, ToolCallID: m.ToolCallID}
+		for _, c := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, llm.ToolCall{ID: c.ID, Name: c.Function.Name, Arguments: c.Function.Arguments})
+		}
+		req.Messages = append(req.Messages, msg)
+	}
+	for _, t := range wr.Tools {
+		req.Tools = append(req.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
 	if wait, limited := s.limit(InputTokens(req.Messages)); limited {
 		s.count(wr.Model, func(st *Stats, ms *ModelStats) { st.RateLimited++; ms.RateLimited++ })
@@ -400,9 +432,15 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	in, out := resp.Usage.InputTokens, llm.EstimateTokens(content)
+	msg := wireReplyMessage{Role: llm.RoleAssistant, Content: content}
+	for _, c := range resp.ToolCalls {
+		wc := wireToolCall{ID: c.ID, Type: "function"}
+		wc.Function.Name, wc.Function.Arguments = c.Name, c.Arguments
+		msg.ToolCalls = append(msg.ToolCalls, wc)
+	}
 	writeJSON(w, http.StatusOK, wireReply{
 		ID: fmt.Sprintf("chatcmpl-sim-%d", seq), Object: "chat.completion", Created: created, Model: resp.Model,
-		Choices: []wireChoice{{Message: wireReplyMessage{Role: llm.RoleAssistant, Content: content}, FinishReason: resp.FinishReason}},
+		Choices: []wireChoice{{Message: wireReplyMessage{Role: msg.Role, Content: msg.Content, ToolCalls: msg.ToolCalls}, FinishReason: resp.FinishReason}},
 		Usage:   wireUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
 	})
 }

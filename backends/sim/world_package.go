@@ -2,7 +2,9 @@ package sim
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -30,7 +32,11 @@ import (
 //     code, and a reading rule holds only when a script implements it.
 //
 // The package reaches the agent inlined, as the bundle a target given no
-// read-file tool sees (skillpkg.Encode). The reply names the files the
+// read-file tool sees (skillpkg.Encode), or, for a target given the
+// read_skill_file tool (skillpkg.WithReadTool), as SKILL.md and a list of
+// the other files: the agent then calls the tool for the files it would
+// open (the references when SKILL.md points there, the scripts) and
+// answers under the files it read. The reply names the files the
 // agent opened and ran, and, when a rule it needed was not where it
 // looked, says so: that is the trajectory the optimizer reads to learn
 // where a rule belongs. A single-file skill never matches this world, so
@@ -138,6 +144,25 @@ func init() {
 			return m.packageTarget(req, seed), nil
 		},
 	})
+	addWorld(world{
+		name: "package_tool",
+		match: func(req *llm.Request) bool {
+			skill, ok := simbench.SkillOf(systemText(req.Messages))
+			return ok && offersReadTool(req) && strings.Contains(skill, "\n"+skillpkg.ToolListHeader+"\n")
+		},
+		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+			return m.packageToolTarget(req, seed)
+		},
+	})
+}
+
+func offersReadTool(req *llm.Request) bool {
+	for _, t := range req.Tools {
+		if t.Name == skillpkg.ReadFileTool {
+			return true
+		}
+	}
+	return false
 }
 
 // packageTarget answers a sim benchmark question under a package, as
@@ -150,12 +175,79 @@ func (m *Model) packageTarget(req *llm.Request, seed int64) string {
 	if !ok {
 		return "The skill package I was given does not decode; I answer without it.\n<answer>unknown</answer>"
 	}
+	return m.packageAnswer(req.Model, question, p, seed)
+}
+
+// packageToolTarget answers under a package given as SKILL.md, a file
+// list and the read_skill_file tool: first it calls the tool, in one turn,
+// for every file the package world's agent opens (the references when
+// SKILL.md points to references/ or names them, every script) that it has
+// not asked for yet; then it answers under the package of SKILL.md and the
+// files it read.
+func (m *Model) packageToolTarget(req *llm.Request, seed int64) (string, []llm.ToolCall) {
+	skill, _ := simbench.SkillOf(systemText(req.Messages))
+	at := strings.LastIndex(skill, "\n\n"+skillpkg.ToolListHeader+"\n")
+	entry := skill[:at] + "\n"
+	var listed []string
+	for _, line := range strings.Split(skill[at:], "\n") {
+		if rest, ok := strings.CutPrefix(line, "- "); ok {
+			if name, _, ok := strings.Cut(rest, " ("); ok {
+				listed = append(listed, name)
+			}
+		}
+	}
+	// The files asked for and read so far: each tool result by the path
+	// its call asked for.
+	asked := map[string]string{} // call id -> path
+	read := map[string]string{}
+	for _, msg := range req.Messages {
+		for _, c := range msg.ToolCalls {
+			var a struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal([]byte(c.Arguments), &a) == nil {
+				asked[c.ID] = a.Path
+			}
+		}
+		if msg.Role == llm.RoleTool {
+			if name := asked[msg.ToolCallID]; name != "" && !strings.HasPrefix(msg.Content, "error:") {
+				read[name] = msg.Content
+			}
+		}
+	}
+	askedPaths := slices.Collect(maps.Values(asked))
+	pointed := strings.Contains(entry, homeReference)
+	var calls []llm.ToolCall
+	for _, name := range listed {
+		if slices.Contains(askedPaths, name) {
+			continue
+		}
+		if strings.HasPrefix(name, homeReference) && (pointed || strings.Contains(entry, name)) || strings.HasPrefix(name, homeScript) {
+			calls = append(calls, llm.ToolCall{ID: fmt.Sprintf("call_pkg_%d", len(asked)+len(calls)+1), Name: skillpkg.ReadFileTool,
+				Arguments: mustJSON(map[string]string{"path": name})})
+		}
+	}
+	if len(calls) > 0 {
+		return "", calls
+	}
+	files := map[string]string{skillpkg.EntryFile: entry}
+	maps.Copy(files, read)
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		return "The skill package I read does not hold together (" + err.Error() + "); I answer without it.\n<answer>unknown</answer>", nil
+	}
+	return m.packageAnswer(req.Model, simbench.QuestionOf(lastUserText(req.Messages)), p, seed), nil
+}
+
+// packageAnswer is the package world's answer to question under p.
+func (m *Model) packageAnswer(model, question string, p *skillpkg.Package, seed int64) string {
+	bundle := skillpkg.Encode(p)
 	base, ok := simbench.BaseValue(question)
 	if !ok {
 		return "I could not find a record value in the question.\n<answer>unknown</answer>"
 	}
 	sum := sha256.Sum256([]byte(bundle))
-	r := simbench.HashRNG([]byte("package"), []byte(req.Model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
+	r := simbench.HashRNG([]byte("package"), []byte(model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
 	ids := simbench.PitfallsInQuestion(question)
 	flip := r.Chance(m.o.Epsilon)
 	flipToTypo := r.Chance(0.5)

@@ -1,11 +1,15 @@
 package sim
 
 import (
+	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/pkg/bench"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
@@ -174,4 +178,88 @@ func TestPackageRejectedEditNotReproposed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// countingModel passes calls through and keeps each request's tools and
+// tool results, to see the read tool's round trips.
+type countingModel struct {
+	llm.Model
+	mu    sync.Mutex
+	calls []*llm.Request
+}
+
+func (c *countingModel) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, req)
+	c.mu.Unlock()
+	return c.Model.Chat(ctx, req)
+}
+
+// A target given the read_skill_file tool (skillpkg.WithReadTool) sees
+// SKILL.md and the file list, calls the tool for the files the package
+// world's agent opens, and answers exactly as it does with the package
+// inlined; the reply is led by the note naming the files opened, which
+// the sim benchmark's trajectory keeps. A plain skill goes through
+// unchanged, in one call without tools.
+func TestReadToolTargetOpensFiles(t *testing.T) {
+	t.Parallel()
+	units, _ := simbench.Lookup("units_km")
+	swapped, _ := simbench.Lookup("swapped_digits")
+	noPointer := strings.Replace(pkgEntry, "Rules for each record type live in references/.\n", "", 1)
+	for _, tc := range []struct {
+		name, pitfall string
+		files         map[string]string
+		opened        string
+	}{
+		{"units rule in a reference", "units_km", map[string]string{"SKILL.md": pkgEntry, "references/units.md": "- " + units.Rule + "\n", "notes/misc.md": "x\n"},
+			"SKILL.md, references/units.md"},
+		{"units rule in SKILL.md", "units_km", map[string]string{"SKILL.md": pkgEntry + "- " + units.Rule + "\n", "references/none.md": "# None\n"},
+			"SKILL.md, references/none.md"},
+		{"reference not pointed to", "units_km", map[string]string{"SKILL.md": noPointer, "references/units.md": "- " + units.Rule + "\n"},
+			"SKILL.md"},
+		{"reading rule in a script", "swapped_digits", map[string]string{"SKILL.md": pkgEntry, scriptFile: scriptHeader + "\n" + scriptFunc(swapped, swapped.Rule), "references/a.md": "a\n"},
+			"SKILL.md, references/a.md, " + scriptFile},
+	} {
+		it := soleItem(t, tc.pitfall)
+		bundle := bundleOf(t, tc.files)
+		inline := rollout(t, quiet(), it, bundle)
+		cm := &countingModel{Model: quiet()}
+		viaTool := rollout(t, skillpkg.WithReadTool(cm), it, bundle)
+		reply := lastReply(viaTool)
+		note, rest, _ := strings.Cut(reply, "\n\n")
+		if note != skillpkg.OpenedNote+" "+tc.opened+"]" {
+			t.Errorf("%s: note %q, want the files %s", tc.name, note, tc.opened)
+		}
+		if want := lastReply(inline); rest != want || viaTool.Hard != inline.Hard {
+			t.Errorf("%s: via the tool %q (hard %v), inline %q (hard %v): want the same answer", tc.name, rest, viaTool.Hard, want, inline.Hard)
+		}
+		wantCalls := 2
+		if tc.opened == "SKILL.md" {
+			wantCalls = 1
+		}
+		if len(cm.calls) != wantCalls || len(cm.calls[0].Tools) != 1 || cm.calls[0].Tools[0].Name != skillpkg.ReadFileTool {
+			t.Errorf("%s: %d model calls (first with tools %v), want %d offering %s", tc.name, len(cm.calls), cm.calls[0].Tools, wantCalls, skillpkg.ReadFileTool)
+		}
+		if sys := cm.calls[0].Messages[0].Content; skillpkg.IsBundle(sys) || strings.Contains(sys, "SKILLPKG") || !strings.Contains(sys, skillpkg.ToolListHeader) {
+			t.Errorf("%s: the target saw the bundle, or no file list:\n%s", tc.name, sys)
+		}
+	}
+
+	// A plain skill: one call, no tools, no note.
+	cm := &countingModel{Model: quiet()}
+	ep := rollout(t, skillpkg.WithReadTool(cm), soleItem(t, "units_km"), pkgEntry)
+	if len(cm.calls) != 1 || len(cm.calls[0].Tools) != 0 || strings.Contains(lastReply(ep), skillpkg.OpenedNote) {
+		t.Errorf("a plain skill: %d calls, tools %v, reply %q", len(cm.calls), cm.calls[0].Tools, lastReply(ep))
+	}
+}
+
+// lastReply is the episode's last assistant message.
+func lastReply(ep *bench.Episode) string {
+	reply := ""
+	for _, msg := range ep.Messages {
+		if msg.Role == llm.RoleAssistant {
+			reply = msg.Text()
+		}
+	}
+	return reply
 }
