@@ -47,8 +47,9 @@ type Runner struct {
 }
 
 // Run trains p into runDir with model m (nil: the sim model) and config
-// overrides sets. A config or wiring error fails t; the run's own error is
-// returned.
+// overrides sets. A config that does not load fails t; settings the
+// coordinator refuses (FromConfig), a run dir that cannot be opened and
+// the run's own error are returned.
 func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ...string) (*coordinator.Summary, error) {
 	t.Helper()
 	root := RepoRoot(t)
