@@ -82,9 +82,9 @@ func (b *bundle) waitDrained(t testing.TB) {
 
 func (b *bundle) stop() { b.hub.Stop() }
 
-func startWorker(t testing.TB, ns *queue.Embedded, addr string, conc int, h worker.Handler) (stop func()) {
+func startWorker(t testing.TB, ns *queue.Embedded, addr string, conc int, h worker.Handler) {
 	t.Helper()
-	return fleettest.StartWorker(t, ns, addr, worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, DrainTimeout: 2 * time.Second}, h)
+	fleettest.StartWorker(t, ns, addr, worker.Config{Concurrency: conc, Heartbeat: 500 * time.Millisecond, DrainTimeout: 2 * time.Second}, h)
 }
 
 var noop = worker.HandlerFunc(func(ctx context.Context, t *pb.Task) *pb.Result {
