@@ -483,6 +483,13 @@ func (m *Model) analystFailure(in *prompts.AnalystInput, r *simbench.RNG) *promp
 		}
 		summary = append(summary, prompts.FailureType{FailureType: g.id, Count: g.count, Description: desc})
 	}
+	if it, ok := descriptionEdit(in); ok {
+		// The agent never loaded the package: its description is the fix
+		// that comes first (world_package.go).
+		if pick, ok := m.choose([]proposal{{kind: propAdd, edit: it}}, rejected, r); ok {
+			props = append([]proposal{pick}, props...)
+		}
+	}
 	props = append(props, m.speculate(in, props, r)...)
 	if unexplained > 0 {
 		summary = append(summary, prompts.FailureType{FailureType: "unrecognised_answer", Count: unexplained,

@@ -446,3 +446,44 @@ func foldCreate(a, b string) string {
 	}
 	return strings.Join(paras, "\n\n") + "\n"
 }
+
+// descriptionEdit is a failure analyst's set_description proposal when the
+// run trains the description (AnalystInput.TrainDescription) and failed
+// trajectories show an agent that never loaded the package: a package
+// world reply always starts "I read SKILL.md", and an agent CLI's reply
+// on a package it opened is led by the backend's note of the files, so a
+// failed reply with neither is an agent that answered without the skill.
+// The agent loads a skill whose description asks to be read before
+// starting (agent.go), so the proposal adds that request. Support is the
+// count of such failures; false when there are none, the skill is not a
+// package, or the description already asks.
+func descriptionEdit(in *prompts.AnalystInput) (prompts.Item, bool) {
+	p, ok := packageOf(in.Skill)
+	if !ok || !in.TrainDescription || in.Mode != prompts.ModePatch {
+		return prompts.Item{}, false
+	}
+	fm, err := p.FrontMatter()
+	if err != nil || strings.Contains(strings.ToLower(fm.Description), "before you start") {
+		return prompts.Item{}, false
+	}
+	n := 0
+	for _, tr := range in.Trajectories {
+		if tr.Hard >= 1 {
+			continue
+		}
+		loaded := false
+		for _, msg := range tr.Messages {
+			if msg.Role == llm.RoleAssistant && (strings.Contains(msg.Content, "I read SKILL.md") || strings.Contains(msg.Content, skillpkg.OpenedNote)) {
+				loaded = true
+			}
+		}
+		if !loaded {
+			n++
+		}
+	}
+	if n == 0 {
+		return prompts.Item{}, false
+	}
+	desc := strings.TrimRight(strings.TrimSpace(fm.Description), ".") + ". Read it before you start."
+	return prompts.Item{Op: skillpkg.OpSetDescription, Content: desc, SupportCount: n}, true
+}

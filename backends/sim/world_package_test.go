@@ -263,3 +263,41 @@ func lastReply(ep *bench.Episode) string {
 	}
 	return reply
 }
+
+// A failure analyst of a run that trains the description proposes
+// set_description, asking the skill to be read before starting, when
+// failed trajectories show an agent that never loaded the package; not
+// when the description is not trained, when the agent loaded it (a
+// package-world reply, or the backend's note of opened files), or when
+// the description already asks.
+func TestDescriptionEditWhenPackageNotLoaded(t *testing.T) {
+	t.Parallel()
+	entry := strings.Replace(pkgEntry, "description: Answer questions about archived records.", "description: Archived records.", 1)
+	bundle := bundleOf(t, map[string]string{"SKILL.md": entry, "references/a.md": "a\n"})
+	fail := func(reply string) prompts.Trajectory {
+		return prompts.Trajectory{Hard: 0, Messages: []prompts.Message{{Role: "user", Content: "q"}, {Role: "assistant", Content: reply}}}
+	}
+	plain := fail("<answer>4821 mi</answer>")
+	for _, tc := range []struct {
+		name  string
+		in    prompts.AnalystInput
+		want  string
+		count int
+	}{
+		{"not loaded", prompts.AnalystInput{Skill: bundle, Mode: prompts.ModePatch, TrainDescription: true, Trajectories: []prompts.Trajectory{plain, plain, {Hard: 1}}},
+			"Archived records. Read it before you start.", 2},
+		{"not trained", prompts.AnalystInput{Skill: bundle, Mode: prompts.ModePatch, Trajectories: []prompts.Trajectory{plain}}, "", 0},
+		{"loaded inline", prompts.AnalystInput{Skill: bundle, Mode: prompts.ModePatch, TrainDescription: true,
+			Trajectories: []prompts.Trajectory{fail("I read SKILL.md. <answer>1</answer>")}}, "", 0},
+		{"loaded by a CLI", prompts.AnalystInput{Skill: bundle, Mode: prompts.ModePatch, TrainDescription: true,
+			Trajectories: []prompts.Trajectory{fail(skillpkg.OpenedNote + " SKILL.md]\n\n<answer>1</answer>")}}, "", 0},
+		{"already asks", prompts.AnalystInput{Skill: strings.Replace(bundle, "Archived records.", "Archived records. Read it before you start.", 1), Mode: prompts.ModePatch, TrainDescription: true,
+			Trajectories: []prompts.Trajectory{plain}}, "", 0},
+		{"single file", prompts.AnalystInput{Skill: entry, Mode: prompts.ModePatch, TrainDescription: true, Trajectories: []prompts.Trajectory{plain}}, "", 0},
+	} {
+		it, ok := descriptionEdit(&tc.in)
+		if ok != (tc.want != "") || it.Content != tc.want || it.SupportCount != tc.count || (ok && it.Op != skillpkg.OpSetDescription) {
+			t.Errorf("%s: descriptionEdit = %+v, %v; want %q with support %d", tc.name, it, ok, tc.want, tc.count)
+		}
+	}
+}
