@@ -574,6 +574,13 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	defer cancelT()
 	w.mu.Lock()
 	w.running[t.GetId()] = cancel
+	if meta != nil {
+		// A notice that came between the check above and now found
+		// nothing running.
+		if _, ok := w.dropped[meta.Sequence.Stream]; ok {
+			cancel(errCancelledByCoordinator)
+		}
+	}
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
