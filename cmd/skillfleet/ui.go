@@ -230,8 +230,9 @@ func headrooms(workers []rpcserver.WorkerInfo) []ui.Headroom {
 // in Redis, reading each bucket once however many workers draw from it.
 // The bucket keys are the workers' (backends.Limiter: backend|endpoint|
 // model|rpm or |tpm), with the endpoint as the worker reported it; an
-// endpoint shown without its credentials or query names no bucket, and
-// its levels stay unknown. It returns a note when the store cannot be read.
+// endpoint shown without its credentials or query (see shownEndpoint)
+// names no bucket, and its levels stay unknown. It returns a note when the
+// store cannot be read.
 func sharedLevels(ctx context.Context, limits []ui.Headroom, levels bucketLevels) string {
 	if levels == nil {
 		return ""
@@ -256,7 +257,7 @@ func sharedLevels(ctx context.Context, limits []ui.Headroom, levels bucketLevels
 	}
 	for i := range limits {
 		h := &limits[i]
-		if !h.Shared || strings.ContainsAny(h.Endpoint, "@?#") || h.Endpoint == endpointHidden {
+		if !h.Shared || strings.HasSuffix(h.Endpoint, endpointTrimmed) || h.Endpoint == endpointHidden {
 			continue
 		}
 		key := backends.LimitKey{Backend: h.Backend, Endpoint: h.Endpoint, Model: h.Model}.String()
@@ -277,7 +278,7 @@ func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
 	return func() []*pb.LimitStatus {
 		var out []*pb.LimitStatus
 		for _, s := range l.Status() {
-			ls := &pb.LimitStatus{Backend: s.Key.Backend, Endpoint: safeEndpoint(s.Key.Endpoint), Model: s.Key.Model,
+			ls := &pb.LimitStatus{Backend: s.Key.Backend, Endpoint: shownEndpoint(s.Key.Endpoint), Model: s.Key.Model,
 				RequestsPerMin: s.Limits.RequestsPerMin, TokensPerMin: s.Limits.TokensPerMin,
 				MaxConcurrency: int32(s.Limits.MaxConcurrency), ConcurrencyCap: int32(s.Cap), InFlight: int32(s.InFlight), Waiting: int32(s.Waiting),
 				Shared: !s.LevelsKnown}
@@ -292,6 +293,21 @@ func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
 
 // endpointHidden stands for an endpoint that cannot be shown safely.
 const endpointHidden = "(endpoint not shown)"
+
+// endpointTrimmed marks an endpoint shown without parts of it (credentials,
+// query, fragment): it no longer names the endpoint's rate buckets.
+const endpointTrimmed = " (credentials or query not shown)"
+
+// shownEndpoint is an endpoint as a worker reports it: safeEndpoint's
+// form, marked when that dropped something, so that the coordinator does
+// not look its shared buckets up under a name no worker draws from.
+func shownEndpoint(e string) string {
+	s := safeEndpoint(e)
+	if s != e && s != endpointHidden {
+		s += endpointTrimmed
+	}
+	return s
+}
 
 // safeEndpoint is an endpoint address without credentials, query or
 // fragment, fit to show.

@@ -198,6 +198,7 @@ func TestSharedLevelsSkipsHiddenEndpoints(t *testing.T) {
 		{Worker: "w1", Backend: "openai", Endpoint: "http://127.0.0.1:9/v1", Model: "m", RPM: 60, Shared: true},
 		{Worker: "w2", Backend: "openai", Endpoint: safeEndpoint("claude?token=x"), Model: "m", RPM: 60, Shared: true},
 		{Worker: "w3", Backend: "openai", Endpoint: "http://127.0.0.1:9/v1", Model: "m", RPM: 60, Shared: false},
+		{Worker: "w4", Backend: "openai", Endpoint: shownEndpoint("http://u:pw@127.0.0.1:9/v1"), Model: "m", RPM: 60, Shared: true},
 	}
 	if note := sharedLevels(ctx, limits, redisLevels(st)); note != "" {
 		t.Fatalf("sharedLevels: note %q", note)
@@ -205,8 +206,8 @@ func TestSharedLevelsSkipsHiddenEndpoints(t *testing.T) {
 	if l := limits[0].RequestsLeft; l == nil || *l < 20 || *l > 30 {
 		t.Errorf("shared bucket with 40 of 60 taken: level %v, want about 20", l)
 	}
-	if limits[1].RequestsLeft != nil || limits[2].RequestsLeft != nil {
-		t.Errorf("hidden endpoint or worker-local bucket read from Redis: %v, %v", limits[1].RequestsLeft, limits[2].RequestsLeft)
+	if limits[1].RequestsLeft != nil || limits[2].RequestsLeft != nil || limits[3].RequestsLeft != nil {
+		t.Errorf("hidden or trimmed endpoint, or worker-local bucket, read from Redis: %v, %v, %v", limits[1].RequestsLeft, limits[2].RequestsLeft, limits[3].RequestsLeft)
 	}
 	// A store that cannot be reached: the levels stay unknown, with a note.
 	rs.Kill()
@@ -248,6 +249,16 @@ func TestSafeEndpoint(t *testing.T) {
 		}
 		if strings.Contains(safeEndpoint(in), "s3cret") {
 			t.Errorf("%q keeps its password", in)
+		}
+	}
+	// As a worker reports it: marked when something was dropped.
+	for in, want := range map[string]string{
+		"https://api.example.com/v1":                   "https://api.example.com/v1",
+		"https://user:s3cret@api.example.com/v1?key=k": "https://api.example.com/v1" + endpointTrimmed,
+		"claude?token=x":                               endpointHidden,
+	} {
+		if got := shownEndpoint(in); got != want {
+			t.Errorf("shownEndpoint(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
