@@ -366,9 +366,8 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 		t.Run(tc.agent, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			// The stand-in runs in the agent sandbox (the default), as uid
-			// 65534 for a root worker: its directory must be one others
-			// can enter (t.TempDir's is not).
+			// A directory others can enter (t.TempDir's is not), as a
+			// sandboxed stand-in needs (a root worker's sandbox is uid 65534).
 			binDir, err := os.MkdirTemp("", "skillfleet-fakeagent-")
 			if err != nil {
 				t.Fatal(err)
@@ -381,7 +380,13 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 			}
 			pathKey := map[string]string{"codex": "model.codex_exec_path", "claude": "model.claude_code_exec_path"}[tc.agent]
 			common := []string{"--config", "configs/harness/" + tc.agent + "-sim.yaml", "--set", pathKey + "=" + bin,
-				"--set", "model.timeout=5s", "--set", "model.max_retries=0", "--set", "runtime.max_deliveries=2"}
+				"--set", "model.timeout=5s", "--set", "model.max_retries=0", "--set", "runtime.max_deliveries=2",
+				// Unsandboxed (the logged opt-out): the 5 s timeouts that keep
+				// this test short are below a sandboxed call's start-up time
+				// on a heavily loaded machine (over 5 s at load 64, so the
+				// failing stand-ins time out instead of exiting). Sandboxed
+				// failures and timeouts: backends/exec's sandbox tests.
+				"--set", "model.target_options.sandbox=none"}
 			out := filepath.Join(dir, "eval")
 			r, err := runAgentCLI(t, append([]string{"eval", "--skill", "configs/skills/sim_demo_seed.md", "--out", out}, common...)...)
 			if err != nil {
