@@ -24,16 +24,41 @@ type builder func(spec Spec, deps Deps, getenv func(string) string, o *options) 
 // implementations are the backends [New] builds, by the name a wire
 // ModelSpec carries. A new backend is its package plus one row here (and a
 // row in families when configs should name it by another family name).
+// provider is the backend's gen_ai.provider.name in telemetry: the
+// OpenTelemetry conventions' well-known value where there is one, else the
+// backend's own name.
 var implementations = []struct {
-	name  string
-	build builder
+	name     string
+	build    builder
+	provider string
 }{
-	{BackendOpenAI, buildOpenAI},
-	{BackendOpenAICompatible, buildOpenAI},
-	{BackendAzure, buildAzure},
-	{BackendAnthropic, buildAnthropic},
-	{BackendExec, buildExec},
-	{BackendSim, buildSim},
+	{BackendOpenAI, buildOpenAI, "openai"},
+	{BackendOpenAICompatible, buildOpenAI, "openai"},
+	{BackendAzure, buildAzure, "azure.ai.openai"},
+	{BackendAnthropic, buildAnthropic, "anthropic"},
+	{BackendExec, buildExec, BackendExec},
+	{BackendSim, buildSim, BackendSim},
+}
+
+// Implementations returns the names of the backends [New] builds (the
+// names a wire ModelSpec may carry), in table order.
+func Implementations() []string {
+	names := make([]string, len(implementations))
+	for i, im := range implementations {
+		names[i] = im.name
+	}
+	return names
+}
+
+// Provider returns backend's gen_ai.provider.name for telemetry; an
+// unknown backend is named as it is.
+func Provider(backend string) string {
+	for _, im := range implementations {
+		if im.name == backend {
+			return im.provider
+		}
+	}
+	return backend
 }
 
 // Family is a client family that model.optimizer_backend or

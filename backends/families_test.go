@@ -128,3 +128,24 @@ func TestShippedConfigsHaveBackends(t *testing.T) {
 		}
 	}
 }
+
+// Telemetry names each implementation's provider as the OpenTelemetry
+// GenAI conventions do where they have a name, else by the backend's own.
+func TestProvider(t *testing.T) {
+	t.Parallel()
+	want := map[string]string{"openai": "openai", "openai_compatible": "openai", "azure": "azure.ai.openai",
+		"anthropic": "anthropic", "sim": "sim", "exec": "exec", "not_a_backend": "not_a_backend"}
+	for backend, w := range want {
+		if got := backends.Provider(backend); got != w {
+			t.Errorf("Provider(%q) = %q, want %q", backend, got, w)
+		}
+	}
+	for _, name := range backends.Implementations() {
+		if _, ok := want[name]; !ok {
+			t.Errorf("implementation %q has no provider case in this test", name)
+		}
+		if _, ok := backends.LookupFamily(name); !ok {
+			t.Errorf("LookupFamily(%q) fails: every implementation is a family", name)
+		}
+	}
+}

@@ -106,7 +106,7 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 	fs.StringVar(&o.codexHome, "codex-home", "", "Codex home (default ~/.codex)")
 	fs.StringVar(&o.cursorHome, "cursor-home", "", "Cursor home (default ~/.cursor)")
 	fs.Float64Var(&o.lookbackHours, "lookback-hours", 0, "how far a project's first night looks back (default 72)")
-	fs.StringVar(&o.backend, "backend", "", "model backend: "+strings.Join(sleep.Backends, ", ")+" (sim is the simulated model, a test double)")
+	fs.StringVar(&o.backend, "backend", "", "model backend: "+strings.Join(backends.Implementations(), ", ")+" (sim is the simulated model, a test double)")
 	fs.StringVar(&o.model, "model", "", "target model (the one that replays tasks)")
 	fs.StringVar(&o.optimizerModel, "optimizer-model", "", "miner, reflector and judge model (default --model)")
 	fs.StringVar(&o.baseURL, "base-url", "", "API base URL (openai_compatible, azure)")
@@ -225,7 +225,14 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, usageError{fmt.Errorf("flags: %w", err)}
 	}
-	if cfg.Model == "" && cfg.Backend == "sim" {
+	if cfg.Backend != "" && !contains(backends.Implementations(), cfg.Backend) {
+		from := "flags"
+		if !o.set["backend"] {
+			from = "config " + cp
+		}
+		return nil, usageError{fmt.Errorf("%s: backend: %q is not a known backend (want one of %s)", from, cfg.Backend, strings.Join(backends.Implementations(), ", "))}
+	}
+	if cfg.Model == "" && cfg.Backend == backends.BackendSim {
 		cfg.Model = "sim"
 	}
 	r.cfg = cfg
@@ -271,7 +278,7 @@ func contains(list []string, v string) bool {
 func (r *resolved) modelSpec(optimizer bool) (*pb.ModelSpec, error) {
 	c := r.cfg
 	if c.Backend == "" {
-		return nil, usageError{errors.New("--backend is required (or backend: in the config): " + strings.Join(sleep.Backends, ", "))}
+		return nil, usageError{errors.New("--backend is required (or backend: in the config): " + strings.Join(backends.Implementations(), ", "))}
 	}
 	model := c.Model
 	if optimizer && c.OptimizerModel != "" {

@@ -284,6 +284,13 @@ func TestSleepRefusesUnknownBackendAndBadInput(t *testing.T) {
 	if code, _, errOut := runCLI(t, "sleep", "run", "--config", cfg, "--state-dir", state); code != exitUsage || !strings.Contains(errOut, cfg) || !strings.Contains(errOut, "max_tokens_per_nite") {
 		t.Errorf("bad config: exit %d, %q", code, errOut)
 	}
+	// The backend is checked against the backends' table, naming the file.
+	if err := os.WriteFile(cfg, []byte("backend: mock\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCLI(t, "sleep", "run", "--config", cfg, "--state-dir", state); code != exitUsage || !strings.Contains(errOut, cfg) || !strings.Contains(errOut, `"mock" is not a known backend`) {
+		t.Errorf("config naming an unknown backend: exit %d, %q", code, errOut)
+	}
 }
 
 func TestSleepScheduleUsesTheGivenCrontab(t *testing.T) {

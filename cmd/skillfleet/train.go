@@ -353,10 +353,10 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 func pointAtSim(m *pb.ModelSpec, url string) {
 	m.BaseUrl = url
 	m.ApiKeyEnv = ""
-	if m.Backend == "exec" {
+	if m.Backend == backends.BackendExec {
 		return // an agent CLI reaches the sim through its own API (backends/exec)
 	}
-	m.Backend = "openai"
+	m.Backend = backends.BackendOpenAI
 }
 
 // stopCheck stops the run at a phase boundary on a signal, a STOP file in

@@ -79,7 +79,7 @@ func modelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec
 		if err != nil || tel == nil {
 			return m, err
 		}
-		return tel.WrapModel(m, telemetry.ProviderFor(spec.GetBackend())), nil
+		return tel.WrapModel(m, backends.Provider(spec.GetBackend())), nil
 	}
 }
 

@@ -245,10 +245,12 @@ func TestShippedConfigLoads(t *testing.T) {
 		t.Errorf("shipped config %+v", c)
 	}
 	bad := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(bad, []byte("backend: mock\n"), 0o600); err != nil {
+	// A bad value is refused naming the file (the backend name is the
+	// command's to check, against the backends' table).
+	if err := os.WriteFile(bad, []byte("gate_metric: fuzzy\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadConfig(bad, true); err == nil || !strings.Contains(err.Error(), `"mock"`) || !strings.Contains(err.Error(), bad) {
-		t.Errorf("LoadConfig(backend mock) = %v", err)
+	if _, err := LoadConfig(bad, true); err == nil || !strings.Contains(err.Error(), `"fuzzy"`) || !strings.Contains(err.Error(), bad) {
+		t.Errorf("LoadConfig(gate_metric fuzzy) = %v", err)
 	}
 }

@@ -16,7 +16,8 @@ import (
 // ChatAttrs describe one model call for its span.
 type ChatAttrs struct {
 	// Provider is gen_ai.provider.name: "openai", "azure.ai.openai",
-	// "anthropic", or the backend name for others (the sim says "sim").
+	// "anthropic", or the backend name for others (the backends' table
+	// says which: backends.Provider).
 	Provider     string
 	RequestModel string
 	// Operation is gen_ai.operation.name; empty means "chat".

@@ -116,18 +116,3 @@ func ChatSpanName(operation, model string) string {
 	}
 	return operation + " " + model
 }
-
-// ProviderFor maps a skillfleet backend name to gen_ai.provider.name: the
-// conventions' well-known values where there is one, else the backend name.
-func ProviderFor(backend string) string {
-	switch backend {
-	case "openai", "openai_compatible":
-		return "openai"
-	case "azure":
-		return "azure.ai.openai"
-	case "anthropic":
-		return "anthropic"
-	default:
-		return backend
-	}
-}

@@ -729,12 +729,3 @@ func TestShutdownStopsEndpoint(t *testing.T) {
 		t.Errorf("metrics endpoint %s still accepts connections after shutdown", tel.MetricsAddr())
 	}
 }
-
-func TestProviderFor(t *testing.T) {
-	t.Parallel()
-	for backend, want := range map[string]string{"openai": "openai", "openai_compatible": "openai", "azure": "azure.ai.openai", "anthropic": "anthropic", "sim": "sim", "exec": "exec"} {
-		if got := ProviderFor(backend); got != want {
-			t.Errorf("ProviderFor(%q) = %q, want %q", backend, got, want)
-		}
-	}
-}
