@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -112,13 +113,9 @@ func startSimLLMProcess(t *testing.T) string {
 	if !ok {
 		t.Fatalf("sim-llm printed %q, want its address", line)
 	}
-	go func() { _, _ = bufio.NewReader(stdout).WriteTo(nopWriter{}) }()
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 	return url
 }
-
-type nopWriter struct{}
-
-func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 
 type simLogged struct {
 	Action    string   `json:"action"`
@@ -142,4 +139,38 @@ func simRequestLog(t *testing.T, base string) []simLogged {
 		t.Fatalf("GET %s: %v", path.Join(base, "requests"), err)
 	}
 	return log
+}
+
+// TestCodexTrainsDescription trains configs/packages/codex-describe.yaml
+// with the real Codex CLI: the seed package holds the rules but its
+// description does not ask to be read, so the agent never opens it; with
+// optimizer.train_description the run must raise the test score by at
+// least minAgentGain, and the best package's description must be a
+// trained one that asks to be read before starting. About 100 CLI calls
+// (337 s at load 24-56); opt-in like TestCodexTrainsSkillPackage.
+func TestCodexTrainsDescription(t *testing.T) {
+	requireAgents(t)
+	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
+		t.Skip("a description training with the real Codex CLI (about 100 CLI calls): set SKILLFLEET_AGENT_E2E=1")
+	}
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "run")
+	r, err := runAgentCLI(t, "train", "--config", "configs/packages/codex-describe.yaml", "--out", out, "--assert-improves")
+	if err != nil {
+		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
+	}
+	var s trainSummary
+	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	base, best := s.TestHard["baseline"], s.TestHard["best"]
+	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
+	if best-base < minAgentGain-1e-9 {
+		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
+	}
+	entry := string(readFile(t, filepath.Join(out, "best_skill", "SKILL.md")))
+	front, _, _ := strings.Cut(strings.TrimPrefix(entry, "---\n"), "\n---")
+	if !strings.Contains(front, "description: Archived records.") || !strings.Contains(front, "before you start") {
+		t.Errorf("best_skill/SKILL.md front matter %q: want the seed's description, trained to ask to be read", front)
+	}
 }
