@@ -337,7 +337,9 @@ func TestLimiterLevel(t *testing.T) {
 			t.Errorf("read %d: Level after 4 of 6 taken = %v, want 2 (+%.3f refilled)", i, got, refill)
 		}
 	}
-	if w, err := lim.Take(ctx, "b", 3, 6, 6); err != nil || w == 0 {
+	// Take agrees with Level (unless a whole token refilled in between,
+	// on a machine slow enough to take 10 s for the calls above).
+	if w, err := lim.Take(ctx, "b", 3, 6, 6); err != nil || (w == 0 && time.Since(t0) < 9*time.Second) {
 		t.Fatalf("Take(3) with about 2 left = %v, %v; want a wait", w, err)
 	}
 	if w, err := lim.Take(ctx, "b", 2, 6, 6); err != nil || w != 0 {
