@@ -110,6 +110,14 @@ go vet ./...
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
 if [[ -n "$unformatted" ]]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
+echo "== lint"
+# golangci-lint at its pinned version (.golangci.yml; docs/architecture.md).
+scripts/lint.sh
+echo "== exports"
+# No exported name of gate, plan or schedule is used only by tests
+# (scripts/exports, its own module; its test runs first).
+go test -C scripts/exports -count=1 .
+go run -C scripts/exports . -dir ../..
 echo "== docker-compose.yml"
 # Docker's own parser; no engine needed.
 docker-compose -f docker-compose.yml config -q
