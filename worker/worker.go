@@ -60,7 +60,7 @@ type Config struct {
 	MaxDeliver int
 	// Heartbeat is the InProgress interval for running tasks (default a
 	// quarter of [queue.DefaultAckWait]; keep it well inside the
-	// consumers' AckWait). A task's first beat comes after two intervals.
+	// consumers' AckWait).
 	Heartbeat time.Duration
 	// ReportTimeout bounds how long a finished task waits for its
 	// coordinator to take the result before the task goes back to the
@@ -599,12 +599,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	}
 
 	// Heartbeat while the task runs so JetStream does not redeliver it.
-	// The first beat waits two intervals (half the AckWait by default):
-	// most tasks are done by then, and each beat is a message the NATS
-	// server handles.
+	// The first beat comes after one interval, not later: a beat saved
+	// is one NATS message, a beat missed on a stalled machine is a
+	// redelivery, and a task out of deliveries is an item lost to the run.
 	hbDone := make(chan struct{})
 	go func() {
-		tk := time.NewTimer(2 * w.cfg.Heartbeat)
+		tk := time.NewTimer(w.cfg.Heartbeat)
 		defer tk.Stop()
 		for {
 			select {
