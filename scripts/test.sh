@@ -110,14 +110,22 @@ go vet ./...
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go') 2>/dev/null || true)
 if [[ -n "$unformatted" ]]; then echo "gofmt needed:"; echo "$unformatted"; exit 1; fi
-echo "== lint"
-# golangci-lint at its pinned version (.golangci.yml; docs/architecture.md).
-scripts/lint.sh
-echo "== exports"
-# No exported name of gate, plan or schedule is used only by tests
-# (scripts/exports, its own module; its test runs first).
-go test -C scripts/exports -count=1 .
-go run -C scripts/exports . -dir ../..
+echo "== lint and exports (beside the tests; their output comes after)"
+# golangci-lint at its pinned version (.golangci.yml; docs/architecture.md),
+# then: no exported name of gate, plan or schedule is used only by tests
+# (scripts/exports, its own module; its test runs first). Installing the
+# linter the first time compiles it (minutes of CPU): it runs beside the
+# tests, which spend much of their time waiting on processes.
+lintlog=/tmp/skillfleet-lint.log
+(
+  set -e
+  echo "== lint"
+  scripts/lint.sh
+  echo "== exports"
+  go test -C scripts/exports -count=1 .
+  go run -C scripts/exports . -dir ../..
+) >"$lintlog" 2>&1 &
+lintpid=$!
 echo "== docker-compose.yml"
 # Docker's own parser; no engine needed.
 docker-compose -f docker-compose.yml config -q
@@ -133,8 +141,15 @@ set +e
 go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/cmd/skillfleet$') 2>&1 | tee "$log.lib" | grep -Ev "$filter"
 status=${PIPESTATUS[0]}
 wait "$cmdpid" || status=1
+lintstatus=0
+wait "$lintpid" || lintstatus=$?
 set -e
 grep -Ev "$filter" "$log.cmd" || true
+cat "$lintlog"
+if [[ $lintstatus != 0 ]]; then
+  echo "lint or exports check failed (exit $lintstatus): see above"
+  status=1
+fi
 cat "$log.lib" "$log.cmd" >"$log"
 passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
