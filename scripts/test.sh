@@ -120,7 +120,13 @@ lintlog=/tmp/skillfleet-lint.log
 (
   set -e
   echo "== lint"
-  scripts/lint.sh
+  # The first install compiles for minutes of CPU: CI's fresh clone skips
+  # it unless the linter is there or SKILLFLEET_LINT=1.
+  if [[ -x .tools/bin/golangci-lint || -n "${SKILLFLEET_LINT:-}" ]]; then
+    scripts/lint.sh
+  else
+    echo "lint skipped: golangci-lint not installed (SKILLFLEET_LINT=1 installs and runs it)"
+  fi
   echo "== exports"
   go test -C scripts/exports -count=1 .
   go run -C scripts/exports . -dir ../..
