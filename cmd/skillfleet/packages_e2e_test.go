@@ -261,10 +261,52 @@ func TestSkillPackageCampaignAndEval(t *testing.T) {
 	if !measured {
 		t.Errorf("eval cell measured no skill:\n%s", raw)
 	}
+	// Every cell's spend is accounted: the eval-only cell's calls (its
+	// no-skill, seed and skill evaluations) and the train cell's no-skill
+	// column are in their tokens.json files and in campaign.json.
+	var camp struct {
+		Cells []struct {
+			Name   string `json:"name"`
+			Calls  int64  `json:"calls"`
+			Tokens int64  `json:"tokens"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(out, "campaign.json")), &camp); err != nil {
+		t.Fatalf("campaign.json: %v", err)
+	}
+	spent := map[string]int64{}
+	for _, c := range camp.Cells {
+		spent[c.Name] = c.Calls
+		if c.Calls <= 0 || c.Tokens <= 0 {
+			t.Errorf("cell %s: campaign.json shows %d calls, %d tokens", c.Name, c.Calls, c.Tokens)
+		}
+	}
+	evalCalls := tokensCalls(t, filepath.Join(out, "cells", "sim-s1-again"))
+	if evalCalls <= 0 || spent["sim-s1-again"] != evalCalls {
+		t.Errorf("eval cell: tokens.json %d calls, campaign.json %d", evalCalls, spent["sim-s1-again"])
+	}
+	trainCalls := tokensCalls(t, cell) + tokensCalls(t, filepath.Join(cell, "no_skill"))
+	if spent["sim-s1"] != trainCalls || tokensCalls(t, filepath.Join(cell, "no_skill")) <= 0 {
+		t.Errorf("train cell: campaign.json %d calls, tokens.json files %d (no-skill evaluation included)", spent["sim-s1"], trainCalls)
+	}
 
 	o, err := runIn(t, "eval", "--config", "configs/packages/sim.yaml", "--skill", "configs/packages/records_seed",
 		"--split", "test", "--out", filepath.Join(t.TempDir(), "eval"))
 	if err != nil || !strings.Contains(o, "eval_summary.json") {
 		t.Errorf("eval --skill <package dir>: %v\n%s", err, o)
 	}
+}
+
+// tokensCalls is the total calls of a run dir's tokens.json.
+func tokensCalls(t *testing.T, dir string) int64 {
+	t.Helper()
+	var tf struct {
+		Total struct {
+			Calls int64 `json:"calls"`
+		} `json:"total"`
+	}
+	if err := json.Unmarshal(readFile(t, filepath.Join(dir, "tokens.json")), &tf); err != nil {
+		t.Fatalf("%s/tokens.json: %v", dir, err)
+	}
+	return tf.Total.Calls
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 )
 
 // EvalResult is one skill's score on a split, per task type.
@@ -45,6 +46,13 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, sk
 	if err := parallel(fns...); err != nil {
 		return nil, err
 	}
-	t.rd.WriteJSON("eval_summary.json", out)
+	// The spend of an evaluation is accounted like a run's: a campaign's
+	// eval-only cells and no-skill columns read it from tokens.json.
+	if err := t.rd.WriteJSON(rundir.TokensFile, t.acct.Report()); err != nil {
+		return nil, err
+	}
+	if err := t.rd.WriteJSON("eval_summary.json", out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
