@@ -9,6 +9,3 @@ func setProcessGroup(*osexec.Cmd) {}
 
 // killGroup has no group to kill here.
 func killGroup(*osexec.Cmd) {}
-
-// TreeOf is empty where process trees are not tracked.
-func TreeOf(int) []int { return nil }

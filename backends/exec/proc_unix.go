@@ -6,10 +6,9 @@ import (
 	"errors"
 	"os"
 	osexec "os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
+
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
 
 // setProcessGroup starts the agent in a session and process group of its
@@ -33,7 +32,7 @@ func killTree(cmd *osexec.Cmd) error {
 	root := cmd.Process.Pid
 	err := syscall.Kill(-root, syscall.SIGKILL)
 	for range 5 {
-		pids := treeOf(root)
+		pids := sandbox.GroupTree(root)
 		if len(pids) == 0 {
 			break
 		}
@@ -45,64 +44,4 @@ func killTree(cmd *osexec.Cmd) error {
 		return os.ErrProcessDone
 	}
 	return err
-}
-
-// TreeOf lists the live processes of the tree rooted at root: those in
-// its process group or session, and its descendants (by parent pid),
-// found through /proc. It is empty where /proc is missing.
-func TreeOf(root int) []int { return treeOf(root) }
-
-func treeOf(root int) []int {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	type proc struct{ ppid, pgrp, sid int }
-	procs := map[int]proc{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp session ...; comm may hold spaces.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 4 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		pgrp, _ := strconv.Atoi(f[2])
-		sid, _ := strconv.Atoi(f[3])
-		procs[pid] = proc{ppid, pgrp, sid}
-	}
-	in := map[int]bool{}
-	for pid, p := range procs {
-		if pid == root || p.pgrp == root || p.sid == root {
-			in[pid] = true
-		}
-	}
-	for changed := true; changed; {
-		changed = false
-		for pid, p := range procs {
-			if !in[pid] && in[p.ppid] {
-				in[pid], changed = true, true
-			}
-		}
-	}
-	if _, ok := procs[root]; !ok {
-		delete(in, root)
-	}
-	out := make([]int, 0, len(in))
-	for pid := range in {
-		out = append(out, pid)
-	}
-	return out
 }

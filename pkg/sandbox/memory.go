@@ -36,42 +36,7 @@ const DefaultResidentPoll = 100 * time.Millisecond
 // mappings) of root and its descendants, in bytes, and counts the
 // processes. Shared pages mapped by several processes count once each.
 func treeResident(root int) (bytes int64, procs int) {
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, 0
-	}
-	parent := map[int]int{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		parent[pid] = ppid
-	}
-	in := map[int]bool{root: true}
-	for changed := true; changed; {
-		changed = false
-		for pid, pp := range parent {
-			if !in[pid] && in[pp] {
-				in[pid], changed = true, true
-			}
-		}
-	}
-	for pid := range in {
+	for _, pid := range Descendants(root) {
 		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
 		if err != nil {
 			continue
