@@ -163,8 +163,9 @@ func TestAdoptRefuses(t *testing.T) {
 	})
 }
 
-// TestAdoptChild is the child process of TestAdoptKill9: it adopts and
-// pauses at the point the parent kills it.
+// TestAdoptChild is the child process of TestAdoptKill9 and
+// TestAdoptPackageKill9: it adopts and pauses at the point the parent
+// kills it.
 func TestAdoptChild(t *testing.T) {
 	dir, where := os.Getenv("SLEEP_ADOPT_CHILD_DIR"), os.Getenv("SLEEP_ADOPT_CHILD_PAUSE")
 	if dir == "" {
@@ -182,8 +183,23 @@ func TestAdoptChild(t *testing.T) {
 				pause()
 			}
 		}
-	case "after-write":
+	case "after-write", "pkg-after-swap":
 		o.afterWrite = func(int) { pause() }
+	case "pkg-before-swap":
+		o.beforeSwap = func(int) { pause() }
+	case "pkg-mid-backup", "pkg-mid-build":
+		// Pause once the second file of the backup copy (of the new tree
+		// beside the live one) is written.
+		in := map[string]string{"pkg-mid-backup": string(filepath.Separator) + "backup" + string(filepath.Separator), "pkg-mid-build": ".sleep-next"}[where]
+		seen := map[string]bool{}
+		writeHook = func(path string, _ int) {
+			if strings.Contains(path, in) {
+				seen[path] = true
+				if len(seen) == 2 {
+					pause()
+				}
+			}
+		}
 	}
 	_, err := Adopt(o)
 	t.Fatalf("Adopt returned (%v) instead of being killed", err)

@@ -11,21 +11,42 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
-// ManifestSchema names the staging manifest's format.
+// ManifestSchema names the staging manifest's format of a night whose
+// proposals are single files (every night before skill packages).
 const ManifestSchema = "skillfleet-sleep-staging/v1"
 
-// Proposal is one proposed document and the live file it replaces.
+// ManifestSchemaPackage names the format of a manifest that holds a skill
+// package proposal, so that a skillfleet that knows only single files
+// refuses it rather than adopting a directory as a file.
+const ManifestSchemaPackage = "skillfleet-sleep-staging/v2"
+
+// Proposal is one proposed document and the live file it replaces, or,
+// with Package, the proposed skill package and the live directory it
+// replaces.
 type Proposal struct {
 	// Name is "skill" or "memory".
 	Name string
-	// LivePath is the absolute path of the live file.
+	// LivePath is the absolute path of the live file (the live package
+	// directory, with Package).
 	LivePath string
 	// LiveSHA256 pins the live file's content as the night read it ("" =
-	// the file did not exist).
+	// the file did not exist). Unused with Package.
 	LiveSHA256 string
-	Text       string
+	// Text is the proposed document; with Package, the proposed
+	// package's bundle (pkg/skillpkg), a plain SKILL.md text for a package
+	// of one file.
+	Text string
+	// Package says the proposal is a skill package directory (only the
+	// skill can be one).
+	Package bool
+	// LiveFiles pins every file of the live directory as the night read
+	// it (see [TreePins]); LiveExisted says whether it existed.
+	LiveFiles   map[string]string
+	LiveExisted bool
 }
 
 // StageInput is a night's result to stage.
@@ -59,16 +80,30 @@ type Manifest struct {
 	Proposals []ManifestEntry `json:"proposals"`
 }
 
-// ManifestEntry pins one proposal.
+// ManifestEntry pins one proposal. A package entry (Kind "package") names
+// a directory: LiveSHA256 and ProposedSHA256 are then [TreeDigest]s, and
+// LiveFiles and ProposedFiles pin each file; MustNotExist lists the files
+// the proposal adds, which must not exist when it is adopted.
 type ManifestEntry struct {
-	Name           string `json:"name"`
-	LivePath       string `json:"live_path"`
-	LiveRealDir    string `json:"live_real_dir"`
-	LiveExisted    bool   `json:"live_existed"`
-	LiveSHA256     string `json:"live_sha256"`
-	ProposedFile   string `json:"proposed_file"`
-	ProposedSHA256 string `json:"proposed_sha256"`
+	Name           string            `json:"name"`
+	Kind           string            `json:"kind,omitempty"`
+	LivePath       string            `json:"live_path"`
+	LiveRealDir    string            `json:"live_real_dir"`
+	LiveExisted    bool              `json:"live_existed"`
+	LiveSHA256     string            `json:"live_sha256"`
+	ProposedFile   string            `json:"proposed_file"`
+	ProposedSHA256 string            `json:"proposed_sha256"`
+	LiveFiles      map[string]string `json:"live_files,omitempty"`
+	ProposedFiles  map[string]string `json:"proposed_files,omitempty"`
+	MustNotExist   []string          `json:"must_not_exist,omitempty"`
 }
+
+// KindPackage is a package entry's Kind.
+const KindPackage = "package"
+
+// ProposedPackageDir is the staged proposal of a skill package: the whole
+// proposed directory, ready to install.
+const ProposedPackageDir = "proposed_skill"
 
 // SHA256Hex is the hex sha256 of b.
 func SHA256Hex(b []byte) string {
@@ -117,6 +152,15 @@ func Stage(in StageInput) (string, error) {
 	}
 	m := Manifest{Schema: ManifestSchema, Night: in.Night, Created: time.Now().UTC(), Accepted: in.Accepted, Action: in.Action, Reason: Redact(in.Reason)}
 	for _, p := range in.Proposals {
+		if p.Package {
+			e, err := stagePackage(dir, p)
+			if err != nil {
+				return "", err
+			}
+			m.Schema = ManifestSchemaPackage
+			m.Proposals = append(m.Proposals, e)
+			continue
+		}
 		file, ok := proposedNames[p.Name]
 		if !ok {
 			return "", fmt.Errorf("stage: proposal %q: want skill or memory", p.Name)
@@ -170,6 +214,53 @@ func Stage(in StageInput) (string, error) {
 	return dir, nil
 }
 
+// stagePackage writes a package proposal as the directory
+// proposed_skill/ of the staging dir and returns its manifest entry.
+func stagePackage(dir string, p Proposal) (ManifestEntry, error) {
+	if p.Name != "skill" {
+		return ManifestEntry{}, fmt.Errorf("stage: proposal %q: only the skill can be a package", p.Name)
+	}
+	if !filepath.IsAbs(p.LivePath) {
+		return ManifestEntry{}, fmt.Errorf("stage: proposal skill: live path %q is not absolute", p.LivePath)
+	}
+	if ContainsSecret(p.Text) {
+		return ManifestEntry{}, errors.New("stage: proposal skill holds a secret-shaped string; not staged")
+	}
+	pkg, err := skillpkg.Decode(p.Text)
+	if err != nil {
+		return ManifestEntry{}, fmt.Errorf("stage: proposal skill: %w", err)
+	}
+	realDir, err := resolveDir(filepath.Dir(p.LivePath))
+	if err != nil {
+		return ManifestEntry{}, fmt.Errorf("stage: proposal skill: %w", err)
+	}
+	if err := skillpkg.Write(pkg, filepath.Join(dir, ProposedPackageDir)); err != nil {
+		return ManifestEntry{}, fmt.Errorf("stage: %w", err)
+	}
+	proposed := map[string]string{}
+	for _, name := range pkg.Paths() {
+		text, _ := pkg.File(name)
+		proposed[name] = SHA256Hex([]byte(text))
+	}
+	live := p.LiveFiles
+	if !p.LiveExisted {
+		live = nil
+	} else if live == nil {
+		live = map[string]string{}
+	}
+	var absent []string
+	for _, name := range sortedKeys(proposed) {
+		if _, ok := live[name]; !ok {
+			absent = append(absent, name)
+		}
+	}
+	return ManifestEntry{
+		Name: p.Name, Kind: KindPackage, LivePath: filepath.Clean(p.LivePath), LiveRealDir: realDir, LiveExisted: p.LiveExisted,
+		LiveSHA256: TreeDigest(live), ProposedFile: ProposedPackageDir, ProposedSHA256: TreeDigest(proposed),
+		LiveFiles: live, ProposedFiles: proposed, MustNotExist: absent,
+	}, nil
+}
+
 // resolveDir resolves the symlinks of dir, or of its nearest existing
 // ancestor when dir does not exist yet (the rest is joined unchanged).
 func resolveDir(dir string) (string, error) {
@@ -200,8 +291,8 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, fmt.Errorf("%s/manifest.json: %w", dir, err)
 	}
-	if m.Schema != ManifestSchema {
-		return nil, fmt.Errorf("%s/manifest.json: schema %q, want %q", dir, m.Schema, ManifestSchema)
+	if m.Schema != ManifestSchema && m.Schema != ManifestSchemaPackage {
+		return nil, fmt.Errorf("%s/manifest.json: schema %q, want %q or %q", dir, m.Schema, ManifestSchema, ManifestSchemaPackage)
 	}
 	return &m, nil
 }

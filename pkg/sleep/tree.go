@@ -121,9 +121,8 @@ type treeFile struct {
 }
 
 // readTree reads every regular file below dir with its permission,
-// refusing symlinks and other non-regular files (see [TreePins]), and
-// checks the bytes read against pins when pins is not nil.
-func readTree(dir string, pins map[string]string) (map[string]treeFile, error) {
+// refusing symlinks and other non-regular files (see [TreePins]).
+func readTree(dir string) (map[string]treeFile, error) {
 	got, existed, err := TreePins(dir)
 	if err != nil {
 		return nil, err
@@ -132,7 +131,6 @@ func readTree(dir string, pins map[string]string) (map[string]treeFile, error) {
 		return nil, fmt.Errorf("%s: %w", dir, fs.ErrNotExist)
 	}
 	out := make(map[string]treeFile, len(got))
-	read := map[string]string{}
 	for name := range got {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		fi, err := os.Lstat(p)
@@ -147,14 +145,17 @@ func readTree(dir string, pins map[string]string) (map[string]treeFile, error) {
 			return nil, err
 		}
 		out[name] = treeFile{data: b, perm: fi.Mode().Perm()}
-		read[name] = SHA256Hex(b)
-	}
-	if pins != nil {
-		if d := pinDiff(pins, read); d != "" {
-			return nil, fmt.Errorf("%w: %s: %s", ErrLiveChanged, dir, d)
-		}
 	}
 	return out, nil
+}
+
+// treeSums pins a tree read with readTree.
+func treeSums(tree map[string]treeFile) map[string]string {
+	out := make(map[string]string, len(tree))
+	for name, f := range tree {
+		out[name] = SHA256Hex(f.data)
+	}
+	return out
 }
 
 // buildTree writes files as a new directory dst, which must not exist:
