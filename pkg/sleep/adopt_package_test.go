@@ -195,9 +195,13 @@ func TestAdoptPackageRefuses(t *testing.T) {
 		says  string
 	}{
 		{name: "a live file changed", want: ErrLiveChanged, says: "references/doi.md changed",
-			after: func(t *testing.T, b *pkgBundle, _ string) { writeTree(t, b.live, map[string]string{"references/doi.md": "edited\n"}) }},
+			after: func(t *testing.T, b *pkgBundle, _ string) {
+				writeTree(t, b.live, map[string]string{"references/doi.md": "edited\n"})
+			}},
 		{name: "a file the proposal adds exists", want: ErrLiveChanged, says: "references/arxiv.md was added",
-			after: func(t *testing.T, b *pkgBundle, _ string) { writeTree(t, b.live, map[string]string{"references/arxiv.md": "mine\n"}) }},
+			after: func(t *testing.T, b *pkgBundle, _ string) {
+				writeTree(t, b.live, map[string]string{"references/arxiv.md": "mine\n"})
+			}},
 		{name: "another file was added", want: ErrLiveChanged, says: "notes.txt was added",
 			after: func(t *testing.T, b *pkgBundle, _ string) { writeTree(t, b.live, map[string]string{"notes.txt": "x"}) }},
 		{name: "a live file was removed", want: ErrLiveChanged, says: "references/doi.md was removed",
