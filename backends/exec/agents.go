@@ -3,11 +3,9 @@ package exec
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	osexec "os/exec"
-	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -255,71 +253,51 @@ func (c *Client) writeSkill(skillFile, skill string) error {
 // tags stay the agent's.
 const OpenedFilesNote = "[skill files the agent opened:"
 
-// noteOpenedFiles returns reply, preceded by a note naming the package
-// files the agent opened, when the call's skill was a package (a bundle)
-// and the agent's JSON events show commands that name its files (Codex:
-// the command_execution items). A plain skill, another output format, or
-// no file opened leaves reply as it is. The note is how a trajectory
-// records which files of a package the agent opened: the optimizer reads
-// it with the reply.
-func (c *Client) noteOpenedFiles(skill string, stdout []byte, reply string) string {
-	if c.output != OutputCodexJSON || !skillpkg.IsBundle(skill) {
+// noteOpenedFiles returns reply, preceded by a note naming the files of
+// the call's skill package that the agent opened, as the commands and
+// paths its tool calls named show them (used: Codex's command_execution
+// items, Claude Code's tool_use blocks; see parseCodex and parseClaude).
+// A plain skill, an output format without tool calls, or no file opened
+// leaves reply as it is. The note is how a trajectory records which files
+// of a package the agent opened: the optimizer reads it with the reply.
+func (c *Client) noteOpenedFiles(skill string, used []string, reply string) string {
+	if len(used) == 0 || !skillpkg.IsBundle(skill) {
 		return reply
 	}
 	p, err := skillpkg.Decode(skill)
 	if err != nil {
 		return reply
 	}
-	opened := OpenedFiles(p, path.Dir(filepath.ToSlash(c.skillPath)), codexCommands(stdout))
+	opened := OpenedFiles(p, c.skillDir(), used)
 	if len(opened) == 0 {
 		return reply
 	}
 	return OpenedFilesNote + " " + strings.Join(opened, ", ") + "]\n\n" + reply
 }
 
-// codexCommands returns the shell commands of the completed
-// command_execution items in `codex exec --json` output, in order.
-func codexCommands(out []byte) []string {
-	var cmds []string
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var ev struct {
-			Type string `json:"type"`
-			Item *struct {
-				Type    string `json:"type"`
-				Command string `json:"command"`
-			} `json:"item"`
-		}
-		if json.Unmarshal(line, &ev) != nil || ev.Type != "item.completed" || ev.Item == nil || ev.Item.Type != "command_execution" {
-			continue
-		}
-		cmds = append(cmds, ev.Item.Command)
-	}
-	return cmds
-}
-
-// OpenedFiles returns the files of p that the commands name under the
-// skill directory skillDir (relative to the work directory, as the agent
-// may see it under any root: the sandbox's /work, a temporary directory),
-// in the order first named. A command that names the directory alone (a
-// listing) opens nothing.
+// OpenedFiles returns the files of p that the commands and paths name
+// under the skill directory skillDir (relative to the work directory), in
+// the order first named. The directory may be named under any root (the
+// sandbox's /work, a temporary directory) or relative to the work
+// directory (the agent's current directory). A command or path that names
+// the directory alone (a listing) opens nothing, nor does a name that is
+// not a file of p.
 func OpenedFiles(p *skillpkg.Package, skillDir string, commands []string) []string {
 	var opened []string
-	prefix := "/" + strings.Trim(skillDir, "/") + "/"
+	prefix := strings.Trim(skillDir, "/") + "/"
 	for _, cmd := range commands {
-		rest := cmd
-		for {
+		for rest := cmd; ; {
 			i := strings.Index(rest, prefix)
 			if i < 0 {
 				break
 			}
+			// The directory starts a path, or a path component.
+			starts := i == 0 || rest[i-1] == '/' || !isPathByte(rest[i-1])
 			rest = rest[i+len(prefix):]
-			end := strings.IndexFunc(rest, func(r rune) bool {
-				return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-", r))
-			})
+			if !starts {
+				continue
+			}
+			end := strings.IndexFunc(rest, func(r rune) bool { return r >= 0x80 || !isPathByte(byte(r)) })
 			if end < 0 {
 				end = len(rest)
 			}
@@ -330,4 +308,10 @@ func OpenedFiles(p *skillpkg.Package, skillDir string, commands []string) []stri
 		}
 	}
 	return opened
+}
+
+// isPathByte reports whether b may be part of a package file's path as a
+// command names it.
+func isPathByte(b byte) bool {
+	return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("/._-", b) >= 0
 }

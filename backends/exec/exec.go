@@ -257,7 +257,7 @@ var presets = map[string]preset{
 	// .claude/skills) and claudeSettings (sandboxed Bash, no prompts), no
 	// MCP servers, no saved session, and the tools a task needs.
 	AgentClaude: {
-		argv: []string{"claude", "-p", PlaceholderTask, "--output-format", "json", "--model", PlaceholderModel,
+		argv: []string{"claude", "-p", PlaceholderTask, "--output-format", "stream-json", "--verbose", "--model", PlaceholderModel,
 			"--setting-sources", "project", "--settings", claudeSettings, "--strict-mcp-config",
 			"--no-session-persistence", "--tools", "Bash,Read,Glob,Grep,Skill"},
 		output:    OutputClaudeJSON,
@@ -429,19 +429,19 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "start agent: " + red.Msg(runErr.Error())}
 		}
 		e := &llm.Error{Kind: llm.KindServer, Msg: fmt.Sprintf("agent %s exited with %s: %s", filepath.Base(argv[0]), state.String(), red.Msg(stderr.String()))}
-		r, ok := c.parse(stdout.Bytes())
-		if ok && r.content != "" && c.output != OutputText {
+		r, perr := c.parse(stdout.Bytes(), stdout.cut)
+		if perr == nil && r.content != "" && c.output != OutputText {
 			e.Msg += "; it reported: " + red.Msg(string(head([]byte(r.content), 500)))
 		}
-		if ok && r.usage != nil {
+		if perr == nil && r.usage != nil {
 			return nil, &llm.BilledError{Usage: *r.usage, Err: e}
 		}
 		return nil, e
 	}
-	r, ok := c.parse(stdout.Bytes())
-	if !ok {
+	r, perr := c.parse(stdout.Bytes(), stdout.cut)
+	if perr != nil {
 		return nil, &llm.BilledError{Usage: llm.Usage{InputTokens: in}, Err: &llm.Error{Kind: llm.KindInvalidReply,
-			Msg: fmt.Sprintf("agent output is not %s: %s", c.output, red.Msg(string(head(stdout.Bytes(), 300))))}}
+			Msg: fmt.Sprintf("agent output is not %s (%q)", c.output, red.Msg(string(perr.excerpt))), Err: perr}}
 	}
 	if r.failed {
 		e := &llm.Error{Kind: llm.KindServer, Msg: "agent reported an error: " + red.Msg(r.content)}
@@ -450,7 +450,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		}
 		return nil, e
 	}
-	resp := &llm.Response{Content: c.noteOpenedFiles(skill, stdout.Bytes(), r.content), Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
+	resp := &llm.Response{Content: c.noteOpenedFiles(skill, r.used, r.content), Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
 	if r.usage != nil {
 		resp.Usage = *r.usage
 	} else {
@@ -627,139 +627,17 @@ func (c *Client) env(dir string) (env, secrets []string) {
 	return env, secrets
 }
 
-type result struct {
-	content string
-	model   string
-	usage   *llm.Usage
-	failed  bool
-}
-
-// parse reads the agent's stdout in the configured format.
-func (c *Client) parse(out []byte) (result, bool) {
-	switch c.output {
-	case OutputClaudeJSON:
-		return parseClaude(out)
-	case OutputCodexJSON:
-		return parseCodex(out)
-	default:
-		return result{content: strings.TrimRight(string(out), "\r\n")}, true
-	}
-}
-
-func parseClaude(out []byte) (result, bool) {
-	var v struct {
-		Type    string `json:"type"`
-		Subtype string `json:"subtype"`
-		IsError bool   `json:"is_error"`
-		Result  string `json:"result"`
-		Usage   *struct {
-			InputTokens              int64 `json:"input_tokens"`
-			OutputTokens             int64 `json:"output_tokens"`
-			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		} `json:"usage"`
-		// ModelUsage is per model, side calls to other models included.
-		ModelUsage map[string]struct {
-			InputTokens              int64 `json:"inputTokens"`
-			OutputTokens             int64 `json:"outputTokens"`
-			CacheReadInputTokens     int64 `json:"cacheReadInputTokens"`
-			CacheCreationInputTokens int64 `json:"cacheCreationInputTokens"`
-		} `json:"modelUsage"`
-	}
-	// The result object is the last JSON value on stdout.
-	trimmed := bytes.TrimSpace(out)
-	if i := bytes.LastIndex(trimmed, []byte("\n{")); i >= 0 {
-		trimmed = trimmed[i+1:]
-	}
-	if err := json.Unmarshal(trimmed, &v); err != nil || v.Type != "result" {
-		return result{}, false
-	}
-	r := result{content: v.Result, failed: v.IsError}
-	if v.IsError && r.content == "" {
-		r.content = v.Subtype
-	}
-	if u := v.Usage; u != nil {
-		r.usage = &llm.Usage{
-			InputTokens:  u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens,
-			OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens,
-		}
-	}
-	if len(v.ModelUsage) > 0 {
-		// The per-model counts include calls to other models (a smaller
-		// model for side tasks) that "usage" leaves out.
-		var u llm.Usage
-		for _, m := range v.ModelUsage {
-			u.Add(llm.Usage{InputTokens: m.InputTokens + m.CacheReadInputTokens + m.CacheCreationInputTokens, OutputTokens: m.OutputTokens,
-				CacheReadTokens: m.CacheReadInputTokens, CacheWriteTokens: m.CacheCreationInputTokens})
-		}
-		r.usage = &u
-	}
-	return r, true
-}
-
-func parseCodex(out []byte) (result, bool) {
-	var r result
-	seen := false
-	for _, line := range bytes.Split(out, []byte("\n")) {
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] != '{' {
-			continue
-		}
-		var ev struct {
-			Type string `json:"type"`
-			Item *struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			} `json:"item"`
-			Usage *struct {
-				InputTokens       int64 `json:"input_tokens"`
-				CachedInputTokens int64 `json:"cached_input_tokens"`
-				OutputTokens      int64 `json:"output_tokens"`
-				ReasoningTokens   int64 `json:"reasoning_output_tokens"`
-			} `json:"usage"`
-			Message string `json:"message"`
-			Error   *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if json.Unmarshal(line, &ev) != nil {
-			continue
-		}
-		seen = true
-		switch ev.Type {
-		case "item.completed":
-			if ev.Item != nil && ev.Item.Type == "agent_message" {
-				r.content = ev.Item.Text
-			}
-		case "turn.completed":
-			if u := ev.Usage; u != nil {
-				if r.usage == nil {
-					r.usage = &llm.Usage{}
-				}
-				r.usage.Add(llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens})
-			}
-		case "turn.failed", "error":
-			r.failed = true
-			if ev.Error != nil {
-				r.content = ev.Error.Message
-			} else if ev.Message != "" {
-				r.content = ev.Message
-			}
-		}
-	}
-	return r, seen
-}
-
-// capped keeps the first max bytes written.
+// capped keeps the first max bytes written; cut says more came.
 type capped struct {
 	buf bytes.Buffer
 	max int
+	cut bool
 }
 
 func (w *capped) Write(p []byte) (int, error) {
-	if room := w.max - w.buf.Len(); room > 0 {
-		w.buf.Write(p[:min(len(p), room)])
-	}
+	room := w.max - w.buf.Len()
+	w.buf.Write(p[:max(0, min(len(p), room))])
+	w.cut = w.cut || len(p) > room
 	return len(p), nil
 }
 

@@ -199,10 +199,12 @@ func TestMissingProgramIsInvalidRequest(t *testing.T) {
 
 func TestClaudeJSONOutput(t *testing.T) {
 	t.Parallel()
-	// Mimics `claude -p --output-format json`; it checks its skill is where
-	// Claude Code loads skills, and its flags.
-	agent := script(t, `[ "$1" = "-p" ] && [ "$3" = "--output-format" ] && [ "$4" = "json" ] || { echo "bad args: $*" >&2; exit 2; }
-[ "$5" = "--model" ] && [ "$6" = "claude-sonnet-4-6" ] || { echo "bad model args: $*" >&2; exit 2; }
+	// Mimics `claude -p --output-format stream-json --verbose`; it checks
+	// its skill is where Claude Code loads skills, and its flags. It prints
+	// the result event alone, which is also the whole of `--output-format
+	// json`: both read the same.
+	agent := script(t, `[ "$1" = "-p" ] && [ "$3" = "--output-format" ] && [ "$4" = "stream-json" ] && [ "$5" = "--verbose" ] || { echo "bad args: $*" >&2; exit 2; }
+[ "$6" = "--model" ] && [ "$7" = "claude-sonnet-4-6" ] || { echo "bad model args: $*" >&2; exit 2; }
 grep -q "Always answer 42" .claude/skills/skillfleet-target/SKILL.md || { echo "no skill" >&2; exit 2; }
 cat <<'JSON'
 {"type":"result","subtype":"success","is_error":false,"duration_ms":2100,"num_turns":2,"result":"The answer is 42.","session_id":"s1","total_cost_usd":0.0123,"usage":{"input_tokens":12,"cache_creation_input_tokens":300,"cache_read_input_tokens":2000,"output_tokens":40}}
