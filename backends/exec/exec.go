@@ -24,7 +24,9 @@
 //     PID namespace), and the timeout (or the caller's cancellation)
 //     kills the whole group;
 //   - stdout is the reply (or, with Output "claude-json" or "codex-json",
-//     the result parsed from the CLI's JSON output, with its usage);
+//     the result parsed from the CLI's JSON events, with its usage, led
+//     by a note of the skill package's files the agent's tool calls
+//     opened; output.go); output that does not parse is an *OutputError;
 //     a non-zero exit is an *llm.Error of KindServer carrying the tail of
 //     stderr, never a reply.
 //
@@ -63,8 +65,10 @@ const (
 const (
 	// OutputText takes stdout as the reply.
 	OutputText = "text"
-	// OutputClaudeJSON parses `claude -p --output-format json`: result,
-	// is_error and usage.
+	// OutputClaudeJSON parses `claude -p --output-format stream-json
+	// --verbose` events (or the one event of `--output-format json`): the
+	// result event's result, is_error and usage, and the assistant
+	// events' tool calls.
 	OutputClaudeJSON = "claude-json"
 	// OutputCodexJSON parses `codex exec --json` events: the last
 	// agent_message and the turn.completed usage.
