@@ -63,7 +63,21 @@ type Options struct {
 	// From then on Submit refuses tasks and every Future's Wait returns
 	// the error.
 	OnFatal func(error)
+	// Generations bounds how many times a task that ran out of its
+	// deliveries is queued again as a new message before it is recorded
+	// as failed (default [DefaultGenerations]; 1 = never queued again).
+	// A delivery runs out when no worker acknowledged it or sent a
+	// heartbeat within the consumer's AckWait: its worker died, or a
+	// stalled machine held its heartbeats back while the call went on. A
+	// worker that fails a task on its last delivery reports the failure
+	// itself, so only a task no worker finished reaches this bound.
+	Generations int
 }
+
+// DefaultGenerations is [Options.Generations]' default: with the
+// consumers' five deliveries, a task goes out up to fifteen times before
+// it counts as failed.
+const DefaultGenerations = 3
 
 // Dispatcher publishes tasks and resolves their futures.
 type Dispatcher struct {
@@ -112,9 +126,12 @@ type Future struct {
 	// (for the lost-task sweep).
 	msg       *nats.Msg
 	published time.Time
-	done      chan struct{}
-	res       *pb.Result
-	once      sync.Once
+	// generation counts the times the task ran out of deliveries and was
+	// queued again.
+	generation int
+	done       chan struct{}
+	res        *pb.Result
+	once       sync.Once
 }
 
 // ID is the task id.
@@ -211,9 +228,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	return nil
 }
 
+// deliveriesExhausted handles a task whose message ran out of deliveries
+// with no result: it goes out again as a new message, up to
+// Options.Generations times in all, and only then is recorded as failed.
+// No worker finished it in time, which on a machine stalled for seconds
+// says nothing about the task itself: a worker may still be running it,
+// and its result, when it comes, is recorded like any other.
 func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliveriesExceeded) {
 	d.mu.Lock()
 	id, ok := d.seqs[a.StreamSeq]
+	f := d.pending[id]
+	again := ok && f != nil && f.seq == a.StreamSeq && f.msg != nil && f.generation+1 < d.generations()
+	if again {
+		f.generation++
+	}
 	d.mu.Unlock()
 	if d.o.Stream != nil {
 		_ = d.o.Stream.DeleteMsg(context.WithoutCancel(ctx), a.StreamSeq)
@@ -221,13 +249,49 @@ func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliver
 	if !ok {
 		return
 	}
+	if again {
+		seq, err := d.republish(context.WithoutCancel(ctx), f.msg)
+		if err == nil {
+			d.mu.Lock()
+			delete(d.seqs, a.StreamSeq)
+			if d.pending[id] == f {
+				f.seq, f.published = seq, time.Now()
+				d.seqs[seq] = id
+			}
+			d.mu.Unlock()
+			d.log.Warn("task ran out of deliveries; queued again", "task_id", id,
+				"deliveries", a.Deliveries, "generation", f.generation+1, "of", d.generations())
+			d.ring()
+			return
+		}
+		// The lost-task sweep republishes it once the stream answers again.
+		d.log.Warn("task ran out of deliveries; queueing it again failed", "task_id", id, "err", err)
+		return
+	}
 	d.log.Warn("task ran out of deliveries", "task_id", id, "deliveries", a.Deliveries)
 	d.Record(&pb.Result{
 		TaskId:  id,
 		Outcome: pb.Outcome_OUTCOME_MODEL_ERROR,
-		Error:   fmt.Sprintf("no result after %d deliveries (workers died or kept failing)", a.Deliveries),
-		Attempt: int32(a.Deliveries),
+		Error:   fmt.Sprintf("no result after %d deliveries in each of %d generations (workers died or stalled)", a.Deliveries, d.generations()),
+		Attempt: int32(a.Deliveries) * int32(d.generations()),
 	}, func(pb.ReportAck_Status, error) {})
+}
+
+// ring wakes idle workers of every class: tasks were queued again.
+func (d *Dispatcher) ring() {
+	if d.o.NC == nil {
+		return
+	}
+	for _, c := range queue.Classes {
+		_ = d.o.NC.Publish(queue.ReadySubject, []byte(c))
+	}
+}
+
+func (d *Dispatcher) generations() int {
+	if d.o.Generations > 0 {
+		return d.o.Generations
+	}
+	return DefaultGenerations
 }
 
 // SweepEvery is how often the dispatcher looks for lost tasks.
@@ -292,10 +356,8 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
 		d.mu.Unlock()
 		n++
 	}
-	if n > 0 && d.o.NC != nil {
-		for _, c := range queue.Classes {
-			_ = d.o.NC.Publish(queue.ReadySubject, []byte(c))
-		}
+	if n > 0 {
+		d.ring()
 	}
 	return n
 }
