@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	"github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
@@ -26,6 +27,16 @@ import (
 // habits the failures show are missing and, when it sees two kinds of
 // format slip at once, also the tempting lower-case rule — a lure the
 // night's gate must keep out.
+//
+// An attempt whose skill is a package (a bundle between "<skill>" lines,
+// as a night on a skill package gives it) is read as an agent reads a
+// skill directory: when SKILL.md points to references/, the agent opens
+// every references/*.md and takes the identifier format only from there
+// (a rule of that kind elsewhere is not where SKILL.md says it lives);
+// its reply names the references it opened and says when the format was
+// not there. Seeing that, the reflector puts the arXiv rule in
+// references/arxiv.md (create_file, or append once it exists) instead of
+// the learned block.
 type SleepAware struct{ base llm.Model }
 
 var _ llm.Model = (*SleepAware)(nil)
@@ -89,7 +100,11 @@ func sleepAttempt(sys, user string) string {
 		req, _, _ := strings.Cut(strings.TrimPrefix(user, sleep.PromptMarker+" Request: "), "\n")
 		return "Here is how I would handle it: " + req
 	}
+	lead := "I looked the paper up.\n"
 	v := viewSleepDocs(sys)
+	if pkg, rest, ok := attemptPackage(sys); ok {
+		v, lead = viewSleepPackage(pkg, rest)
+	}
 	id := "https://arxiv.org/abs/" + p.ID + "v1"
 	if v.idForm {
 		id = "arXiv:" + p.ID
@@ -98,11 +113,73 @@ func sleepAttempt(sys, user string) string {
 	if v.wrap {
 		ans = "<answer>" + id + "</answer>"
 	}
-	reply := "I looked the paper up.\n" + ans
+	reply := lead + ans
 	if v.lower {
 		reply = strings.ToLower(reply)
 	}
 	return reply
+}
+
+// hintNoArxivReference is the package agent's line when SKILL.md points
+// to references/ and no reference there gives the arXiv format.
+const hintNoArxivReference = "I looked in references/ for the arXiv identifier format and found none."
+
+// arxivReference is the reference file the reflector writes the arXiv
+// rule to.
+const arxivReference = "references/arxiv.md"
+
+// attemptPackage finds a skill package in an attempt's system message:
+// the bundle between a "<skill>" line and the last "</skill>" line. It
+// returns the package and the rest of the message (instructions, memory).
+func attemptPackage(sys string) (*skillpkg.Package, string, bool) {
+	open, closing := sleep.SkillOpen+"\n", "\n"+sleep.SkillClose
+	i := strings.Index(sys, open)
+	j := strings.LastIndex(sys, closing)
+	if i < 0 || j < i+len(open) {
+		return nil, "", false
+	}
+	bundle := sys[i+len(open) : j]
+	if !skillpkg.IsBundle(bundle) {
+		return nil, "", false
+	}
+	p, err := skillpkg.Decode(bundle)
+	if err != nil {
+		return nil, "", false
+	}
+	return p, sys[:i] + sys[j+len(closing):], true
+}
+
+// viewSleepPackage is what a package makes the attempt's agent do, and
+// the lead of its reply: the references it opened and, when it found no
+// arXiv format there, that it looked.
+func viewSleepPackage(p *skillpkg.Package, rest string) (sleepView, string) {
+	entry := p.Entry()
+	pointed := strings.Contains(entry, "references/")
+	var refs, opened []string
+	for _, name := range p.Paths() {
+		if !strings.HasPrefix(name, "references/") || !(pointed || strings.Contains(entry, name)) {
+			continue
+		}
+		text, _ := p.File(name)
+		refs = append(refs, text)
+		opened = append(opened, name)
+	}
+	refText := strings.Join(refs, "\n")
+	v := viewSleepDocs(entry + "\n" + refText + "\n" + rest)
+	lead := "I looked the paper up."
+	if len(opened) > 0 {
+		lead += " I read SKILL.md and opened " + strings.Join(opened, ", ") + "."
+	}
+	lead += "\n"
+	if pointed {
+		// SKILL.md says identifier formats live in references/: the
+		// agent takes the format from there only.
+		v.idForm = viewSleepDocs(refText).idForm
+		if !v.idForm {
+			lead += hintNoArxivReference + "\n"
+		}
+	}
+	return v, lead
 }
 
 var arxivRef = regexp.MustCompile(`arXiv:\d{4}\.\d{4,5}`)
@@ -202,6 +279,20 @@ func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
 		if strings.Contains(f.Wanted, "<answer>") && !strings.Contains(f.Got, "<answer>") {
 			add(sleep.Edit{Op: "add", Content: sleep.HabitWrap, Rationale: "the user wants the answer in <answer> tags"})
 			slips |= 1
+		}
+		if in.Package != nil && strings.Contains(strings.ToLower(f.Got), strings.ToLower(hintNoArxivReference)) {
+			// The agent looked for the format in references/, where
+			// SKILL.md says it lives: put it there.
+			e := sleep.Edit{File: arxivReference, Op: sleep.FileOpCreate, Content: "# arXiv identifiers\n\n- " + sleep.HabitArxivID + "\n",
+				Rationale: "SKILL.md keeps citation formats in references/, and the agent found no arXiv format there"}
+			for _, pf := range in.Package.Files {
+				if pf.Path == arxivReference {
+					e.Op, e.Content = sleep.FileOpAppend, "- "+sleep.HabitArxivID
+				}
+			}
+			add(e)
+			slips |= 2
+			continue
 		}
 		if strings.Contains(f.Wanted, "arXiv:") && !strings.Contains(f.Got, "arXiv:") {
 			if strings.Contains(f.Got, "arxiv:") && present(sleep.HabitHarmful) {

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
@@ -77,6 +78,13 @@ type Input struct {
 	Tasks  []psleep.Task
 	Skill  string
 	Memory string
+	// Package says the skill is a skill package carried as its bundle
+	// (a plain SKILL.md text for a package of one file): the replays give
+	// the target the package, and edits may also create or append
+	// reference files within PackageLimits (zero fields: skillpkg's
+	// defaults).
+	Package       bool
+	PackageLimits skillpkg.Limits
 }
 
 // Score is a gate measurement.
@@ -100,22 +108,30 @@ type Trial struct {
 
 // Outcome is what a night decided.
 type Outcome struct {
-	Action         string             `json:"action"`
-	Reason         string             `json:"reason"`
-	Accepted       bool               `json:"accepted"`
-	Leaked         bool               `json:"leaked,omitempty"`
-	Train, Val     int                `json:"-"`
-	Baseline       Score              `json:"baseline"`
-	Final          *Score             `json:"final_fresh,omitempty"`
-	Test           *Score             `json:"test,omitempty"`
-	Trials         []Trial            `json:"trials"`
-	Unmatched      []psleep.Unmatched `json:"unmatched,omitempty"`
-	ProposedSkill  string             `json:"-"`
-	ProposedMemory string             `json:"-"`
-	SkillChanged   bool               `json:"skill_changed"`
-	MemoryChanged  bool               `json:"memory_changed"`
-	Spend          Spend              `json:"spend"`
-	Replays        []Replay           `json:"-"`
+	Action     string             `json:"action"`
+	Reason     string             `json:"reason"`
+	Accepted   bool               `json:"accepted"`
+	Leaked     bool               `json:"leaked,omitempty"`
+	Train, Val int                `json:"-"`
+	Baseline   Score              `json:"baseline"`
+	Final      *Score             `json:"final_fresh,omitempty"`
+	Test       *Score             `json:"test,omitempty"`
+	Trials     []Trial            `json:"trials"`
+	Unmatched  []psleep.Unmatched `json:"unmatched,omitempty"`
+	// Refused are the edits refused before any trial, with why;
+	// RefusedByReason counts them.
+	Refused         []psleep.Refusal `json:"refused,omitempty"`
+	RefusedByReason map[string]int   `json:"refused_by_reason,omitempty"`
+	// Package says the skill was a package; FilesChanged lists the
+	// package files an accepted night changes.
+	Package        bool     `json:"package,omitempty"`
+	FilesChanged   []string `json:"files_changed,omitempty"`
+	ProposedSkill  string   `json:"-"`
+	ProposedMemory string   `json:"-"`
+	SkillChanged   bool     `json:"skill_changed"`
+	MemoryChanged  bool     `json:"memory_changed"`
+	Spend          Spend    `json:"spend"`
+	Replays        []Replay `json:"-"`
 }
 
 type night struct {
@@ -232,7 +248,7 @@ func Consolidate(ctx context.Context, s Settings, d Deps, in Input) (*Outcome, e
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &night{s: s, d: d, out: &Outcome{Spend: s.Spent, ProposedSkill: in.Skill, ProposedMemory: in.Memory}}
+	n := &night{s: s, d: d, out: &Outcome{Spend: s.Spent, ProposedSkill: in.Skill, ProposedMemory: in.Memory, Package: in.Package}}
 	out, err := n.run(ctx, in)
 	if errors.Is(err, ErrBudget) {
 		out.Action, out.Reason, out.Accepted = ActionStoppedBudget, err.Error(), false
@@ -316,18 +332,30 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		if err := n.afford("reflect_"+doc, "optimizer", reflectEstimate(text, fails)); err != nil {
 			return out, err
 		}
-		edits, u, calls, err := psleep.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, psleep.ReflectInput{
-			Document: doc, Current: psleep.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences})
+		pkg := in.Package && doc == "skill"
+		ri := psleep.ReflectInput{Document: doc, Current: psleep.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences}
+		if pkg {
+			ri.Current, ri.Package = psleep.LearnedLines(psleep.SkillEntry(text)), psleep.ViewPackage(text)
+		}
+		edits, u, calls, err := psleep.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, ri)
 		n.charge("optimizer", u, calls)
 		if err != nil {
 			return out, fmt.Errorf("reflect on the %s: %w", doc, err)
 		}
 		for _, ed := range edits {
-			trial, applied, unmatched, err := psleep.ApplyEdits(text, []psleep.Edit{ed})
+			trial, applied, unmatched, refused, err := psleep.ApplyDocEdits(doc, text, []psleep.Edit{ed}, pkg, in.PackageLimits)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", doc, err)
 			}
 			out.Unmatched = append(out.Unmatched, unmatched...)
+			for _, r := range refused {
+				out.Refused = append(out.Refused, r)
+				if out.RefusedByReason == nil {
+					out.RefusedByReason = map[string]int{}
+				}
+				out.RefusedByReason[r.Reason]++
+				n.d.Logger.InfoContext(ctx, "edit refused", "stage", doc, "op", r.Edit.Op, "file", r.Edit.File, "reason", r.Reason)
+			}
 			if len(applied) == 0 {
 				continue
 			}
@@ -356,7 +384,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 				skill, memory = ts, tm
 			}
 			out.Trials = append(out.Trials, tr)
-			n.d.Logger.InfoContext(ctx, "gate trial", "stage", doc, "op", ed.Op, "accepted", tr.Accepted, "before", tr.Before, "after", tr.After)
+			n.d.Logger.InfoContext(ctx, "gate trial", "stage", doc, "op", ed.Op, "file", ed.File, "accepted", tr.Accepted, "before", tr.Before, "after", tr.After)
 		}
 	}
 	changed := skill != in.Skill || memory != in.Memory
@@ -403,6 +431,9 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 	if out.Accepted {
 		out.ProposedSkill, out.ProposedMemory = skill, memory
 		out.SkillChanged, out.MemoryChanged = skill != in.Skill, memory != in.Memory
+		if in.Package && out.SkillChanged {
+			out.FilesChanged = psleep.PackageFiles(in.Skill, skill)
+		}
 	} else {
 		for i := range out.Trials {
 			if out.Trials[i].Accepted {

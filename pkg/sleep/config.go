@@ -59,6 +59,10 @@ type Config struct {
 	// live memory file (default <project>/CLAUDE.md).
 	SkillPath  string `yaml:"skill_path"`
 	MemoryPath string `yaml:"memory_path"`
+	// SkillDir, instead of SkillPath, names a skill package directory
+	// (SKILL.md, references/, scripts/): the night trains the whole
+	// package. Setting both is an error.
+	SkillDir string `yaml:"skill_dir"`
 	// AutoAdopt adopts an accepted night at once (opt-in).
 	AutoAdopt bool  `yaml:"auto_adopt"`
 	Seed      int64 `yaml:"seed"`
@@ -118,6 +122,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gate_mixed_weight: %v: want 0..1", c.GateMixedWeight)
 	case c.EditBudget <= 0:
 		return fmt.Errorf("edit_budget: %d: must be positive", c.EditBudget)
+	case c.SkillPath != "" && c.SkillDir != "":
+		return fmt.Errorf("skill_path %q and skill_dir %q: set one (skill_dir trains the whole package, skill_path one SKILL.md)", c.SkillPath, c.SkillDir)
 	}
 	return nil
 }

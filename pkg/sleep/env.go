@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // EnvName is the replay benchmark's registry name: a night's replays are
@@ -51,9 +52,13 @@ func (e *Env) Name() string { return EnvName }
 // the skill and the memory, then the request.
 //
 // The live skill and memory are the user's own files and may hold a
-// secret; the prompt carries them redacted.
+// secret; the prompt carries them redacted. A skill package (a bundle)
+// is given as a package runs in training: its bundle, each file redacted,
+// between a "<skill>" line and a "</skill>" line, where an agent CLI
+// backend finds it and installs it as a skill directory and the
+// read_skill_file tool finds it to offer its files.
 func AttemptMessages(t Task, skill, memory string) []llm.Message {
-	section := bench.SkillSection(Redact(skill))
+	section := skillSection(skill)
 	if strings.TrimSpace(memory) != "" {
 		section += "\n## Project memory\n\n" + strings.TrimSpace(Redact(memory)) + "\n"
 	}
@@ -70,6 +75,26 @@ func AttemptMessages(t Task, skill, memory string) []llm.Message {
 	}
 	user += "\n\nReturn only the answer."
 	return []llm.Message{{Role: llm.RoleSystem, Content: sys}, {Role: llm.RoleUser, Content: user}}
+}
+
+// SkillOpen and SkillClose frame a skill package's bundle in an attempt's
+// system message.
+const (
+	SkillOpen  = "<skill>"
+	SkillClose = "</skill>"
+)
+
+// skillSection is the attempt's skill section: the redacted SKILL.md, or
+// a package's redacted bundle framed by SkillOpen and SkillClose lines.
+func skillSection(skill string) string {
+	if skillpkg.IsBundle(skill) {
+		if p, err := skillpkg.Decode(skill); err == nil {
+			if q, err := p.MapText(func(_, text string) string { return Redact(text) }); err == nil {
+				return bench.SkillSection(SkillOpen + "\n" + skillpkg.Encode(q) + "\n" + SkillClose)
+			}
+		}
+	}
+	return bench.SkillSection(Redact(skill))
 }
 
 // Episode runs one attempt and judges it. A malformed task or an unusable

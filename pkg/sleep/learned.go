@@ -31,8 +31,11 @@ func emptyBlock() string {
 	return LearnedStart + "\n## Learned from your sessions\n\n" + learnedBanner + "\n\n" + LearnedEnd + "\n"
 }
 
-// Edit is one proposed change to the learned block.
+// Edit is one proposed change to the learned block or, for a skill
+// package, to a reference file: File names it (none, or SKILL.md, is the
+// learned block; see [ApplyDocEdits]).
 type Edit struct {
+	File      string `json:"file,omitempty"`
 	Op        string `json:"op"`
 	Content   string `json:"content,omitempty"`
 	Anchor    string `json:"anchor,omitempty"`

@@ -40,8 +40,35 @@ const (
 	personaBranch = "main"
 )
 
+// Built-in personas. PersonaResearcherPackage has the researcher's
+// sessions, but its skill is a package (see [PersonaPackage]).
+const (
+	PersonaResearcher        = "researcher"
+	PersonaResearcherPackage = "researcher-package"
+)
+
 // Personas lists the built-in personas.
-func Personas() []string { return []string{"researcher"} }
+func Personas() []string { return []string{PersonaResearcher, PersonaResearcherPackage} }
+
+// PersonaPackage returns the skill package a persona's sandbox starts
+// with (its directory name and files), if the persona's skill is one:
+// researcher-package's "papers" skill, whose SKILL.md says that the
+// citation format of each kind of identifier lives in references/, and
+// whose references/ holds the DOI format only. An agent that follows it
+// looks for the arXiv format in references/, so that is where the night
+// must put it.
+func PersonaPackage(persona string) (string, map[string]string, bool) {
+	if persona != PersonaResearcherPackage {
+		return "", nil, false
+	}
+	entry := "---\nname: papers\ndescription: Answer questions about papers the user reads. Read it before you answer one.\n---\n\n" +
+		"# Papers\n\nThe citation format of each kind of identifier (DOI, arXiv, ISBN) lives in references/, one file per kind: " +
+		"open references/ before you write an identifier.\n\n" + emptyBlock()
+	return "papers", map[string]string{
+		"SKILL.md":          entry,
+		"references/doi.md": "# DOIs\n\n- Write a DOI as doi:10.NNNN/suffix, without the https://doi.org/ prefix.\n",
+	}, true
+}
 
 // WritePersonaTranscripts writes the persona's sessions as Claude Code
 // transcripts under claudeHome for project, ending before now: in each the
@@ -49,7 +76,7 @@ func Personas() []string { return []string{"researcher"} }
 // and the user corrects it. One session also carries a planted API key
 // and password, which the harvester must redact.
 func WritePersonaTranscripts(persona, claudeHome, project string, now time.Time) error {
-	if persona != "researcher" {
+	if persona != PersonaResearcher && persona != PersonaResearcherPackage {
 		return fmt.Errorf("persona %q: want one of %s", persona, strings.Join(Personas(), ", "))
 	}
 	dir := filepath.Join(claudeHome, "projects", strings.ReplaceAll(project, "/", "-"))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // Failure is one failed replay shown to the reflector.
@@ -27,6 +28,42 @@ type ReflectInput struct {
 	Failures    []Failure `json:"failures"`
 	Budget      int       `json:"budget"`
 	Preferences string    `json:"preferences,omitempty"`
+	// Package, for a skill that is a package, shows its other files:
+	// an edit may then create or append a reference file.
+	Package *PackageView `json:"package,omitempty"`
+}
+
+// PackageView is what the reflector sees of a skill package besides the
+// learned lines of its SKILL.md: SKILL.md outside the block (where it
+// says what lives where) and every other file, each clipped.
+type PackageView struct {
+	Entry string        `json:"skill_md"`
+	Files []PackageFile `json:"files"`
+}
+
+// PackageFile is one file of a [PackageView].
+type PackageFile struct {
+	Path string `json:"path"`
+	Text string `json:"text"`
+}
+
+// ViewPackage returns the reflector's view of a skill package carried as
+// text (a bundle, or a plain SKILL.md for a package of one file), every
+// text redacted and clipped; nil for a bundle that does not decode.
+func ViewPackage(doc string) *PackageView {
+	p, err := skillpkg.Decode(doc)
+	if err != nil {
+		return nil
+	}
+	v := &PackageView{Entry: Redact(clip(OutsideBlock(p.Entry()), 2000)), Files: []PackageFile{}}
+	for _, name := range p.Paths() {
+		if name == skillpkg.EntryFile {
+			continue
+		}
+		text, _ := p.File(name)
+		v.Files = append(v.Files, PackageFile{Path: name, Text: Redact(clip(text, 1500))})
+	}
+	return v
 }
 
 // ReflectReply is the reflector's reply schema.
@@ -52,6 +89,12 @@ func Reflect(ctx context.Context, m llm.Model, name string, in ReflectInput) ([]
 	instr := fmt.Sprintf("The %s document's learned lines are below, with replies that failed the user's recurring tasks. "+
 		"Propose at most %d edits to the learned lines, each a short imperative habit that would have made the failed replies pass. "+
 		"Answer with one JSON object {\"edits\": [{\"op\": \"add|replace|delete\", \"content\", \"anchor\", \"rationale\"}]}.", in.Document, in.Budget)
+	if in.Package != nil {
+		instr += " The skill is a package: \"package\" shows its SKILL.md outside the learned lines and its other files. " +
+			"Where SKILL.md says rules of a kind live in references/, put such a rule there instead: an edit " +
+			"{\"file\": \"references/<topic>.md\", \"op\": \"create_file|append\", \"content\", \"rationale\"} creates that " +
+			"reference file or appends to one that exists. Edits without \"file\" change the learned lines. Nothing else can be edited."
+	}
 	for attempt := range 2 {
 		if attempt == 1 {
 			instr += " Reply with the JSON object only, no prose."
