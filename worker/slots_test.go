@@ -410,7 +410,14 @@ func TestSlowTaskIsNotRedelivered(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 8 { // 2 s: five AckWaits
-		time.Sleep(250 * time.Millisecond)
+		// A second puller stands by: an expired delivery is handed out
+		// again only to a pull request, and the worker's one slot is busy.
+		if batch, err := cons.Fetch(1, jetstream.FetchMaxWait(250*time.Millisecond)); err == nil {
+			for m := range batch.Messages() {
+				md, _ := m.Metadata()
+				t.Fatalf("the running task was handed out again (delivery %d): its heartbeats did not hold it", md.NumDelivered)
+			}
+		}
 		info, err := cons.Info(t.Context())
 		if err != nil {
 			t.Fatal(err)
