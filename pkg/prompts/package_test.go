@@ -9,7 +9,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
-func testBundle(t *testing.T) string {
+func testBundle(t testing.TB) string {
 	t.Helper()
 	p, err := skillpkg.New(map[string]string{
 		"SKILL.md":            "---\nname: units\ndescription: Unit rules.\n---\n# Units\n\nOpen references/units.md.\n",

@@ -1,0 +1,4 @@
+package prompts
+
+// SamplePayload is samplePayload for the external tests.
+var SamplePayload = samplePayload
