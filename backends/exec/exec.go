@@ -259,7 +259,10 @@ type preset struct {
 var presets = map[string]preset{
 	// Claude Code in print mode: only project settings (the skill in
 	// .claude/skills) and claudeSettings (sandboxed Bash, no prompts), no
-	// MCP servers, no saved session, and the tools a task needs.
+	// MCP servers, no saved session, and the tools a task needs. Its
+	// output is the event stream (stream-json, which print mode allows
+	// only with --verbose): the tool calls are in it, not in json's
+	// result alone.
 	AgentClaude: {
 		argv: []string{"claude", "-p", PlaceholderTask, "--output-format", "stream-json", "--verbose", "--model", PlaceholderModel,
 			"--setting-sources", "project", "--settings", claudeSettings, "--strict-mcp-config",

@@ -174,3 +174,73 @@ func TestCodexTrainsDescription(t *testing.T) {
 		t.Errorf("best_skill/SKILL.md front matter %q: want the seed's description, trained to ask to be read", front)
 	}
 }
+
+// TestClaudeTrainsSkillPackage trains the same seed package as
+// TestCodexTrainsSkillPackage with the real Claude Code as the target
+// (configs/harness/claude-sim.yaml, the seed codex_seed installed as
+// .claude/skills/archived-records, the directory named as its front
+// matter names the skill) against a sim-llm process of its own. Claude
+// Code loads the skill with its Skill tool, lists the directory and opens
+// the reference files with shell reads (sim-llm's request log); the
+// replies the optimizer learns from lead with the backend's note of the
+// package files opened, read from Claude Code's stream-json events (the
+// run's results journal holds them, reference files named); the test
+// score must rise by at least minAgentGain.
+//
+// About 80 real CLI calls (90 s wall at load 8-19); opt-in like the other
+// real-CLI trainings (SKILLFLEET_AGENT_E2E=1).
+func TestClaudeTrainsSkillPackage(t *testing.T) {
+	requireAgents(t)
+	if os.Getenv("SKILLFLEET_AGENT_E2E") != "1" {
+		t.Skip("a package training with the real Claude Code (about 80 CLI calls): set SKILLFLEET_AGENT_E2E=1")
+	}
+	t.Parallel()
+	url := startSimLLMProcess(t)
+	out := filepath.Join(t.TempDir(), "run")
+	r, err := runAgentCLI(t, "train", "--config", "configs/harness/claude-sim.yaml", "--out", out, "--assert-improves",
+		"--set", "env.skill_init=configs/packages/codex_seed", "--set", "model.target_options.skill_name=archived-records",
+		"--set", "runtime.sim_llm=false", "--set", "model.optimizer_base_url="+url, "--set", "model.target_base_url="+url)
+	if err != nil {
+		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
+	}
+	var s trainSummary
+	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	base, best := s.TestHard["baseline"], s.TestHard["best"]
+	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
+	if best-base < minAgentGain-1e-9 {
+		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
+	}
+
+	log := simRequestLog(t, url)
+	catRef := regexp.MustCompile(`cat \S*/\.claude/skills/archived-records/(references/[A-Za-z0-9_.-]+\.md)`)
+	opened := map[string]int{}
+	actions := map[string]int{}
+	for _, e := range log {
+		actions[e.Action]++
+		for _, c := range e.ToolCalls {
+			if m := catRef.FindStringSubmatch(c); m != nil {
+				opened[m[1]]++
+			}
+		}
+	}
+	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
+	if actions["read_skill"] == 0 || actions["list_skill"] == 0 || len(opened) == 0 {
+		t.Fatalf("Claude Code did not load, list and open the installed package (actions %v, reference reads %v)", actions, opened)
+	}
+
+	// The replies the run recorded lead with the note, naming references.
+	note := regexp.MustCompile(`\[skill files the agent opened: SKILL\.md(, [A-Za-z0-9_./-]+)*\]`)
+	notes := note.FindAll(readFile(t, filepath.Join(out, "results.journal")), -1)
+	withRef := 0
+	for _, n := range notes {
+		if strings.Contains(string(n), "references/") {
+			withRef++
+		}
+	}
+	t.Logf("%d replies carry the note, %d of them name a reference file", len(notes), withRef)
+	if withRef == 0 {
+		t.Errorf("no recorded reply leads with a note naming a reference file (%d notes)", len(notes))
+	}
+}
