@@ -22,6 +22,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	"github.com/skillfleet/skillfleet/pkg/sleep"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -77,6 +78,7 @@ type sleepOpts struct {
 	backend, model, optimizerModel    string
 	baseURL, apiKeyEnv                string
 	skillPath, memoryPath             string
+	skillDir                          string
 	noMemory                          bool
 	maxTasks, maxSessions             int
 	maxTokens                         int64
@@ -113,12 +115,13 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 	fs.StringVar(&o.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (the key itself never goes on the command line)")
 	fs.StringVar(&o.skillPath, "skill-path", "", "the live skill file (default ~/.claude/skills/skillfleet-sleep-learned/SKILL.md)")
 	fs.StringVar(&o.memoryPath, "memory-path", "", "the live memory file (default <project>/CLAUDE.md)")
+	fs.StringVar(&o.skillDir, "skill-dir", "", "a skill package directory (SKILL.md, references/, scripts/) to train whole instead of --skill-path's one SKILL.md")
 	fs.BoolVar(&o.noMemory, "no-memory", false, "do not evolve the memory file")
 	fs.IntVar(&o.maxTasks, "max-tasks", 0, "tasks replayed per night (default 40)")
 	fs.IntVar(&o.maxSessions, "max-sessions", 0, "sessions mined per night (default 3 × max tasks)")
 	fs.StringVar(&o.tasksFile, "tasks-file", "", "use this reviewed tasks file (from `sleep harvest --output`) instead of harvesting")
 	fs.BoolVar(&o.heuristicMine, "heuristic-mine", false, "mine without the model (one rubric task per session)")
-	fs.StringVar(&o.persona, "persona", "", "proof run: the built-in persona's sessions in a sandbox (researcher)")
+	fs.StringVar(&o.persona, "persona", "", "proof run: the built-in persona's sessions in a sandbox ("+strings.Join(sleep.Personas(), ", ")+")")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
 	if !night {
@@ -148,6 +151,10 @@ type resolved struct {
 	persona             string
 	// adoptCmd is the adopt command line for this project.
 	adoptCmd string
+	// skillDir is the live skill package directory (absolute, symlinks
+	// resolved) when the night trains a package; skillPath is then its
+	// SKILL.md.
+	skillDir string
 }
 
 func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
@@ -170,7 +177,11 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 		o.claudeHome = filepath.Join(box, "claude")
 		o.project = filepath.Join(box, "project")
 		o.source = sleep.SourceClaude
-		if o.skillPath == "" {
+		if name, _, ok := sleep.PersonaPackage(o.persona); ok {
+			if o.skillDir == "" && o.skillPath == "" {
+				o.skillDir = filepath.Join(box, "skills", name)
+			}
+		} else if o.skillPath == "" && o.skillDir == "" {
 			o.skillPath = filepath.Join(box, "skills", sleep.ManagedSkillName, "SKILL.md")
 		}
 	}
@@ -202,7 +213,20 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	set("optimizer-model", func() { cfg.OptimizerModel = o.optimizerModel })
 	set("base-url", func() { cfg.BaseURL = o.baseURL })
 	set("api-key-env", func() { cfg.APIKeyEnv = o.apiKeyEnv })
-	set("skill-path", func() { cfg.SkillPath = o.skillPath })
+	// A flag naming the skill overrides the config's skill_path and
+	// skill_dir alike; both flags at once are refused below.
+	set("skill-path", func() {
+		cfg.SkillPath = o.skillPath
+		if !o.set["skill-dir"] {
+			cfg.SkillDir = ""
+		}
+	})
+	set("skill-dir", func() {
+		cfg.SkillDir = o.skillDir
+		if !o.set["skill-path"] {
+			cfg.SkillPath = ""
+		}
+	})
 	set("memory-path", func() { cfg.MemoryPath = o.memoryPath })
 	set("max-tasks", func() { cfg.MaxTasks = o.maxTasks })
 	set("max-sessions", func() { cfg.MaxSessions = o.maxSessions })
@@ -211,8 +235,8 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	set("edit-budget", func() { cfg.EditBudget = o.editBudget })
 	set("no-regression", func() { cfg.GateNoRegression = o.noRegression })
 	set("auto-adopt", func() { cfg.AutoAdopt = o.autoAdopt })
-	if o.persona != "" && cfg.SkillPath == "" {
-		cfg.SkillPath = o.skillPath
+	if o.persona != "" && cfg.SkillPath == "" && cfg.SkillDir == "" {
+		cfg.SkillPath, cfg.SkillDir = o.skillPath, o.skillDir
 	}
 	if o.noMemory {
 		f := false
@@ -254,15 +278,53 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 			return nil, err
 		}
 	}
+	// The skill is a package when skill_dir names one, or skill_path
+	// names a directory (a file path never does). skill_path naming a
+	// SKILL.md is that one file, as always, even in a package directory.
+	dir := cfg.SkillDir
+	if st, err := os.Stat(r.skillPath); dir == "" && err == nil && st.IsDir() {
+		dir = r.skillPath
+	}
+	if dir != "" {
+		if r.skillDir, err = packageDir(dir); err != nil {
+			return nil, usageError{err}
+		}
+		r.skillPath = filepath.Join(r.skillDir, skillpkg.EntryFile)
+	}
 	r.stagingRoot = filepath.Join(r.project, ".skillfleet-sleep", "staging")
 	r.claude, r.codex, r.curs = o.claudeHome, o.codexHome, o.cursorHome
 	r.adoptCmd = "skillfleet sleep adopt --project " + r.project
-	if o.persona != "" {
+	switch {
+	case o.persona != "":
 		r.adoptCmd = "skillfleet sleep adopt --persona " + o.persona + " --state-dir " + o.stateDir
-	} else if o.set["skill-path"] || o.set["memory-path"] {
+	case r.skillDir != "" && (o.set["skill-dir"] || o.set["skill-path"] || o.set["memory-path"]):
+		r.adoptCmd += " --skill-dir " + r.skillDir + " --memory-path " + r.memPath
+	case o.set["skill-path"] || o.set["memory-path"]:
 		r.adoptCmd += " --skill-path " + r.skillPath + " --memory-path " + r.memPath
 	}
 	return r, nil
+}
+
+// packageDir returns a skill package directory's absolute path with its
+// symlinks resolved (a skills directory often links to a checkout; adopt
+// swaps the real directory, and the link keeps pointing at it). A path
+// that does not exist yet is kept: the night starts it from a scaffold.
+func packageDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return abs, nil
+	case err != nil:
+		return "", fmt.Errorf("skill_dir %s: %w", dir, err)
+	}
+	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("skill_dir %s: not a directory", dir)
+	}
+	return real, nil
 }
 
 func contains(list []string, v string) bool {
@@ -316,6 +378,7 @@ type nightReport struct {
 	MineDropped []string           `json:"mine_dropped,omitempty"`
 	Outcome     *sleepdrv.Outcome  `json:"outcome"`
 	SkillPath   string             `json:"skill_path"`
+	SkillDir    string             `json:"skill_dir,omitempty"`
 	MemoryPath  string             `json:"memory_path"`
 	Staging     string             `json:"staging,omitempty"`
 	AdoptCmd    string             `json:"adopt_command,omitempty"`
@@ -384,6 +447,9 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		if err := os.MkdirAll(r.project, 0o755); err != nil {
 			return err
 		}
+		if err := seedPersonaPackage(o.persona, r.skillDir); err != nil {
+			return err
+		}
 		fmt.Fprintf(stdout, "skillfleet sleep: persona %s sandbox %s\n", o.persona, r.persona)
 	}
 	optimizer, err := modelFactory(nil, backends.NewLimiter(nil, nil))(optSpec)
@@ -392,7 +458,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	}
 
 	rep := &nightReport{Night: nightNo, Project: r.project, Started: started, Backend: r.cfg.Backend, Model: target.GetModel(),
-		DryRun: dry, SkillPath: r.skillPath, MemoryPath: r.memPath, Splits: map[string]int{}, AdoptCmd: r.adoptCmd}
+		DryRun: dry, SkillPath: r.skillPath, SkillDir: r.skillDir, MemoryPath: r.memPath, Splits: map[string]int{}, AdoptCmd: r.adoptCmd}
 	spent := sleepdrv.Spend{}
 	var tasks []sleep.Task
 	if o.tasksFile != "" {
@@ -456,16 +522,29 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		rep.TaskList = append(rep.TaskList, sleepTaskSummary{ID: t.ID, Split: t.Split, Judge: t.Judge.Kind, Intent: clipRunes(t.Intent, 120)})
 	}
 
-	skill, skillPin, err := readDoc(r.skillPath)
-	if err != nil {
-		return err
+	var (
+		skill, skillPin string
+		live            *sleep.LivePackage
+	)
+	if r.skillDir != "" {
+		if live, err = sleep.ReadPackage(r.skillDir, skillpkg.Limits{}); err != nil {
+			return err
+		}
+		skill = live.Text
+	} else {
+		if skill, skillPin, err = readDoc(r.skillPath); err != nil {
+			return err
+		}
+		if skill, err = sleep.EnsureBlock(skill, sleep.ScaffoldSkill); err != nil {
+			return fmt.Errorf("%s: %w", r.skillPath, err)
+		}
+		if hasPackageFiles(filepath.Dir(r.skillPath)) {
+			log.Warn("the skill's directory holds references/ or scripts/; this night trains SKILL.md alone (pass --skill-dir to train the whole package)", "skill_path", r.skillPath)
+		}
 	}
 	memory, memPin, err := readDoc(r.memPath)
 	if err != nil {
 		return err
-	}
-	if skill, err = sleep.EnsureBlock(skill, sleep.ScaffoldSkill); err != nil {
-		return fmt.Errorf("%s: %w", r.skillPath, err)
 	}
 	if memory, err = sleep.EnsureBlock(memory, sleep.ScaffoldMemory); err != nil {
 		return fmt.Errorf("%s: %w", r.memPath, err)
@@ -503,7 +582,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		Spent: spent, Cost: cost, Preferences: r.cfg.Preferences,
 	}
 	out, cerr := sleepdrv.Consolidate(ctx, settings, sleepdrv.Deps{Replayer: replayer, Optimizer: optimizer, OptimizerName: optSpec.GetModel(), Logger: log},
-		sleepdrv.Input{Tasks: tasks, Skill: skill, Memory: memory})
+		sleepdrv.Input{Tasks: tasks, Skill: skill, Memory: memory, Package: live != nil})
 	sess.close()
 	if cerr != nil && ctx.Err() != nil {
 		return codedError{exitStopped, fmt.Errorf("night %d stopped on request; nothing was staged and the state is unchanged", nightNo)}
@@ -513,7 +592,10 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	}
 	var props []sleep.Proposal
 	if out.Accepted {
-		if out.SkillChanged {
+		switch {
+		case out.SkillChanged && live != nil:
+			props = append(props, sleep.Proposal{Name: "skill", Package: true, LivePath: live.Dir, LiveExisted: live.Existed, LiveFiles: live.Pins, Text: out.ProposedSkill})
+		case out.SkillChanged:
 			props = append(props, sleep.Proposal{Name: "skill", LivePath: r.skillPath, LiveSHA256: skillPin, Text: out.ProposedSkill})
 		}
 		if out.MemoryChanged {
@@ -633,9 +715,19 @@ func summaryText(rep *nightReport) string {
 		if tr.Accepted {
 			mark = "accepted"
 		}
-		fmt.Fprintf(&b, "  %-8s %s %s %q: %s\n", mark, tr.Document, tr.Edit.Op, clipRunes(cmp.Or(tr.Edit.Content, tr.Edit.Anchor), 80), tr.Why)
+		fmt.Fprintf(&b, "  %-8s %s %s %q: %s\n", mark, editDoc(tr.Document, tr.Edit), tr.Edit.Op, clipRunes(cmp.Or(tr.Edit.Content, tr.Edit.Anchor), 80), tr.Why)
+	}
+	if len(out.Refused) > 0 {
+		fmt.Fprintf(&b, "refused: %d edits (%s)\n", len(out.Refused), reasonCounts(out.RefusedByReason))
 	}
 	fmt.Fprintf(&b, "action: %s (%s)\n", out.Action, out.Reason)
+	if out.Package {
+		fmt.Fprintf(&b, "package: %s", rep.SkillDir)
+		if len(out.FilesChanged) > 0 {
+			fmt.Fprintf(&b, " (files changed: %s)", strings.Join(out.FilesChanged, ", "))
+		}
+		fmt.Fprintln(&b)
+	}
 	fmt.Fprintf(&b, "spent: %d tokens, %d calls", out.Spend.Tokens, out.Spend.Calls)
 	if out.Spend.USD > 0 {
 		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
@@ -666,7 +758,16 @@ func reportMD(rep *nightReport) string {
 	if len(out.Trials) > 0 {
 		b.WriteString("\n## Edits tried\n\n| document | op | text | before | after | kept | why |\n|---|---|---|---|---|---|---|\n")
 		for _, tr := range out.Trials {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %t | %s |\n", tr.Document, tr.Edit.Op, strings.ReplaceAll(cmp.Or(tr.Edit.Content, tr.Edit.Anchor), "|", "\\|"), tr.Before, tr.After, tr.Accepted, tr.Why)
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %t | %s |\n", editDoc(tr.Document, tr.Edit), tr.Edit.Op, mdCell(cmp.Or(tr.Edit.Content, tr.Edit.Anchor)), tr.Before, tr.After, tr.Accepted, tr.Why)
+		}
+	}
+	if out.Package {
+		fmt.Fprintf(&b, "\n## Skill package\n\n`%s`; files the proposal changes: %s\n", rep.SkillDir, cmp.Or(strings.Join(out.FilesChanged, ", "), "none"))
+	}
+	if len(out.Refused) > 0 {
+		fmt.Fprintf(&b, "\n## Edits refused (%s)\n\n| document | file | op | reason | detail |\n|---|---|---|---|---|\n", reasonCounts(out.RefusedByReason))
+		for _, r := range out.Refused {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Document, mdCell(r.Edit.File), mdCell(r.Edit.Op), r.Reason, mdCell(r.Detail))
 		}
 	}
 	if len(out.Unmatched) > 0 {
@@ -684,6 +785,64 @@ func reportMD(rep *nightReport) string {
 		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
 	}
 	return b.String()
+}
+
+// editDoc names the document an edit touches: "skill", or "skill FILE"
+// for a package file.
+func editDoc(doc string, e sleep.Edit) string {
+	if sleep.IsFileEdit(e) {
+		return doc + " " + e.File
+	}
+	return doc
+}
+
+// mdCell is text for one cell of a Markdown table.
+func mdCell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
+}
+
+// reasonCounts renders refusal counts as "reason n, ...", by reason.
+func reasonCounts(m map[string]int) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// hasPackageFiles reports whether dir holds references/ or scripts/.
+func hasPackageFiles(dir string) bool {
+	for _, sub := range []string{"references", "scripts"} {
+		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
+			return true
+		}
+	}
+	return false
+}
+
+// seedPersonaPackage writes a persona's starting skill package to dir
+// when the persona has one and dir does not exist yet.
+func seedPersonaPackage(persona, dir string) error {
+	_, files, ok := sleep.PersonaPackage(persona)
+	if !ok || dir == "" {
+		return nil
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	return skillpkg.Write(p, dir)
 }
 
 // sleepCost prices a role's usage for --max-usd; nil when there is no
@@ -875,7 +1034,14 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		for _, f := range rec.Files {
-			fmt.Fprintf(stdout, "restored %s\n", f.LivePath)
+			switch {
+			case f.Package && !f.Existed:
+				fmt.Fprintf(stdout, "removed %s (the skill package the adoption created)\n", f.LivePath)
+			case f.Package:
+				fmt.Fprintf(stdout, "restored %s (skill package, %d files)\n", f.LivePath, len(f.OldFiles))
+			default:
+				fmt.Fprintf(stdout, "restored %s\n", f.LivePath)
+			}
 		}
 		return nil
 	}
@@ -892,6 +1058,9 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 		b := "(new file)"
 		if f.Existed {
 			b = "backup " + f.Backup
+		}
+		if f.Package {
+			b = fmt.Sprintf("(skill package, %d files) ", len(f.NewFiles)) + strings.Replace(b, "new file", "new directory", 1)
 		}
 		fmt.Fprintf(stdout, "adopted %s %s\n", f.LivePath, b)
 	}
@@ -940,6 +1109,9 @@ func sleepSchedule(cmdName string, args []string, stdout, stderr io.Writer) erro
 	if o.configPath != "" {
 		abs, _ := filepath.Abs(o.configPath)
 		argv = append(argv, "--config", abs)
+	}
+	if o.set["skill-dir"] {
+		argv = append(argv, "--skill-dir", r.skillDir)
 	}
 	if *autoAdopt {
 		argv = append(argv, "--auto-adopt")

@@ -417,3 +417,194 @@ func TestSleepAutoAdoptIsOptIn(t *testing.T) {
 		t.Fatalf("%d receipts, want 1", len(rs))
 	}
 }
+
+func packageBox(state string) string { return filepath.Join(state, "persona-researcher-package") }
+
+// treeOf reads every file below dir (path → text).
+func treeOf(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sameTree(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSleepPackagePersonaImprovesAdoptsAndUndoes: a night on a skill
+// package (the researcher-package persona, whose SKILL.md points at
+// references/) improves the fresh val score with an accepted edit that
+// creates references/arxiv.md, stages the whole proposed directory with
+// every live file pinned, and adopt swaps the package in while undo puts
+// the old one back; a user's edit to the package after staging makes
+// adopt refuse.
+func TestSleepPackagePersonaImprovesAdoptsAndUndoes(t *testing.T) {
+	state := t.TempDir()
+	args := []string{"sleep", "run", "--persona", "researcher-package", "--backend", "sim", "--state-dir", state}
+	code, out, errOut := runCLI(t, append(args, "--assert-improves")...)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"action: accept", `accepted skill references/arxiv.md create_file`, `rejected skill add "Write every answer in lower case."`,
+		"files changed: SKILL.md, references/arxiv.md"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	live := filepath.Join(packageBox(state), "skills", "papers")
+	seed := treeOf(t, live)
+	if len(seed) != 2 || !strings.Contains(seed["SKILL.md"], "lives in references/") {
+		t.Fatalf("the persona's seed package: %v", seed)
+	}
+	root := filepath.Join(packageBox(state), "project", ".skillfleet-sleep", "staging")
+	dir, err := sleep.Latest(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sleep.ReadManifest(dir)
+	if err != nil || !m.Accepted || m.Schema != sleep.ManifestSchemaPackage || len(m.Proposals) != 1 {
+		t.Fatalf("manifest %+v, %v", m, err)
+	}
+	e := m.Proposals[0]
+	if e.Kind != sleep.KindPackage || e.LivePath != live || len(e.LiveFiles) != 2 || strings.Join(e.MustNotExist, ",") != "references/arxiv.md" {
+		t.Fatalf("package entry %+v", e)
+	}
+	for name, text := range seed {
+		if e.LiveFiles[name] != sleep.SHA256Hex([]byte(text)) {
+			t.Fatalf("live pin of %s does not match the file", name)
+		}
+	}
+	proposed := treeOf(t, filepath.Join(dir, sleep.ProposedPackageDir))
+	if !strings.Contains(proposed["references/arxiv.md"], sleep.HabitArxivID) || proposed["references/doi.md"] != seed["references/doi.md"] ||
+		strings.Contains(proposed["SKILL.md"], sleep.HabitHarmful) || sleep.OutsideBlock(proposed["SKILL.md"]) != sleep.OutsideBlock(seed["SKILL.md"]) {
+		t.Fatalf("proposed package: %v", proposed)
+	}
+	var rep struct {
+		SkillDir string `json:"skill_dir"`
+		Outcome  struct {
+			Baseline     struct{ Score float64 } `json:"baseline"`
+			Final        struct{ Score float64 } `json:"final_fresh"`
+			FilesChanged []string                `json:"files_changed"`
+			Trials       []struct {
+				Edit     sleep.Edit `json:"edit"`
+				Accepted bool       `json:"accepted"`
+			} `json:"trials"`
+		} `json:"outcome"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err := json.Unmarshal(b, &rep); err != nil || !(rep.Outcome.Final.Score > rep.Outcome.Baseline.Score) || rep.SkillDir != live {
+		t.Fatalf("report %+v, %v", rep, err)
+	}
+	refKept := false
+	for _, tr := range rep.Outcome.Trials {
+		refKept = refKept || (tr.Accepted && tr.Edit.File == "references/arxiv.md")
+	}
+	if !refKept {
+		t.Fatalf("no accepted edit in a reference file: %+v", rep.Outcome.Trials)
+	}
+	t.Logf("val score %.3f → %.3f (fresh replays), files changed %v", rep.Outcome.Baseline.Score, rep.Outcome.Final.Score, rep.Outcome.FilesChanged)
+	if !sameTree(treeOf(t, live), seed) {
+		t.Fatal("the night changed the live package before adopt")
+	}
+	// The user edits the package after staging: adopt refuses, naming
+	// the file, and leaves it alone.
+	doi := filepath.Join(live, "references", "doi.md")
+	if err := os.WriteFile(doi, []byte("my own notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	adopt := []string{"sleep", "adopt", "--persona", "researcher-package", "--state-dir", state}
+	if code, _, errOut := runCLI(t, adopt...); code == exitOK || !strings.Contains(errOut, "references/doi.md changed") {
+		t.Fatalf("adopt over a changed package: exit %d, %s", code, errOut)
+	}
+	if got, _ := os.ReadFile(doi); string(got) != "my own notes\n" {
+		t.Fatal("a refused adopt touched the package")
+	}
+	if err := os.WriteFile(doi, []byte(seed["references/doi.md"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runCLI(t, adopt...)
+	if code != exitOK || !strings.Contains(out, "(skill package, 3 files)") {
+		t.Fatalf("adopt exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !sameTree(treeOf(t, live), proposed) {
+		t.Fatalf("live package after adopt: %v", treeOf(t, live))
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(live)); len(ents) != 1 {
+		t.Fatalf("adopt left siblings beside the package: %v", ents)
+	}
+	code, out, errOut = runCLI(t, append(adopt, "--undo")...)
+	if code != exitOK || !strings.Contains(out, "restored "+live) {
+		t.Fatalf("undo exit %d\n%s\n%s", code, out, errOut)
+	}
+	if !sameTree(treeOf(t, live), seed) {
+		t.Fatalf("live package after undo: %v", treeOf(t, live))
+	}
+}
+
+func TestSleepSkillDirAndSkillPath(t *testing.T) {
+	state := t.TempDir()
+	cfg := filepath.Join(state, "both.yaml")
+	if err := os.WriteFile(cfg, []byte("backend: sim\nskill_path: /a/SKILL.md\nskill_dir: /b\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"sleep", "run", "--backend", "sim", "--state-dir", state, "--skill-path", "/a/SKILL.md", "--skill-dir", "/b"}, []string{"skill_path", "skill_dir", "set one"}},
+		{[]string{"sleep", "run", "--config", cfg, "--state-dir", state}, []string{cfg, "skill_path", "skill_dir"}},
+	} {
+		code, _, errOut := runCLI(t, tc.args...)
+		for _, w := range tc.want {
+			if code != exitUsage || !strings.Contains(errOut, w) {
+				t.Errorf("%v: exit %d, stderr %q; want %d naming %s", tc.args, code, errOut, exitUsage, w)
+			}
+		}
+	}
+	// A flag naming the skill overrides the config's other key, and
+	// --skill-path naming a directory trains that package.
+	box := filepath.Join(state, "pkg")
+	if err := os.MkdirAll(filepath.Join(box, "references"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, files, _ := sleep.PersonaPackage(sleep.PersonaResearcherPackage)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(box, filepath.FromSlash(name)), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dirCfg := filepath.Join(state, "dir.yaml")
+	if err := os.WriteFile(dirCfg, []byte("backend: sim\nskill_dir: /nonexistent/papers\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, "sleep", "dry-run", "--config", dirCfg, "--persona", "researcher", "--state-dir", state, "--skill-path", box)
+	if code != exitOK || !strings.Contains(out, "package: "+box) || !strings.Contains(out, "accepted skill references/arxiv.md") {
+		t.Fatalf("--skill-path DIR: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// A --skill-path SKILL.md in a package directory is that one file,
+	// as before, with a hint on stderr.
+	code, out, errOut = runCLI(t, "sleep", "dry-run", "--backend", "sim", "--persona", "researcher", "--state-dir", state, "--skill-path", filepath.Join(box, "SKILL.md"))
+	if code != exitOK || strings.Contains(out, "package:") || !strings.Contains(errOut, "--skill-dir") {
+		t.Fatalf("--skill-path FILE: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
