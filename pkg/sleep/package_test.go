@@ -1,11 +1,13 @@
 package sleep
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -106,11 +108,29 @@ func TestAttemptMessagesGiveThePackage(t *testing.T) {
 	if key, _ := got.File("references/key.md"); !strings.Contains(key, "[REDACTED") {
 		t.Fatalf("references/key.md in the prompt: %q", key)
 	}
+	// The read_skill_file tool finds the package there: the target is
+	// given SKILL.md, the list of the other files and the tool.
+	rec := &recordModel{}
+	if _, err := skillpkg.WithReadTool(rec).Chat(t.Context(), &llm.Request{Messages: msgs}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.reqs) != 1 || len(rec.reqs[0].Tools) != 1 || !strings.Contains(rec.reqs[0].Messages[0].Content, "- references/key.md (1 lines)") ||
+		strings.Contains(rec.reqs[0].Messages[0].Content, "SKILLPKG") || !strings.Contains(rec.reqs[0].Messages[0].Content, "memory text") {
+		t.Fatalf("the read tool did not find the package: %+v", rec.reqs)
+	}
 	// A plain skill is given exactly as before.
 	plain := AttemptMessages(task, files["SKILL.md"], "")
 	if strings.Contains(plain[0].Content, SkillOpen) || !strings.Contains(plain[0].Content, "Formats live in references/.") {
 		t.Fatalf("plain skill section:\n%s", plain[0].Content)
 	}
+}
+
+// recordModel keeps the requests it is sent and answers "ok".
+type recordModel struct{ reqs []*llm.Request }
+
+func (r *recordModel) Chat(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	r.reqs = append(r.reqs, req)
+	return &llm.Response{Content: "ok", Attempts: 1}, nil
 }
 
 func TestReadPackage(t *testing.T) {
