@@ -119,7 +119,16 @@ type Set struct {
 
 	mu    sync.RWMutex
 	notes map[string]string // benchmark -> analyst notes; guarded by mu
+
+	// systems caches rendered system prompts by systemKey.
+	systems sync.Map
 }
+
+// embedded parses the embedded templates once per process; a Set only
+// executes them, and each override parses into its own clone.
+var embedded = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Option("missingkey=error").ParseFS(templateFS, "templates/*.md"))
+})
 
 // New returns the embedded prompts with overrides applied. An override's
 // key is a prompt name ("analyst_failure", for every mode) or a name and
@@ -128,7 +137,7 @@ type Set struct {
 // A bad override (unknown key, template error) does not stop New: it is
 // reported by [Set.Err] and by every Render of that prompt.
 func New(overrides map[string]string) *Set {
-	base := template.Must(template.New("").Option("missingkey=error").ParseFS(templateFS, "templates/*.md"))
+	base := embedded()
 	s := &Set{base: base, overrides: map[string]*template.Template{}, broken: map[string]error{}, notes: map[string]string{}}
 	for key, text := range overrides {
 		name, mode, _ := strings.Cut(key, ".")
@@ -230,12 +239,50 @@ func (s *Set) Render(name, mode string, payload any, opts RenderOptions) (system
 	return system, user, nil
 }
 
+// systemKey is what a system prompt depends on besides the Set's
+// templates: the prompt and mode, the blocks added to it, and the
+// benchmark notes.
+type systemKey struct {
+	name, mode                 string
+	skillAware, pkg, describes bool
+	notes                      string
+}
+
 func (s *Set) system(name, mode string, v reflect.Value, opts RenderOptions) (string, error) {
 	for _, key := range []string{name + "." + mode, name} {
 		if err := s.broken[key]; err != nil {
 			return "", err
 		}
 	}
+	analyst := name == AnalystFailure || name == AnalystSuccess
+	k := systemKey{name: name, mode: mode}
+	if analyst {
+		k.skillAware = v.Interface().(AnalystInput).SkillAware && mode != ModeFullRewrite
+		if opts.Bench != "" {
+			s.mu.RLock()
+			k.notes = s.notes[opts.Bench]
+			s.mu.RUnlock()
+		}
+	}
+	if mode == ModePatch {
+		k.pkg = IsPackage(payloadSkill(v))
+		k.describes = trainsDescription(v)
+	}
+	// A run renders the same few system prompts thousands of times.
+	if text, ok := s.systems.Load(k); ok {
+		return text.(string), nil
+	}
+	text, err := s.renderSystem(k)
+	if err != nil {
+		return "", err
+	}
+	s.systems.Store(k, text)
+	return text, nil
+}
+
+// renderSystem executes the templates of one system prompt.
+func (s *Set) renderSystem(k systemKey) (string, error) {
+	name, mode := k.name, k.mode
 	data := newTemplateData(name, mode)
 	t, tname := s.base, name+".md"
 	if mode != "" {
@@ -247,68 +294,42 @@ func (s *Set) system(name, mode string, v reflect.Value, opts RenderOptions) (st
 			break
 		}
 	}
-	var buf bytes.Buffer
+	var buf strings.Builder
 	if err := t.ExecuteTemplate(&buf, tname, data); err != nil {
 		return "", fmt.Errorf("prompts: %s: %w", name, err)
 	}
+	text := buf.String()
 
-	if name == AnalystFailure || name == AnalystSuccess {
-		if in := v.Interface().(AnalystInput); in.SkillAware && mode != ModeFullRewrite {
-			var block bytes.Buffer
-			if err := s.base.ExecuteTemplate(&block, "skill_aware_"+data.Side+".md", data); err != nil {
-				return "", fmt.Errorf("prompts: %s: %w", name, err)
-			}
-			// The block extends the reply schema, so it goes before the
-			// closing reply-format section when there is one.
-			text := buf.String()
-			at := strings.LastIndex(text, replyFormatHeading)
-			if at < 0 {
-				at = len(text)
-			}
-			buf.Reset()
-			buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
-		}
+	// Blocks that extend the rules or the reply schema go before the
+	// closing reply-format section when there is one, in this order: the
+	// skill-aware block (analysts), the package rules (package.md: edits
+	// name their file) and the description op (description.md: the run
+	// trains the description).
+	var blocks []string
+	if k.skillAware {
+		blocks = append(blocks, "skill_aware_"+data.Side+".md")
 	}
-	if mode == ModePatch && IsPackage(payloadSkill(v)) {
-		// A package run: edits name their file (package.md), a block that
-		// extends the edit rules, so it goes before the reply format too.
-		var block bytes.Buffer
-		if err := s.base.ExecuteTemplate(&block, "package.md", data); err != nil {
+	if k.pkg {
+		blocks = append(blocks, "package.md")
+	}
+	if k.describes {
+		blocks = append(blocks, "description.md")
+	}
+	for _, b := range blocks {
+		var block strings.Builder
+		if err := s.base.ExecuteTemplate(&block, b, data); err != nil {
 			return "", fmt.Errorf("prompts: %s: %w", name, err)
 		}
-		text := buf.String()
 		at := strings.LastIndex(text, replyFormatHeading)
 		if at < 0 {
 			at = len(text)
 		}
-		buf.Reset()
-		buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
+		text = text[:at] + "\n\n" + block.String() + "\n\n" + text[at:]
 	}
-	if mode == ModePatch && trainsDescription(v) {
-		// The description is trained: one more op, explained before the
-		// reply format like the package rules.
-		var block bytes.Buffer
-		if err := s.base.ExecuteTemplate(&block, "description.md", data); err != nil {
-			return "", fmt.Errorf("prompts: %s: %w", name, err)
-		}
-		text := buf.String()
-		at := strings.LastIndex(text, replyFormatHeading)
-		if at < 0 {
-			at = len(text)
-		}
-		buf.Reset()
-		buf.WriteString(text[:at] + "\n\n" + block.String() + "\n\n" + text[at:])
+	if k.notes != "" {
+		text += "\n\n## Notes for this benchmark\n\n" + k.notes
 	}
-	if name == AnalystFailure || name == AnalystSuccess {
-		s.mu.RLock()
-		notes := s.notes[opts.Bench]
-		s.mu.RUnlock()
-		if opts.Bench != "" && notes != "" {
-			buf.WriteString("\n\n## Notes for this benchmark\n\n")
-			buf.WriteString(notes)
-		}
-	}
-	return tidy(buf.String()), nil
+	return tidy(text), nil
 }
 
 // replyFormatHeading opens the closing section of every system prompt.
