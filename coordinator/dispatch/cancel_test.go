@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
@@ -14,6 +15,26 @@ import (
 
 func noopTask(id string) *pb.Task {
 	return &pb.Task{Id: id, Stage: "gate", Kind: &pb.Task_Noop{Noop: &pb.NoopTask{}}}
+}
+
+// startQueue starts an embedded NATS server with the task stream.
+func startQueue(t *testing.T) (*nats.Conn, jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	srv := queuetest.Start(t)
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := queue.EnsureStream(context.Background(), js, queue.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, js, stream
 }
 
 func record(d *dispatch.Dispatcher, res *pb.Result) pb.ReportAck_Status {
@@ -28,20 +49,7 @@ func record(d *dispatch.Dispatcher, res *pb.Result) pb.ReportAck_Status {
 // de-duplication must not swallow it).
 func TestCancelledWorkIsStillPaidFor(t *testing.T) {
 	ctx := context.Background()
-	srv := queuetest.Start(t)
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, stream := startQueue(t)
 	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
 	var spent []string
 	d.OnDuplicateSpend(func(res *pb.Result, stage string) { spent = append(spent, res.GetTaskId()+"@"+stage) })

@@ -10,7 +10,6 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/queue"
-	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -59,20 +58,7 @@ func exhaustionSetup(t *testing.T, generations int) (context.Context, *dispatch.
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	srv := queuetest.Start(t)
-	nc, err := srv.Connect("test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js, stream := startQueue(t)
 	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 2}); err != nil {
 		t.Fatal(err)
 	}
