@@ -158,6 +158,7 @@ func TestClaudeBrokenStreamIsTyped(t *testing.T) {
 		{name: "cut at max_output_bytes", out: real, maxOutput: 4000, line: bytes.Count(real[:4000], []byte("\n")) + 1, problem: "max_output_bytes"},
 		{name: "cut at max_output_bytes between events", out: real, maxOutput: len(join(lines[:n-1]...)), problem: "max_output_bytes"},
 		{name: "empty", out: nil, problem: "no JSON event"},
+		{name: "a secret in a broken line", out: join(lines[0], []byte("export KEY="+plantedKey+"\n")), line: 2, problem: "not a JSON event"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -165,11 +166,18 @@ func TestClaudeBrokenStreamIsTyped(t *testing.T) {
 			if err := os.WriteFile(f, tc.out, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			c := claudeStand(t, f, func(cfg *exec.Config) { cfg.MaxOutput = tc.maxOutput })
+			c := claudeStand(t, f, func(cfg *exec.Config) {
+				cfg.MaxOutput = tc.maxOutput
+				cfg.Env, cfg.Getenv = []string{"MY_KEY"}, env(map[string]string{"MY_KEY": plantedKey})
+			})
 			resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(recordsPackage(t, nil)), "q"))
 			var oe *exec.OutputError
 			if resp != nil || llm.KindOf(err) != llm.KindInvalidReply || !errors.As(err, &oe) {
 				t.Fatalf("reply %+v, err %v; want an invalid_reply *exec.OutputError", resp, err)
+			}
+			t.Logf("%v", err)
+			if strings.Contains(err.Error(), plantedKey) {
+				t.Fatalf("error %q carries the key", err)
 			}
 			if oe.Line != tc.line || !strings.Contains(oe.Problem, tc.problem) || oe.Format != exec.OutputClaudeJSON {
 				t.Fatalf("error %q (line %d), want line %d and %q", err, oe.Line, tc.line, tc.problem)

@@ -447,8 +447,8 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	}
 	r, perr := c.parse(stdout.Bytes(), stdout.cut)
 	if perr != nil {
-		return nil, &llm.BilledError{Usage: llm.Usage{InputTokens: in}, Err: &llm.Error{Kind: llm.KindInvalidReply,
-			Msg: fmt.Sprintf("agent output is not %s (%q)", c.output, red.Msg(string(perr.excerpt))), Err: perr}}
+		perr.Excerpt = red.Msg(perr.Excerpt)
+		return nil, &llm.BilledError{Usage: llm.Usage{InputTokens: in}, Err: &llm.Error{Kind: llm.KindInvalidReply, Msg: "unreadable agent output", Err: perr}}
 	}
 	if r.failed {
 		e := &llm.Error{Kind: llm.KindServer, Msg: "agent reported an error: " + red.Msg(r.content)}

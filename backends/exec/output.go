@@ -25,23 +25,27 @@ type result struct {
 }
 
 // OutputError is agent output that does not read in the format its
-// Output names: which line (1-based; 0 for the output as a whole) and
-// what was wrong. The output itself is not in it: the caller quotes it
-// after redacting secrets.
+// Output names: which line (1-based; 0 for the output as a whole), what
+// was wrong, and the text in question (the line, the last event, the
+// output's head; at most 300 bytes, with the call's secrets redacted
+// before the error leaves the backend).
 type OutputError struct {
 	Format  string
 	Line    int
 	Problem string
-	// excerpt is the text the problem is about (a line, the output's
-	// head), unredacted.
-	excerpt []byte
+	Excerpt string
 }
 
 func (e *OutputError) Error() string {
+	s := e.Format + " output"
 	if e.Line > 0 {
-		return fmt.Sprintf("%s output, line %d: %s", e.Format, e.Line, e.Problem)
+		s += fmt.Sprintf(", line %d", e.Line)
 	}
-	return fmt.Sprintf("%s output: %s", e.Format, e.Problem)
+	s += ": " + e.Problem
+	if e.Excerpt != "" {
+		s += "; it reads: " + e.Excerpt
+	}
+	return s
 }
 
 // parse reads the agent's stdout in the configured format; cut says the
@@ -53,7 +57,7 @@ func (c *Client) parse(out []byte, cut bool) (result, *OutputError) {
 	case OutputCodexJSON:
 		r, ok := parseCodex(out)
 		if !ok {
-			return r, &OutputError{Format: OutputCodexJSON, Problem: "no JSON event", excerpt: head(out, 300)}
+			return r, &OutputError{Format: OutputCodexJSON, Problem: "no JSON event", Excerpt: string(head(out, 300))}
 		}
 		return r, nil
 	default:
@@ -109,16 +113,18 @@ type claudeEvent struct {
 func parseClaude(out []byte, cut bool, skillDir string) (result, *OutputError) {
 	var r result
 	fail := func(line int, text []byte, format string, a ...any) (result, *OutputError) {
-		return r, &OutputError{Format: OutputClaudeJSON, Line: line, Problem: fmt.Sprintf(format, a...), excerpt: head(text, 300)}
+		return r, &OutputError{Format: OutputClaudeJSON, Line: line, Problem: fmt.Sprintf(format, a...), Excerpt: string(head(text, 300))}
 	}
 	lines := bytes.Split(out, []byte("\n"))
 	var final *claudeEvent
+	var lastLine []byte
 	events := 0
 	for i, line := range lines {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 {
 			continue
 		}
+		lastLine = line
 		var ev claudeEvent
 		if err := json.Unmarshal(line, &ev); err != nil || ev.Type == "" {
 			last := i == len(lines)-1
@@ -153,9 +159,9 @@ func parseClaude(out []byte, cut bool, skillDir string) (result, *OutputError) {
 		case events == 0:
 			return fail(0, out, "no JSON event")
 		case cut:
-			return fail(0, nil, "cut off at max_output_bytes (%d bytes kept) before the result event; raise option max_output_bytes", len(out))
+			return fail(0, lastLine, "cut off at max_output_bytes (%d bytes kept) before the result event; raise option max_output_bytes", len(out))
 		default:
-			return fail(0, nil, "%d events and no result event (the stream ended early)", events)
+			return fail(0, lastLine, "%d events and no result event (the stream ended early)", events)
 		}
 	}
 	r.content, r.failed = final.Result, final.IsError
