@@ -389,27 +389,35 @@ func userMessage(lead string, v reflect.Value, opts RenderOptions) (string, erro
 	if err != nil {
 		return "", err
 	}
-	var b strings.Builder
-	b.WriteString(lead)
+	var blocks []string
 	if !opts.PayloadOnly {
 		if skill := payloadSkill(v); IsPackage(skill) {
 			if view, ok := renderPackage(skill); ok {
-				b.WriteString("\n\n" + packageHeading + "\n\n")
-				b.WriteString(strings.TrimSpace(view))
+				blocks = append(blocks, packageHeading+"\n\n"+strings.TrimSpace(view))
 			}
 		}
 		if f := v.FieldByName("StepBuffer"); f.IsValid() && f.Len() > 0 {
-			b.WriteString("\n\n")
-			b.WriteString(strings.TrimSpace(RenderStepBuffer(f.Interface().([]BufferEntry))))
+			blocks = append(blocks, strings.TrimSpace(RenderStepBuffer(f.Interface().([]BufferEntry))))
 		}
 		if f := v.FieldByName("MetaSkill"); f.IsValid() && strings.TrimSpace(f.String()) != "" {
-			b.WriteString("\n\n")
-			b.WriteString(strings.TrimSpace(RenderMetaSkill(f.String())))
+			blocks = append(blocks, strings.TrimSpace(RenderMetaSkill(f.String())))
 		}
 	}
-	b.WriteString("\n\nThe input, as JSON:\n\n```json\n")
+	const input, end = "\n\nThe input, as JSON:\n\n```json\n", "\n```\n"
+	n := len(lead) + len(input) + len(js) + len(end)
+	for _, bl := range blocks {
+		n += 2 + len(bl)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(lead)
+	for _, bl := range blocks {
+		b.WriteString("\n\n")
+		b.WriteString(bl)
+	}
+	b.WriteString(input)
 	b.Write(js)
-	b.WriteString("\n```\n")
+	b.WriteString(end)
 	return b.String(), nil
 }
 
@@ -427,27 +435,22 @@ func marshalPayload(x any, indent bool) ([]byte, error) {
 		return nil, fmt.Errorf("marshal payload: %w", err)
 	}
 	out := bytes.TrimRight(buf.Bytes(), "\n")
-	return bytes.ReplaceAll(out, []byte("```"), []byte(`\u0060\u0060\u0060`)), nil
+	if !bytes.Contains(out, fence) {
+		return out, nil
+	}
+	return bytes.ReplaceAll(out, fence, []byte(`\u0060\u0060\u0060`)), nil
 }
+
+var fence = []byte("```")
 
 // ExtractPayload returns the last ```json fence of a rendered user message
 // and its "kind".
 func ExtractPayload(user string) (kind string, payload json.RawMessage, err error) {
-	const open = "```json\n"
-	start := strings.LastIndex(user, "\n"+open)
-	switch {
-	case start >= 0:
-		start += 1 + len(open)
-	case strings.HasPrefix(user, open):
-		start = len(open)
-	default:
-		return "", nil, errors.New("prompts: no ```json fence")
+	p, err := LocatePayload(user)
+	if err != nil {
+		return "", nil, err
 	}
-	end := strings.Index(user[start:], "\n```")
-	if end < 0 {
-		return "", nil, errors.New("prompts: unterminated ```json fence")
-	}
-	payload = json.RawMessage(user[start : start+end])
+	payload = json.RawMessage(p)
 	var head struct {
 		Kind string `json:"kind"`
 	}
@@ -455,4 +458,39 @@ func ExtractPayload(user string) (kind string, payload json.RawMessage, err erro
 		return "", nil, fmt.Errorf("prompts: payload: %w", err)
 	}
 	return head.Kind, payload, nil
+}
+
+// LocatePayload returns the text of the last ```json fence of a rendered
+// user message, unparsed: what [ExtractPayload] decodes.
+func LocatePayload(user string) (string, error) {
+	const open = "```json\n"
+	start := lastIndex(user, "\n"+open)
+	switch {
+	case start >= 0:
+		start += 1 + len(open)
+	case strings.HasPrefix(user, open):
+		start = len(open)
+	default:
+		return "", errors.New("prompts: no ```json fence")
+	}
+	end := strings.Index(user[start:], "\n```")
+	if end < 0 {
+		return "", errors.New("prompts: unterminated ```json fence")
+	}
+	return user[start : start+end], nil
+}
+
+// lastIndex is strings.LastIndex(s, sep) found by searching forwards,
+// which is many times faster for a long s: the payload ends a user
+// message, so its fence is far from the end.
+func lastIndex(s, sep string) int {
+	last := -1
+	for from := 0; ; {
+		i := strings.Index(s[from:], sep)
+		if i < 0 {
+			return last
+		}
+		last = from + i
+		from = last + 1
+	}
 }

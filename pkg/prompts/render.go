@@ -1,9 +1,9 @@
 package prompts
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Limits of the readable step buffer; the JSON payload always has the
@@ -39,35 +39,60 @@ func RenderStepBuffer(entries []BufferEntry) string {
 	b.WriteString("## Previous steps in this epoch\n\n")
 	b.WriteString("These steps were evaluated earlier in this epoch. The changes listed under a rejected step did not beat the current skill on held-out tasks: do not propose them again.\n")
 	for _, e := range entries {
-		fmt.Fprintf(&b, "\nStep %d — %s (%d/%d failed)\n", e.Step, e.Action, e.NFail, e.NTotal)
+		b.WriteString("\nStep ")
+		b.WriteString(strconv.Itoa(e.Step))
+		b.WriteString(" — ")
+		b.WriteString(e.Action)
+		b.WriteString(" (")
+		b.WriteString(strconv.Itoa(e.NFail))
+		b.WriteByte('/')
+		b.WriteString(strconv.Itoa(e.NTotal))
+		b.WriteString(" failed)\n")
 		for _, p := range e.FailurePatterns {
-			fmt.Fprintf(&b, "- %s: %d", oneLine(p.Pattern), p.Count)
+			b.WriteString("- ")
+			b.WriteString(oneLine(p.Pattern))
+			b.WriteString(": ")
+			b.WriteString(strconv.Itoa(p.Count))
 			if len(p.TaskIDs) > 0 {
-				b.WriteString(" (" + taskIDs(p.TaskIDs) + ")")
+				b.WriteString(" (")
+				writeTaskIDs(&b, p.TaskIDs)
+				b.WriteByte(')')
 			}
-			b.WriteString("\n")
+			b.WriteByte('\n')
 		}
 		switch {
 		case e.EarlyStopped && e.ScoreAfter == nil:
-			fmt.Fprintf(&b, "Score: %s → not higher (the candidate did not beat it; its evaluation may have stopped early)\n", score(e.ScoreBefore))
+			b.WriteString("Score: " + score(e.ScoreBefore) + " → not higher (the candidate did not beat it; its evaluation may have stopped early)\n")
 		case e.ScoreBefore != nil || e.ScoreAfter != nil:
-			fmt.Fprintf(&b, "Score: %s → %s\n", score(e.ScoreBefore), score(e.ScoreAfter))
+			b.WriteString("Score: " + score(e.ScoreBefore) + " → " + score(e.ScoreAfter) + "\n")
 		}
 		if len(e.RejectedEdits) > 0 {
 			b.WriteString("Rejected changes:\n")
 			for i, r := range e.RejectedEdits {
-				fmt.Fprintf(&b, "%d. %s\n", i+1, rejected(r))
+				b.WriteString(strconv.Itoa(i + 1))
+				b.WriteString(". ")
+				b.WriteString(rejected(r))
+				b.WriteByte('\n')
 			}
 		}
 	}
 	return b.String()
 }
 
-func taskIDs(ids []string) string {
-	if len(ids) <= maxShownTaskIDs {
-		return strings.Join(ids, ", ")
+// writeTaskIDs writes the first maxShownTaskIDs ids, and how many more
+// there are.
+func writeTaskIDs(b *strings.Builder, ids []string) {
+	for i, id := range ids[:min(len(ids), maxShownTaskIDs)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(id)
 	}
-	return strings.Join(ids[:maxShownTaskIDs], ", ") + fmt.Sprintf(", … +%d more", len(ids)-maxShownTaskIDs)
+	if len(ids) > maxShownTaskIDs {
+		b.WriteString(", … +")
+		b.WriteString(strconv.Itoa(len(ids) - maxShownTaskIDs))
+		b.WriteString(" more")
+	}
 }
 
 func score(p *float64) string {
@@ -105,10 +130,14 @@ func rejected(r RejectedEdit) string {
 // oneLine shows line breaks as \n and cuts s to maxShownText runes.
 func oneLine(s string) string {
 	const limit = maxShownText
-	s = strings.ReplaceAll(strings.TrimSpace(s), "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\n", `\n`)
-	if r := []rune(s); len(r) > limit {
-		return strings.TrimRight(string(r[:limit]), " ") + "…"
+	s = strings.TrimSpace(s)
+	if strings.IndexByte(s, '\n') >= 0 {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+		s = strings.ReplaceAll(s, "\n", `\n`)
 	}
-	return s
+	if len(s) <= limit || utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:limit]), " ") + "…"
 }
