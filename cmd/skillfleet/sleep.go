@@ -314,17 +314,17 @@ func packageDir(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	target, err := filepath.EvalSymlinks(abs)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return abs, nil
 	case err != nil:
 		return "", fmt.Errorf("skill_dir %s: %w", dir, err)
 	}
-	if st, err := os.Stat(real); err != nil || !st.IsDir() {
+	if st, err := os.Stat(target); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("skill_dir %s: not a directory", dir)
 	}
-	return real, nil
+	return target, nil
 }
 
 func contains(list []string, v string) bool {

@@ -608,3 +608,21 @@ func TestSleepSkillDirAndSkillPath(t *testing.T) {
 		t.Fatalf("--skill-path FILE: exit %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+func TestSleepScheduleKeepsTheSkillDir(t *testing.T) {
+	dir := t.TempDir()
+	table := filepath.Join(dir, "table")
+	prog := filepath.Join(dir, "crontab")
+	script := "#!/bin/sh\nT=" + table + "\nif [ \"$1\" = -l ]; then [ -f \"$T\" ] || { echo 'no crontab for tester' >&2; exit 1; }; cat \"$T\"; exit 0; fi\nif [ \"$1\" = - ]; then cat > \"$T\"; exit 0; fi\nexit 2\n"
+	if err := os.WriteFile(prog, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.Join(dir, "skills", "papers")
+	code, out, errOut := runCLI(t, "sleep", "schedule", "--crontab", prog, "--backend", "sim", "--project", dir, "--state-dir", dir, "--skill-dir", pkg)
+	if code != exitOK {
+		t.Fatalf("schedule exit %d: %s %s", code, out, errOut)
+	}
+	if b, _ := os.ReadFile(table); !strings.Contains(string(b), "--skill-dir "+pkg) {
+		t.Fatalf("crontab:\n%s", b)
+	}
+}

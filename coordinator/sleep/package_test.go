@@ -37,7 +37,7 @@ func TestConsolidatePersonaPackage(t *testing.T) {
 	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
 	skill := personaPackage(t)
 	s := Settings{EvolveSkill: true, EvolveMemory: true, NoRegression: true}
-	out, err := Consolidate(context.Background(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+	out, err := Consolidate(t.Context(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
 		Input{Tasks: tasks, Skill: skill, Memory: psleep.ScaffoldMemory(), Package: true})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestConsolidatePersonaPackage(t *testing.T) {
 	// given as a plain file, learns the rule as a learned line: the
 	// reference file is the package's doing.
 	plain := personaTasks(t, m)
-	outPlain, err := Consolidate(context.Background(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+	outPlain, err := Consolidate(t.Context(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
 		Input{Tasks: plain, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
 	if err != nil || outPlain.Package || len(outPlain.FilesChanged) != 0 || skillpkg.IsBundle(outPlain.ProposedSkill) {
 		t.Fatalf("single-file night: %v, %+v", err, outPlain)
@@ -123,7 +123,7 @@ func TestConsolidateCountsRefusedPackageEdits(t *testing.T) {
 	tasks := personaTasks(t, sim)
 	rep := &LocalReplayer{Model: sim, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
 	skill := personaPackage(t)
-	out, err := Consolidate(context.Background(), Settings{EvolveSkill: true, EvolveMemory: true, EditBudget: 20},
+	out, err := Consolidate(t.Context(), Settings{EvolveSkill: true, EvolveMemory: true, EditBudget: 20},
 		Deps{Replayer: rep, Optimizer: hostileReflector{sim}, OptimizerName: "sim"},
 		Input{Tasks: tasks, Skill: skill, Memory: psleep.ScaffoldMemory(), Package: true})
 	if err != nil {
