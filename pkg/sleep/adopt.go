@@ -502,6 +502,9 @@ func installPackage(e ManifestEntry, tree map[string]treeFile, beforeSwap func()
 	if err := os.RemoveAll(next); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(e.LivePath), 0o755); err != nil {
+		return err
+	}
 	if err := buildTree(next, tree); err != nil {
 		return err
 	}

@@ -167,7 +167,8 @@ func TestAdoptPackageAndUndo(t *testing.T) {
 
 func TestAdoptPackageCreatesAndUndoRemovesADir(t *testing.T) {
 	b := setupPackage(t, 0)
-	if err := os.RemoveAll(b.live); err != nil {
+	// Neither the package nor the skills directory above it exists.
+	if err := os.RemoveAll(filepath.Dir(b.live)); err != nil {
 		t.Fatal(err)
 	}
 	b.old = nil
