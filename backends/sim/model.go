@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
@@ -88,12 +89,20 @@ func (o Options) withDefaults() Options {
 // messages, model name and seed, and the Options.
 type Model struct {
 	o Options
+	// skills and questions cache what target answers read of a skill
+	// and of a question.
+	skills    *cache[skillFacts]
+	questions *cache[questionFacts]
 }
 
 var _ llm.Model = (*Model)(nil)
 
 // New returns a simulated model.
-func New(o Options) *Model { return &Model{o: o.withDefaults()} }
+func New(o Options) *Model {
+	return &Model{o: o.withDefaults(),
+		skills:    &cache[skillFacts]{limit: maxCachedSkills, make: newSkillFacts},
+		questions: &cache[questionFacts]{limit: maxCachedQuestions, make: newQuestionFacts}}
+}
 
 // KindTarget is what [RequestKind] returns for a target request.
 const KindTarget = "target"
@@ -154,17 +163,19 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		content, calls := w.answer(m, req, seed)
 		return m.worldResponse(req, content, calls), nil
 	}
-	kind, payload, isTarget, err := classify(req)
-	if err != nil {
-		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: " + err.Error()}
-	}
-	var content string
-	if isTarget {
-		content = m.target(req, seed)
-	} else {
-		content, err = m.optimize(kind, payload, req.Model, seed)
+	content, ok := m.optimizeFast(req, seed)
+	if !ok {
+		kind, payload, isTarget, err := classify(req)
 		if err != nil {
-			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf("sim: %s request: %v", kind, err)}
+			return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: " + err.Error()}
+		}
+		if isTarget {
+			content = m.target(req, seed)
+		} else {
+			content, err = m.optimize(kind, payload, req.Model, seed)
+			if err != nil {
+				return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf("sim: %s request: %v", kind, err)}
+			}
 		}
 	}
 	finish := "stop"
@@ -176,6 +187,39 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		Content: content, FinishReason: finish, Model: req.Model, Attempts: 1,
 		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: llm.EstimateTokens(content)},
 	}, nil
+}
+
+// optimizeFast answers an optimizer request whose payload opens with its
+// kind, as every rendered payload does, decoding the payload once
+// (peekPayload, then optimize's strict decoding, which checks the rest).
+// ok is false for any other request, and for any error, which Chat's full
+// reading (classify, then optimize) then reports exactly as it would have.
+func (m *Model) optimizeFast(req *llm.Request, seed int64) (content string, ok bool) {
+	kind, payload, ok := peekPayload(req)
+	if !ok {
+		return "", false
+	}
+	content, err := m.optimize(kind, payload, req.Model, seed)
+	return content, err == nil
+}
+
+// peekPayload returns the payload of an optimizer request and the kind
+// its first bytes name, without decoding it: the caller's strict decoding
+// checks the rest, and that the decoded kind is the same ([decode]).
+func peekPayload(req *llm.Request) (kind string, payload json.RawMessage, ok bool) {
+	p, err := prompts.LocatePayload(lastUserText(req.Messages))
+	if err != nil {
+		return "", nil, false
+	}
+	const open = `{"kind":"`
+	if !strings.HasPrefix(p, open) {
+		return "", nil, false
+	}
+	kind, _, found := strings.Cut(p[len(open):], `"`)
+	if !found || kind == "" || strings.ContainsRune(kind, '\\') {
+		return "", nil, false
+	}
+	return kind, json.RawMessage(p), true
 }
 
 // InputTokens is the sim's prompt token count: all message text, one token
@@ -226,28 +270,27 @@ var targetReasons = []string{
 func (m *Model) target(req *llm.Request, seed int64) string {
 	skill, _ := simbench.SkillOf(systemText(req.Messages))
 	question := simbench.QuestionOf(lastUserText(req.Messages))
-	sum := sha256.Sum256([]byte(skill))
-	r := simbench.HashRNG([]byte("target"), []byte(req.Model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
+	f := m.skills.facts(skill)
+	r := simbench.HashRNG([]byte("target"), []byte(req.Model), i64(m.o.Seed), []byte(question), f.sum[:], i64(seed))
 	reason := targetReasons[r.IntN(len(targetReasons))]
 
-	base, ok := simbench.BaseValue(question)
-	if !ok {
+	q := m.questions.facts(question)
+	if !q.ok {
 		return "I could not find a record value in the question.\n<answer>unknown</answer>"
 	}
-	ids := simbench.PitfallsInQuestion(question)
+	base, ids := q.base, q.ids
 	flip := r.Chance(m.o.Epsilon)
 	flipToTypo := r.Chance(0.5)
 	flipPick := r.IntN(len(ids))
 
 	drop := 0.0
-	if over := llm.EstimateTokens(skill) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
+	if over := f.tokens - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
 		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
 	}
-	view := simbench.ViewSkill(skill)
 	bad := ""
 	for _, id := range ids {
-		applied := view.Covered(id) && !r.Chance(drop)
-		if !applied || view.Broken(id) {
+		applied := f.covered[id] && !r.Chance(drop)
+		if !applied || f.broken[id] {
 			bad = id
 			break
 		}
@@ -255,7 +298,7 @@ func (m *Model) target(req *llm.Request, seed int64) string {
 	if bad == "" && m.o.HarmSpill > 0 {
 		// A harmful rule is over-applied to some questions it does not
 		// concern (the same questions whatever the skill).
-		for _, id := range view.BrokenIDs() {
+		for _, id := range f.brokenIDs {
 			if !slices.Contains(ids, id) && simbench.SpillDraw(question, id) < m.o.HarmSpill {
 				bad = id
 				break
@@ -279,6 +322,79 @@ func (m *Model) target(req *llm.Request, seed int64) string {
 		}
 	}
 	return reason + "\n<answer>" + answer + "</answer>"
+}
+
+// skillFacts is what a target answer reads of a skill: its hash, its
+// length in tokens, and which pitfalls' rules and harmful rules it holds.
+type skillFacts struct {
+	sum             [sha256.Size]byte
+	tokens          int64
+	covered, broken map[string]bool // by pitfall id
+	brokenIDs       []string        // catalogue order
+}
+
+func newSkillFacts(skill string) *skillFacts {
+	f := &skillFacts{sum: sha256.Sum256([]byte(skill)), tokens: llm.EstimateTokens(skill),
+		covered: map[string]bool{}, broken: map[string]bool{}, brokenIDs: simbench.ViewSkill(skill).BrokenIDs()}
+	for _, id := range simbench.CoveredIDs(skill) {
+		f.covered[id] = true
+	}
+	for _, id := range f.brokenIDs {
+		f.broken[id] = true
+	}
+	return f
+}
+
+// questionFacts is what a target answer reads of a question: its record
+// value (ok: it has one) and the pitfalls it cues, in order.
+type questionFacts struct {
+	base string
+	ok   bool
+	ids  []string
+}
+
+func newQuestionFacts(question string) *questionFacts {
+	q := &questionFacts{}
+	if q.base, q.ok = simbench.BaseValue(question); q.ok {
+		q.ids = simbench.PitfallsInQuestion(question)
+	}
+	return q
+}
+
+// Bounds of the caches: a run asks thousands of questions under a handful
+// of skills at a time (current, candidates); the paper preset has 2,000
+// questions.
+const (
+	maxCachedSkills    = 64
+	maxCachedQuestions = 4096
+)
+
+// cache maps a text (a skill, a question) to what the sim reads of it,
+// computed once by make. It forgets everything when it holds limit
+// entries. It is safe for concurrent use.
+type cache[V any] struct {
+	limit int
+	make  func(string) *V
+
+	mu sync.Mutex
+	m  map[string]*V
+}
+
+func (c *cache[V]) facts(text string) *V {
+	c.mu.Lock()
+	v, ok := c.m[text]
+	c.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = c.make(text)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= c.limit {
+		c.m = map[string]*V{}
+	}
+	c.m[text] = v
+	return v
 }
 
 // decodeStrict decodes a payload into v, refusing fields v does not have:

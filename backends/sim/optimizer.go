@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,9 +103,14 @@ func (m *Model) optimize(kind string, payload json.RawMessage, model string, see
 	}
 }
 
+// decode decodes a payload strictly into v, a pointer to kind's input
+// type, whose kind must be kind.
 func decode(kind string, payload json.RawMessage, v any) error {
 	if err := decodeStrict(payload, v); err != nil {
 		return fmt.Errorf("%s payload: %w", kind, err)
+	}
+	if k := reflect.ValueOf(v).Elem().FieldByName("Kind"); k.IsValid() && k.String() != kind {
+		return fmt.Errorf("%s payload: kind is %q", kind, k.String())
 	}
 	return nil
 }

@@ -142,7 +142,10 @@ func init() {
 		name: "household",
 		match: func(req *llm.Request) bool {
 			u := worldUser(req.Messages)
-			return householdTask.MatchString(u) && householdActions.MatchString(u) && strings.Contains(u, skillHeader)
+			// The literal is a cheap first test: most requests are not this
+			// world's, and the pattern, anchored at a line start, has no
+			// literal prefix for the regexp package to search for.
+			return strings.Contains(u, "Task: put a ") && householdTask.MatchString(u) && householdActions.MatchString(u) && strings.Contains(u, skillHeader)
 		},
 		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
 			user := worldUser(req.Messages)

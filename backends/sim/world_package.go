@@ -147,8 +147,11 @@ func init() {
 	addWorld(world{
 		name: "package_tool",
 		match: func(req *llm.Request) bool {
+			if !offersReadTool(req) {
+				return false
+			}
 			skill, ok := simbench.SkillOf(systemText(req.Messages))
-			return ok && offersReadTool(req) && strings.Contains(skill, "\n"+skillpkg.ToolListHeader+"\n")
+			return ok && strings.Contains(skill, "\n"+skillpkg.ToolListHeader+"\n")
 		},
 		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
 			return m.packageToolTarget(req, seed)
