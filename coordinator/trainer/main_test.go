@@ -11,8 +11,9 @@ import (
 // TestMain fails the package's tests when one leaves a goroutine running
 // once every test has ended: the trainers and the in-memory dispatchers'
 // tasks must all have stopped. The tests' runs collect garbage less often
-// (fleettest.TuneGC).
+// (fleettest.TuneGC), and their temporary directories are on a memory
+// file system when there is one (fleettest.InMemory).
 func TestMain(m *testing.M) {
 	fleettest.TuneGC()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(fleettest.InMemory(m))
 }
