@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
 
 // TestEarlyStopNeverChangesADecision trains a small cut of the paper
@@ -20,22 +21,30 @@ import (
 // "not higher", never a partial or full score), so the optimizer's later
 // inputs, and so its later candidates, do not depend on early stop. Five
 // more seeds run the paired gate (McNemar, one sample per item), whose
-// rejected-but-higher candidates are shown with their full score.
+// rejected-but-higher candidates are shown with their full score. The
+// issue asks for 20 seeds of the strict gate; the paired five are what it
+// takes to see both of the paired gate's cases in every seed (stopped
+// candidates, and candidates that scored higher and were still rejected,
+// which cannot stop): each variant must have its early stops, and the
+// paired one its rejected-but-higher candidates, or it compares nothing.
 func TestEarlyStopNeverChangesADecision(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the paper preset 50 times")
 	}
 	t.Parallel()
-	var stopped atomic.Int64
 	type variant struct {
 		name  string
 		seeds int
 		sets  []string
+		// stopped counts early-stopped evaluations, higher the rejected
+		// candidates that scored higher than current.
+		stopped, higher atomic.Int64
 	}
-	for _, v := range []variant{
-		{"strict", 20, nil},
-		{"paired", 5, []string{"evaluation.gate_test=paired", "evaluation.gate_alpha=0.2"}},
-	} {
+	variants := []*variant{
+		{name: "strict", seeds: 20},
+		{name: "paired", seeds: 5, sets: []string{"evaluation.gate_test=paired", "evaluation.gate_alpha=0.2"}},
+	}
+	for _, v := range variants {
 		for seed := 1; seed <= v.seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed%d", v.name, seed), func(t *testing.T) {
 				t.Parallel()
@@ -52,7 +61,10 @@ func TestEarlyStopNeverChangesADecision(t *testing.T) {
 							seqs[i] = append(seqs[i], fmt.Sprintf("%s %d %s %s", e.Type, e.Step, e.Action, e.CandidateHash))
 						}
 						if e.EarlyStopped && es {
-							stopped.Add(1)
+							v.stopped.Add(1)
+						}
+						if e.Type == "step" && e.Action == trainer.ActReject && e.CandidateScore != nil && *e.CandidateScore > e.CurrentScore && !es {
+							v.higher.Add(1)
 						}
 					}
 				}
@@ -63,9 +75,14 @@ func TestEarlyStopNeverChangesADecision(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		t.Logf("%d candidate evaluations stopped early", stopped.Load())
-		if stopped.Load() == 0 {
-			t.Error("early stop never fired: the test compares nothing")
+		for _, v := range variants {
+			t.Logf("%s gate: %d candidate evaluations stopped early, %d candidates rejected with a higher score", v.name, v.stopped.Load(), v.higher.Load())
+			if v.stopped.Load() == 0 {
+				t.Errorf("%s gate: early stop never fired: the test compares nothing", v.name)
+			}
+		}
+		if variants[1].higher.Load() == 0 {
+			t.Error("paired gate: no candidate was rejected with a higher score: its full-score case is not compared")
 		}
 	})
 }
