@@ -10,6 +10,7 @@ import (
 // TestAccountingCountsFailureCauses: the causes a result's usage carries
 // add up per stage and in the total, late (cancelled) results included.
 func TestAccountingCountsFailureCauses(t *testing.T) {
+	t.Parallel()
 	a := NewAccounting()
 	a.Add("gate", "target", "m", &pb.Result{TaskId: "r/1", Outcome: pb.Outcome_OUTCOME_OK,
 		Usage: &pb.Usage{Calls: 3, FailedCalls: 2, FailedCauses: map[string]int32{"stall": 1, "server_5xx": 1}}})

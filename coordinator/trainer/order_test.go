@@ -20,6 +20,7 @@ func scored(hard ...float64) []gate.Item {
 // skills' scores, then in item order; with nothing measured it keeps the
 // item order.
 func TestHardFirstQueuesLikelyFailuresFirst(t *testing.T) {
+	t.Parallel()
 	tr := &Trainer{s: Settings{GateMetric: gate.Hard}, selCache: map[string]measure{}}
 	tr.st.CurrentHash = "cur"
 	if o := tr.hardFirst(5); o != nil {

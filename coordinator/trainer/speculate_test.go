@@ -7,10 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
+
+// idleFillOn is the setting of the demo reference run that
+// TestSpeculationKeepsDecisions and TestIdleFillKeepsResults share
+// (fleettest.Reference): the default, stated.
+const idleFillOn = "runtime.idle_fill=true"
 
 // TestSpeculationKeepsDecisions: starting the next step's rollouts for
 // both possible skills during the gate changes no decision and no skill,
@@ -18,12 +22,11 @@ import (
 // rollouts to make than there are rollout tasks).
 func TestSpeculationKeepsDecisions(t *testing.T) {
 	t.Parallel()
-	plain, _, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})})
+	plain, _, err := fleettest.Reference(t, fleettest.Demo, idleFillOn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &scripted{inner: simmodel.New(simmodel.Options{})}
-	spec, _, err := fleettest.RunDemo(t, m, "runtime.speculate=true")
+	spec, _, err := fleettest.RunDemo(t, nil, idleFillOn, "runtime.speculate=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +71,11 @@ func readTokens(t *testing.T, dir string) struct {
 // end, and the final evaluation really finds its results.
 func TestIdleFillKeepsResults(t *testing.T) {
 	t.Parallel()
-	off, sumOff, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=false")
+	off, sumOff, err := fleettest.RunDemo(t, nil, "runtime.idle_fill=false")
 	if err != nil {
 		t.Fatal(err)
 	}
-	on, sumOn, err := fleettest.RunDemo(t, &scripted{inner: simmodel.New(simmodel.Options{})}, "runtime.idle_fill=true")
+	on, sumOn, err := fleettest.Reference(t, fleettest.Demo, idleFillOn)
 	if err != nil {
 		t.Fatal(err)
 	}
