@@ -382,11 +382,13 @@ func newQuestionFacts(question string) *questionFacts {
 }
 
 // Bounds of the caches: a run asks thousands of questions under a handful
-// of skills at a time (current, candidates); the paper preset has 2,000
-// questions.
+// of skills at a time (current, candidates), and the paper preset has
+// 2,000 questions; a sim server (sim-llm) serves the runs of a campaign at
+// once. A skill's entry holds about its own size, a question's a few
+// hundred bytes.
 const (
-	maxCachedSkills    = 64
-	maxCachedQuestions = 4096
+	maxCachedSkills    = 256
+	maxCachedQuestions = 16384
 )
 
 // cache maps a text (a skill, a question) to what the sim reads of it,
