@@ -293,7 +293,7 @@ func (s *Set) system(name, mode string, v reflect.Value, opts RenderOptions) (st
 		k.pkg = IsPackage(payloadSkill(v))
 		k.describes = trainsDescription(v)
 	}
-	// A run renders the same few system prompts thousands of times.
+	// A run renders the same few system prompts hundreds of times.
 	if text, ok := s.systems.Load(k); ok {
 		return text.(string), nil
 	}
