@@ -117,7 +117,12 @@ func TestCampaignTerminalLine(t *testing.T) {
 		t.Skip("script(1) (util-linux) is not installed: no pseudo-terminal to run the campaign on")
 	}
 	t.Parallel()
-	spec := writeCampaign(t, []testCell{{name: "a", sets: []string{"train.seed=1"}}, {name: "b", sets: []string{"train.seed=2"}}}, 1)
+	// The line is redrawn once a second: the cells run against a sim-llm
+	// with 30 ms per call, so each outlasts several redraws (in-process at
+	// zero latency a demo cell can finish between two).
+	url := simServer(t, "--latency", "30ms")
+	sim := []string{"runtime.sim_llm=false", "model.target_base_url=" + url, "model.optimizer_base_url=" + url}
+	spec := writeCampaign(t, []testCell{{name: "a", sets: append([]string{"train.seed=1"}, sim...)}, {name: "b", sets: append([]string{"train.seed=2"}, sim...)}}, 1)
 	out := filepath.Join(t.TempDir(), "camp")
 	cmd := exec.Command(scriptBin, "-q", "-f", "-e", "-c", binary+" campaign --config "+spec+" --out "+out, "/dev/null")
 	cmd.Dir = repoRoot(t)

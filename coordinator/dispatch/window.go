@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -64,37 +65,66 @@ func (d *Dispatcher) pump(ctx context.Context) {
 
 func (d *Dispatcher) pumpOnce(ctx context.Context) {
 	window := max(d.o.BulkWindow(), 1)
-	published := 0
-	for ctx.Err() == nil {
-		d.mu.Lock()
+	d.mu.Lock()
+	var out []heldTask
+	for len(d.held) > 0 && len(d.bulkOut) < window {
 		var h heldTask
-		found := false
-		for len(d.held) > 0 && len(d.bulkOut) < window {
-			h, d.held = d.held[0], d.held[1:]
-			if d.pending[h.f.id] == h.f { // not cancelled meanwhile
-				found = true
-				d.bulkOut[h.f.id] = true
-				break
-			}
+		h, d.held = d.held[0], d.held[1:]
+		if d.pending[h.f.id] == h.f { // not cancelled meanwhile
+			d.bulkOut[h.f.id] = true
+			out = append(out, h)
 		}
+	}
+	d.mu.Unlock()
+	// The released tasks go out in one burst (asynchronous publishes,
+	// then their acks), so a run's bulk wave lands in the stream as one
+	// run of messages rather than one message per round trip interleaved
+	// with every other run's.
+	type pub struct {
+		h   heldTask
+		msg *nats.Msg
+		paf jetstream.PubAckFuture
+	}
+	pubs := make([]pub, 0, len(out))
+	failed := func(h heldTask, err error) {
+		d.mu.Lock()
+		delete(d.bulkOut, h.f.id)
 		d.mu.Unlock()
-		if !found {
-			break
-		}
+		d.log.Warn("publish bulk task", "task_id", h.f.id, "err", err)
+		d.fail(h.f, pb.Outcome_OUTCOME_MODEL_ERROR, "publish: "+err.Error())
+	}
+	for _, h := range out {
 		msg := d.taskMsg(h.trace, h.task, queue.ClassBulk, h.data, "")
-		seq, err := d.publishSync(ctx, msg)
+		paf, err := d.o.JS.PublishMsgAsync(msg)
 		if err != nil {
-			d.mu.Lock()
-			delete(d.bulkOut, h.f.id)
-			d.mu.Unlock()
-			d.log.Warn("publish bulk task", "task_id", h.f.id, "err", err)
-			d.fail(h.f, pb.Outcome_OUTCOME_MODEL_ERROR, "publish: "+err.Error())
+			failed(h, err)
 			continue
 		}
+		pubs = append(pubs, pub{h: h, msg: msg, paf: paf})
+	}
+	published := 0
+	for _, p := range pubs {
+		var seq uint64
+		select {
+		case ack := <-p.paf.Ok():
+			seq = ack.Sequence
+			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+				var err error
+				if seq, err = d.republish(ctx, p.msg); err != nil {
+					failed(p.h, err)
+					continue
+				}
+			}
+		case err := <-p.paf.Err():
+			failed(p.h, err)
+			continue
+		case <-ctx.Done():
+			return
+		}
 		d.mu.Lock()
-		h.f.seq, h.f.msg, h.f.published = seq, msg, time.Now()
-		if d.pending[h.f.id] == h.f {
-			d.seqs[seq] = h.f.id
+		p.h.f.seq, p.h.f.msg, p.h.f.published = seq, p.msg, time.Now()
+		if d.pending[p.h.f.id] == p.h.f {
+			d.seqs[seq] = p.h.f.id
 		}
 		d.mu.Unlock()
 		published++
@@ -102,19 +132,6 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 	if published > 0 && d.o.NC != nil {
 		_ = d.o.NC.Publish(queue.ReadySubject, []byte(queue.ClassBulk))
 	}
-}
-
-// publishSync publishes one task message and returns its stream sequence,
-// republishing under a fresh id when de-duplication hit a vanished copy.
-func (d *Dispatcher) publishSync(ctx context.Context, msg *nats.Msg) (uint64, error) {
-	ack, err := d.o.JS.PublishMsg(ctx, msg)
-	if err != nil {
-		return 0, err
-	}
-	if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
-		return d.republish(ctx, msg)
-	}
-	return ack.Sequence, nil
 }
 
 // releaseBulk frees a bulk window slot held by task id.
