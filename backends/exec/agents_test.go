@@ -460,24 +460,7 @@ func TestRealCodexOpensPackageReference(t *testing.T) {
 	s, url := simFor(t, sim.ServerOptions{})
 	c, _ := agentClient(t, exec.AgentCodex, url, nil)
 	_, q, gold := simTask(t)
-	files := map[string]string{
-		"SKILL.md":            "---\nname: records\ndescription: Answer questions about archived records. Read it before you start.\n---\n# Records\n\nRules for each record type live in references/.\n",
-		"references/rules.md": "# Record rules\n",
-	}
-	var reading string
-	for _, id := range simbench.PitfallsInQuestion(q) {
-		p, _ := simbench.Lookup(id)
-		switch p.Category {
-		case "reading":
-			reading = p.Rule
-		default:
-			files["references/"+p.Category+".md"] += "- " + p.Rule + "\n"
-		}
-	}
-	if _, ok := files["references/units.md"]; !ok || reading == "" {
-		t.Fatalf("question %q: want a units pitfall and a reading pitfall", q)
-	}
-	files["scripts/read_codes.py"] = fmt.Sprintf("def keep(code):\n    %q\n    return code.strip()\n", reading)
+	files := questionPackage(t, q)
 	p, err := skillpkg.New(files, skillpkg.Limits{})
 	if err != nil {
 		t.Fatal(err)
@@ -587,4 +570,30 @@ func TestCodexEventsNameOpenedPackageFiles(t *testing.T) {
 	}); strings.Join(got, ",") != "references/sign.md,SKILL.md" {
 		t.Fatalf("OpenedFiles = %v, want references/sign.md then SKILL.md", got)
 	}
+}
+
+// questionPackage is a skill package for the sim question q: SKILL.md says
+// the rules live in references/, where each of q's record-type rules is,
+// and its code-reading rule is in scripts/read_codes.py.
+func questionPackage(t *testing.T, q string) map[string]string {
+	t.Helper()
+	files := map[string]string{
+		"SKILL.md":            "---\nname: records\ndescription: Answer questions about archived records. Read it before you start.\n---\n# Records\n\nRules for each record type live in references/.\n",
+		"references/rules.md": "# Record rules\n",
+	}
+	var reading string
+	for _, id := range simbench.PitfallsInQuestion(q) {
+		p, _ := simbench.Lookup(id)
+		switch p.Category {
+		case "reading":
+			reading = p.Rule
+		default:
+			files["references/"+p.Category+".md"] += "- " + p.Rule + "\n"
+		}
+	}
+	if _, ok := files["references/units.md"]; !ok || reading == "" {
+		t.Fatalf("question %q: want a units pitfall and a reading pitfall", q)
+	}
+	files["scripts/read_codes.py"] = fmt.Sprintf("def keep(code):\n    %q\n    return code.strip()\n", reading)
+	return files
 }
