@@ -66,19 +66,7 @@ func TestCodexTrainsSkillPackage(t *testing.T) {
 
 	// sim-llm's request log: the agent listed the installed skill and
 	// opened those reference files with shell reads.
-	log := simRequestLog(t, url)
-	catRef := regexp.MustCompile(`cat \S*/\.agents/skills/skillfleet-target/(references/[A-Za-z0-9_.-]+\.md)`)
-	opened := map[string]int{}
-	actions := map[string]int{}
-	for _, e := range log {
-		actions[e.Action]++
-		for _, c := range e.ToolCalls {
-			if m := catRef.FindStringSubmatch(c); m != nil {
-				opened[m[1]]++
-			}
-		}
-	}
-	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
+	actions, opened := referenceReads(t, url, ".agents/skills/skillfleet-target")
 	if actions["list_skill"] == 0 {
 		t.Errorf("no agent listed the installed skill directory (actions %v)", actions)
 	}
@@ -213,19 +201,7 @@ func TestClaudeTrainsSkillPackage(t *testing.T) {
 		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
 	}
 
-	log := simRequestLog(t, url)
-	catRef := regexp.MustCompile(`cat \S*/\.claude/skills/archived-records/(references/[A-Za-z0-9_.-]+\.md)`)
-	opened := map[string]int{}
-	actions := map[string]int{}
-	for _, e := range log {
-		actions[e.Action]++
-		for _, c := range e.ToolCalls {
-			if m := catRef.FindStringSubmatch(c); m != nil {
-				opened[m[1]]++
-			}
-		}
-	}
-	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
+	actions, opened := referenceReads(t, url, ".claude/skills/archived-records")
 	if actions["read_skill"] == 0 || actions["list_skill"] == 0 || len(opened) == 0 {
 		t.Fatalf("Claude Code did not load, list and open the installed package (actions %v, reference reads %v)", actions, opened)
 	}
@@ -243,4 +219,24 @@ func TestClaudeTrainsSkillPackage(t *testing.T) {
 	if withRef == 0 {
 		t.Errorf("no recorded reply leads with a note naming a reference file (%d notes)", len(notes))
 	}
+}
+
+// referenceReads reads sim-llm's request log: how many requests of each
+// action, and how often each reference file of the skill installed at
+// skillDir (relative to a call's work directory) was opened with cat.
+func referenceReads(t *testing.T, url, skillDir string) (actions, opened map[string]int) {
+	t.Helper()
+	log := simRequestLog(t, url)
+	catRef := regexp.MustCompile(`cat \S*/` + regexp.QuoteMeta(skillDir) + `/(references/[A-Za-z0-9_.-]+\.md)`)
+	actions, opened = map[string]int{}, map[string]int{}
+	for _, e := range log {
+		actions[e.Action]++
+		for _, c := range e.ToolCalls {
+			if m := catRef.FindStringSubmatch(c); m != nil {
+				opened[m[1]]++
+			}
+		}
+	}
+	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
+	return actions, opened
 }
