@@ -204,9 +204,7 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("optimizer model: %v", err)}
 	}
 	var payload any = json.RawMessage(ot.GetPayload())
-	// The decoded payload goes with the call: a model in this process that
-	// reads the payload back (the sim) need not decode it again.
-	sys, user, decoded, err := x.d.Prompts.RenderDecoded(ot.GetPrompt(), ot.GetMode(), payload, prompts.RenderOptions{Bench: ot.GetBench()})
+	sys, user, err := x.d.Prompts.Render(ot.GetPrompt(), ot.GetMode(), payload, prompts.RenderOptions{Bench: ot.GetBench()})
 	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("render prompt %s: %v", ot.GetPrompt(), err)}
 	}
@@ -222,7 +220,7 @@ func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Resul
 		req.Temperature = &v
 	}
 	mt := newMeter(m)
-	resp, err := mt.Chat(prompts.WithDecoded(ctx, decoded), req)
+	resp, err := mt.Chat(ctx, req)
 	if err != nil {
 		r := failure(err)
 		if u, ok := mt.result(spec.GetModel()); ok {

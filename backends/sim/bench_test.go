@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,19 +13,18 @@ import (
 
 // analystRequest is an analyst request as a worker sends it: the recorded
 // paper-preset payload of the prompts package's tests (six failed
-// trajectories, five steps in the step buffer), rendered; and the
-// rendering's decoded payload.
-func analystRequest(b *testing.B) (*llm.Request, *prompts.Decoded) {
+// trajectories, five steps in the step buffer), rendered.
+func analystRequest(b *testing.B) *llm.Request {
 	b.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "pkg", "prompts", "testdata", "analyst_failure.json"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	system, user, d, err := prompts.New(nil).RenderDecoded(prompts.AnalystFailure, prompts.ModePatch, json.RawMessage(raw), prompts.RenderOptions{})
+	system, user, err := prompts.New(nil).Render(prompts.AnalystFailure, prompts.ModePatch, raw, prompts.RenderOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &llm.Request{Model: "opt", Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}}, d
+	return &llm.Request{Model: "opt", Messages: []llm.Message{{Role: llm.RoleSystem, Content: system}, {Role: llm.RoleUser, Content: user}}}
 }
 
 // paperTargetRequest is a paper-preset target request under the preset's
@@ -48,7 +46,7 @@ func paperTargetRequest(b *testing.B) *llm.Request {
 // Chat does before it answers: the payload located, its kind, the strict
 // decoding.
 func BenchmarkSimOptimizerParse(b *testing.B) {
-	req, _ := analystRequest(b)
+	req := analystRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		kind, payload, ok := peekPayload(req)
@@ -56,7 +54,7 @@ func BenchmarkSimOptimizerParse(b *testing.B) {
 			b.Fatal("peekPayload: not an optimizer request")
 		}
 		var in prompts.AnalystInput
-		if err := decode(kind, json.RawMessage(payload), &in); err != nil {
+		if err := decode(kind, payload, &in); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -65,24 +63,10 @@ func BenchmarkSimOptimizerParse(b *testing.B) {
 // BenchmarkSimAnalyst answers an analyst request.
 func BenchmarkSimAnalyst(b *testing.B) {
 	m := New(Options{})
-	req, _ := analystRequest(b)
+	req := analystRequest(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := m.Chat(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkSimAnalystDecoded answers an analyst request whose payload the
-// context carries decoded, as a worker's rendering hands it on.
-func BenchmarkSimAnalystDecoded(b *testing.B) {
-	m := New(Options{})
-	req, d := analystRequest(b)
-	ctx := prompts.WithDecoded(context.Background(), d)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Chat(ctx, req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,7 +163,7 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		content, calls := w.answer(m, req, seed)
 		return m.worldResponse(req, content, calls), nil
 	}
-	content, ok := m.optimizeFast(ctx, req, seed)
+	content, ok := m.optimizeFast(req, seed)
 	if !ok {
 		kind, payload, isTarget, err := classify(req)
 		if err != nil {
@@ -191,55 +190,36 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 }
 
 // optimizeFast answers an optimizer request whose payload opens with its
-// kind, as every rendered payload does, decoding the payload at most once:
-// the kind is read from the payload's first bytes (peekPayload), and the
-// payload is the one ctx carries already decoded when the worker of this
-// process rendered it ([prompts.WithDecoded]), else optimize's strict
-// decoding, which checks the rest. ok is false for any other request, and
-// for any error, which Chat's full reading (classify, then optimize) then
-// reports exactly as it would have.
-func (m *Model) optimizeFast(ctx context.Context, req *llm.Request, seed int64) (content string, ok bool) {
+// kind, as every rendered payload does, decoding the payload once
+// (peekPayload, then optimize's strict decoding, which checks the rest).
+// ok is false for any other request, and for any error, which Chat's full
+// reading (classify, then optimize) then reports exactly as it would have.
+func (m *Model) optimizeFast(req *llm.Request, seed int64) (content string, ok bool) {
 	kind, payload, ok := peekPayload(req)
 	if !ok {
 		return "", false
 	}
-	var err error
-	if in, ok := prompts.DecodedFrom(ctx, payload); ok && sameInput(kind, in) {
-		content, err = m.answer(kind, in, []byte(payload), req.Model, seed)
-	} else {
-		content, err = m.optimize(kind, json.RawMessage(payload), req.Model, seed)
-	}
+	content, err := m.optimize(kind, payload, req.Model, seed)
 	return content, err == nil
-}
-
-// sameInput reports whether in, a decoded payload, has kind's input type
-// and kind, as [decode] requires of a decoding.
-func sameInput(kind string, in any) bool {
-	want := newInput(kind)
-	if want == nil || reflect.TypeOf(in) != reflect.TypeOf(want) {
-		return false
-	}
-	k := reflect.ValueOf(in).Elem().FieldByName("Kind")
-	return k.IsValid() && k.String() == kind
 }
 
 // peekPayload returns the payload of an optimizer request and the kind
 // its first bytes name, without decoding it: the caller's strict decoding
 // checks the rest, and that the decoded kind is the same ([decode]).
-func peekPayload(req *llm.Request) (kind, payload string, ok bool) {
+func peekPayload(req *llm.Request) (kind string, payload json.RawMessage, ok bool) {
 	p, err := prompts.LocatePayload(lastUserText(req.Messages))
 	if err != nil {
-		return "", "", false
+		return "", nil, false
 	}
 	const open = `{"kind":"`
 	if !strings.HasPrefix(p, open) {
-		return "", "", false
+		return "", nil, false
 	}
 	kind, _, found := strings.Cut(p[len(open):], `"`)
 	if !found || kind == "" || strings.ContainsRune(kind, '\\') {
-		return "", "", false
+		return "", nil, false
 	}
-	return kind, p, true
+	return kind, json.RawMessage(p), true
 }
 
 // InputTokens is the sim's prompt token count: all message text, one token

@@ -18,57 +18,28 @@ import (
 // optimize answers an optimizer request. Its randomness is drawn from the
 // payload bytes, the request seed, the model name and Options.Seed.
 func (m *Model) optimize(kind string, payload json.RawMessage, model string, seed int64) (string, error) {
-	in := newInput(kind)
-	if in == nil {
-		return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(prompts.Names(), ", "))
-	}
-	if err := decode(kind, payload, in); err != nil {
-		return "", err
-	}
-	return m.answer(kind, in, payload, model, seed)
-}
-
-// newInput returns a pointer to a new value of kind's input type, or nil
-// for an unknown kind.
-func newInput(kind string) any {
+	r := simbench.HashRNG([]byte("optimizer"), []byte(model), i64(m.o.Seed), payload, i64(seed))
 	switch kind {
 	case prompts.AnalystFailure, prompts.AnalystSuccess:
-		return new(prompts.AnalystInput)
-	case prompts.MergeFailure, prompts.MergeSuccess:
-		return new(prompts.MergeInput)
-	case prompts.MergeFinal:
-		return new(prompts.MergeFinalInput)
-	case prompts.Ranking:
-		return new(prompts.RankInput)
-	case prompts.LRController:
-		return new(prompts.LRInput)
-	case prompts.Rewrite:
-		return new(prompts.RewriteInput)
-	case prompts.SlowUpdate, prompts.MetaSkill:
-		return new(prompts.EpochInput)
-	case prompts.Consolidate:
-		return new(prompts.ConsolidateInput)
-	}
-	return nil
-}
-
-// answer answers a decoded optimizer request: in is what [newInput]
-// returns for kind, decoded from payload, and is only read.
-func (m *Model) answer(kind string, in any, payload []byte, model string, seed int64) (string, error) {
-	r := simbench.HashRNG([]byte("optimizer"), []byte(model), i64(m.o.Seed), payload, i64(seed))
-	switch in := in.(type) {
-	case *prompts.AnalystInput:
+		var in prompts.AnalystInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
 		if err := checkMode(kind, in.Mode); err != nil {
 			return "", err
 		}
 		var out *prompts.AnalystReply
 		if kind == prompts.AnalystFailure {
-			out = m.analystFailure(in, r)
+			out = m.analystFailure(&in, r)
 		} else {
-			out = m.analystSuccess(in, r)
+			out = m.analystSuccess(&in, r)
 		}
 		return reply("I compared the trajectories with the current skill. Here is my analysis.", out)
-	case *prompts.MergeInput:
+	case prompts.MergeFailure, prompts.MergeSuccess:
+		var in prompts.MergeInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
 		if err := checkMode(kind, in.Mode); err != nil {
 			return "", err
 		}
@@ -77,31 +48,59 @@ func (m *Model) answer(kind string, in any, payload []byte, model string, seed i
 			side = "success"
 		}
 		return reply("I merged the proposals of the group.", merge(in.Skill, in.Mode, side, in.Patches))
-	case *prompts.MergeFinalInput:
+	case prompts.MergeFinal:
+		var in prompts.MergeFinalInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
 		if err := checkMode(kind, in.Mode); err != nil {
 			return "", err
 		}
 		out := merge(in.Skill, in.Mode, "", [][]prompts.Item{in.Failure, in.Success})
 		out.Reasoning = fmt.Sprintf("Combined %d failure and %d success proposals, failure ones first, dropping duplicates.", len(in.Failure), len(in.Success))
 		return reply("Here is the combined proposal for this step.", out)
-	case *prompts.RankInput:
+	case prompts.Ranking:
+		var in prompts.RankInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
 		if err := checkMode(kind, in.Mode); err != nil {
 			return "", err
 		}
-		return reply("These are the changes I would apply, most valuable first.", rank(in))
-	case *prompts.LRInput:
-		return reply("Here is my decision on the number of changes.", learningRate(in))
-	case *prompts.RewriteInput:
-		return reply("I rewrote the skill with the selected suggestions.", rewrite(in))
-	case *prompts.EpochInput:
-		if kind == prompts.MetaSkill {
-			return reply("Here are my updated notes.", metaSkill(in))
+		return reply("These are the changes I would apply, most valuable first.", rank(&in))
+	case prompts.LRController:
+		var in prompts.LRInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
 		}
-		return reply("Here is the new epoch guidance.", slowUpdate(in))
-	case *prompts.ConsolidateInput:
-		return reply("Here are the consolidated notes.", consolidate(in))
+		return reply("Here is my decision on the number of changes.", learningRate(&in))
+	case prompts.Rewrite:
+		var in prompts.RewriteInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("I rewrote the skill with the selected suggestions.", rewrite(&in))
+	case prompts.SlowUpdate:
+		var in prompts.EpochInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here is the new epoch guidance.", slowUpdate(&in))
+	case prompts.MetaSkill:
+		var in prompts.EpochInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here are my updated notes.", metaSkill(&in))
+	case prompts.Consolidate:
+		var in prompts.ConsolidateInput
+		if err := decode(kind, payload, &in); err != nil {
+			return "", err
+		}
+		return reply("Here are the consolidated notes.", consolidate(&in))
+	default:
+		return "", fmt.Errorf("unknown request kind %q (want one of %s)", kind, strings.Join(prompts.Names(), ", "))
 	}
-	return "", fmt.Errorf("%s payload: no input type", kind)
 }
 
 // decode decodes a payload strictly into v, a pointer to kind's input

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -27,11 +26,9 @@ func fullReading(m *Model, req *llm.Request) (string, error) {
 }
 
 // TestOneDecodingAnswersAsBefore: Chat reads an optimizer payload's kind
-// from its first bytes and decodes the payload once, or takes it decoded
-// from the context (the worker's rendering); its reply, or its error, must
-// be what the full reading gives, for rendered payloads of every kind, with
-// and without the renderer's decoding, and for payloads that only look
-// like them.
+// from its first bytes and decodes the payload once; its reply, or its
+// error, must be what the full reading gives, for rendered payloads of
+// every kind and for payloads that only look like them.
 func TestOneDecodingAnswersAsBefore(t *testing.T) {
 	t.Parallel()
 	m := New(Options{})
@@ -41,7 +38,6 @@ func TestOneDecodingAnswersAsBefore(t *testing.T) {
 	}
 	type tc struct{ name, user string }
 	var cases []tc
-	decoded := map[string]*prompts.Decoded{}
 	items := []prompts.Item{{Op: "append", Content: "- Write the unit.", SupportCount: 2}}
 	for _, r := range []struct {
 		name, mode string
@@ -58,27 +54,11 @@ func TestOneDecodingAnswersAsBefore(t *testing.T) {
 		{prompts.MetaSkill, "", prompts.EpochInput{Skill: testSkill}},
 		{prompts.Consolidate, "", prompts.ConsolidateInput{Notes: []string{"Check units. Always."}}},
 	} {
-		raw, err := json.Marshal(r.payload)
+		_, u, err := s.Render(r.name, r.mode, r.payload, prompts.RenderOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, u, d, err := s.RenderDecoded(r.name, r.mode, json.RawMessage(raw), prompts.RenderOptions{})
-		if err != nil || d == nil {
-			t.Fatalf("RenderDecoded(%s) = %v, %v", r.name, d, err)
-		}
-		cases = append(cases, tc{r.name, u}, tc{r.name + ", decoded by the renderer", u})
-		decoded[r.name+", decoded by the renderer"] = d
-	}
-	// A decoded payload of another kind than the request's is not used.
-	{
-		raw := []byte(`{"notes":["a"]}`)
-		_, u, _, err := s.RenderDecoded(prompts.Consolidate, "", json.RawMessage(raw), prompts.RenderOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		js, _ := prompts.LocatePayload(u)
-		cases = append(cases, tc{"decoded payload of another type", u})
-		decoded["decoded payload of another type"] = &prompts.Decoded{JSON: js, Value: &prompts.RankInput{Kind: prompts.Consolidate}}
+		cases = append(cases, tc{r.name, u})
 	}
 	cases = append(cases,
 		// The decoder takes the last of duplicate keys, and matches keys
@@ -97,7 +77,7 @@ func TestOneDecodingAnswersAsBefore(t *testing.T) {
 	for _, c := range cases {
 		req := &llm.Request{Model: "opt", Messages: []llm.Message{{Role: llm.RoleSystem, Content: "system"}, {Role: llm.RoleUser, Content: c.user}}}
 		want, wantErr := fullReading(m, req)
-		resp, err := m.Chat(prompts.WithDecoded(t.Context(), decoded[c.name]), req)
+		resp, err := m.Chat(t.Context(), req)
 		got := ""
 		if resp != nil {
 			got = resp.Content

@@ -68,17 +68,3 @@ func BenchmarkNew(b *testing.B) {
 		prompts.New(nil)
 	}
 }
-
-// BenchmarkRenderAnalystDecoded is BenchmarkRenderAnalyst as the worker
-// renders: the decoded payload made equal to a decoding of the rendered
-// one, for the model.
-func BenchmarkRenderAnalystDecoded(b *testing.B) {
-	s := prompts.New(nil)
-	raw := recordedAnalystPayload(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, _, _, err := s.RenderDecoded(prompts.AnalystFailure, prompts.ModePatch, raw, prompts.RenderOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -213,55 +213,30 @@ func newTemplateData(name, mode string) templateData {
 // different one is an error. mode is one of the prompt's [Modes]; a prompt
 // without variants also accepts (and ignores) any update mode.
 func (s *Set) Render(name, mode string, payload any, opts RenderOptions) (system, user string, err error) {
-	system, user, _, err = s.render(name, mode, payload, opts)
-	return system, user, err
-}
-
-// RenderDecoded is [Set.Render] that also returns the payload decoded,
-// for a model in this process that reads the payload back ([WithDecoded]):
-// it is nil unless payload was given as JSON.
-func (s *Set) RenderDecoded(name, mode string, payload any, opts RenderOptions) (system, user string, d *Decoded, err error) {
-	system, user, v, err := s.render(name, mode, payload, opts)
-	if err != nil {
-		return "", "", nil, err
-	}
-	switch payload.(type) {
-	case []byte, json.RawMessage:
-		// v was decoded from JSON, so it holds valid UTF-8 only, and it is
-		// this rendering's own: it can be made to equal a decoding of the
-		// JSON it was encoded as.
-		omitEmpty(v)
-		js, _ := LocatePayload(user)
-		d = &Decoded{JSON: js, Value: v.Addr().Interface()}
-	}
-	return system, user, d, nil
-}
-
-func (s *Set) render(name, mode string, payload any, opts RenderOptions) (system, user string, v reflect.Value, err error) {
 	p, ok := prompts[name]
 	if !ok {
-		return "", "", v, fmt.Errorf("prompts: %q: %w", name, ErrUnknownPrompt)
+		return "", "", fmt.Errorf("prompts: %q: %w", name, ErrUnknownPrompt)
 	}
 	if !slices.Contains(p.modes, mode) {
 		// A prompt without variants ignores the run's update mode.
 		if p.modes[0] != "" || !slices.Contains(allModes, mode) {
-			return "", "", v, fmt.Errorf("prompts: %s: mode %q: %w", name, mode, ErrUnknownMode)
+			return "", "", fmt.Errorf("prompts: %s: mode %q: %w", name, mode, ErrUnknownMode)
 		}
 		mode = ""
 	}
-	v, err = normalizePayload(name, mode, p.payload, payload)
+	v, err := normalizePayload(name, mode, p.payload, payload)
 	if err != nil {
-		return "", "", v, err
+		return "", "", err
 	}
 	system, err = s.system(name, mode, v, opts)
 	if err != nil {
-		return "", "", v, err
+		return "", "", err
 	}
 	user, err = userMessage(p.lead, v, opts)
 	if err != nil {
-		return "", "", v, fmt.Errorf("prompts: %s: %w", name, err)
+		return "", "", fmt.Errorf("prompts: %s: %w", name, err)
 	}
-	return system, user, v, nil
+	return system, user, nil
 }
 
 // systemKey is what a system prompt depends on besides the Set's
