@@ -461,18 +461,7 @@ func TestRealCodexOpensPackageReference(t *testing.T) {
 	c, _ := agentClient(t, exec.AgentCodex, url, nil)
 	_, q, gold := simTask(t)
 	files := questionPackage(t, q)
-	p, err := skillpkg.New(files, skillpkg.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := s.RequestLog()
-	if got := simbench.ExtractAnswer(resp.Content); got != gold {
-		t.Fatalf("answer %q (reply %q), want %q; request log %+v", got, resp.Content, gold, log)
-	}
+	resp, log := askWithPackage(t, c, s, files, q, gold)
 	var actions []string
 	opened := map[string]bool{}
 	for _, e := range log {
@@ -514,7 +503,7 @@ func TestRealCodexOpensPackageReference(t *testing.T) {
 			files["SKILL.md"] += "- " + pf.Rule + "\n"
 		}
 	}
-	p, err = skillpkg.New(files, skillpkg.Limits{})
+	p, err := skillpkg.New(files, skillpkg.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,4 +585,24 @@ func questionPackage(t *testing.T, q string) map[string]string {
 	}
 	files["scripts/read_codes.py"] = fmt.Sprintf("def keep(code):\n    %q\n    return code.strip()\n", reading)
 	return files
+}
+
+// askWithPackage asks the agent c question q with files installed as its
+// skill package and fails unless it answers gold; it returns the reply and
+// what the sim-llm s was asked meanwhile.
+func askWithPackage(t *testing.T, c *exec.Client, s *sim.Server, files map[string]string, q, gold string) (*llm.Response, []sim.LoggedRequest) {
+	t.Helper()
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), q))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := s.RequestLog()
+	if got := simbench.ExtractAnswer(resp.Content); got != gold {
+		t.Fatalf("answer %q (reply %q), want %q; request log %+v", got, resp.Content, gold, log)
+	}
+	return resp, log
 }

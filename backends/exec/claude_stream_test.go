@@ -12,7 +12,6 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/sim"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
@@ -200,18 +199,7 @@ func TestRealClaudeOpensPackageReference(t *testing.T) {
 	c, _ := agentClient(t, exec.AgentClaude, url, func(cfg *exec.Config) { cfg.SkillName = "records" })
 	_, q, gold := simTask(t)
 	files := questionPackage(t, q)
-	p, err := skillpkg.New(files, skillpkg.Limits{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := c.Chat(t.Context(), simRequest(skillpkg.Encode(p), q))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := s.RequestLog()
-	if got := simbench.ExtractAnswer(resp.Content); got != gold {
-		t.Fatalf("answer %q (reply %q), want %q; request log %+v", got, resp.Content, gold, log)
-	}
+	resp, log := askWithPackage(t, c, s, files, q, gold)
 	// The files sim-llm saw the agent open, in order: the Skill tool's
 	// SKILL.md, then one shell read per file (in the listing's order).
 	var actions []string

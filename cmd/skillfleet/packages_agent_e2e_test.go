@@ -36,20 +36,7 @@ func TestCodexTrainsSkillPackage(t *testing.T) {
 	t.Parallel()
 	url := startSimLLMProcess(t)
 	out := filepath.Join(t.TempDir(), "run")
-	r, err := runAgentCLI(t, "train", "--config", "configs/packages/codex-sim.yaml", "--out", out, "--assert-improves",
-		"--set", "runtime.sim_llm=false", "--set", "model.optimizer_base_url="+url, "--set", "model.target_base_url="+url)
-	if err != nil {
-		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
-	}
-	var s trainSummary
-	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
-		t.Fatal(err)
-	}
-	base, best := s.TestHard["baseline"], s.TestHard["best"]
-	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
-	if best-base < minAgentGain-1e-9 {
-		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
-	}
+	trainPackageWithAgent(t, "configs/packages/codex-sim.yaml", url, out)
 
 	// The best package, as installed: reference files the optimizer wrote.
 	seedRefs := map[string]bool{"references/rules.md": true}
@@ -185,21 +172,7 @@ func TestClaudeTrainsSkillPackage(t *testing.T) {
 	t.Parallel()
 	url := startSimLLMProcess(t)
 	out := filepath.Join(t.TempDir(), "run")
-	r, err := runAgentCLI(t, "train", "--config", "configs/harness/claude-sim.yaml", "--out", out, "--assert-improves",
-		"--set", "env.skill_init=configs/packages/codex_seed", "--set", "model.target_options.skill_name=archived-records",
-		"--set", "runtime.sim_llm=false", "--set", "model.optimizer_base_url="+url, "--set", "model.target_base_url="+url)
-	if err != nil {
-		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
-	}
-	var s trainSummary
-	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
-		t.Fatal(err)
-	}
-	base, best := s.TestHard["baseline"], s.TestHard["best"]
-	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
-	if best-base < minAgentGain-1e-9 {
-		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
-	}
+	trainPackageWithAgent(t, "configs/packages/claude-sim.yaml", url, out)
 
 	actions, opened := referenceReads(t, url, ".claude/skills/archived-records")
 	if actions["read_skill"] == 0 || actions["list_skill"] == 0 || len(opened) == 0 {
@@ -239,4 +212,25 @@ func referenceReads(t *testing.T, url, skillDir string) (actions, opened map[str
 	}
 	t.Logf("sim-llm request log: %d requests, actions %v; reference reads %v", len(log), actions, opened)
 	return actions, opened
+}
+
+// trainPackageWithAgent trains config (an agent CLI target) against the
+// sim-llm at url into out, with --assert-improves, and fails unless the
+// test score rose by minAgentGain.
+func trainPackageWithAgent(t *testing.T, config, url, out string) {
+	t.Helper()
+	r, err := runAgentCLI(t, "train", "--config", config, "--out", out, "--assert-improves",
+		"--set", "runtime.sim_llm=false", "--set", "model.optimizer_base_url="+url, "--set", "model.target_base_url="+url)
+	if err != nil {
+		t.Fatalf("train --assert-improves: %v\n%s", err, tailLines(r.out, 30))
+	}
+	var s trainSummary
+	if err := json.Unmarshal(readFile(t, filepath.Join(out, "summary.json")), &s); err != nil {
+		t.Fatal(err)
+	}
+	base, best := s.TestHard["baseline"], s.TestHard["best"]
+	t.Logf("test score %.3f -> %.3f; %d CLI calls, wall %s, CPU %s", base, best, agentCalls(t, out), r.wall.Round(time.Second), r.cpu.Round(time.Second))
+	if best-base < minAgentGain-1e-9 {
+		t.Errorf("test score %.3f -> %.3f; want a rise of at least %.1f", base, best, minAgentGain)
+	}
 }
