@@ -3,10 +3,8 @@ package sleep
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -213,28 +211,7 @@ func TestAdoptKill9(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			b := setupAdopt(t, 4<<20)
 			dir := stageOne(t, b, true)
-			mark := filepath.Join(t.TempDir(), "paused")
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAdoptChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "SLEEP_ADOPT_CHILD_DIR="+dir, "SLEEP_ADOPT_CHILD_PAUSE="+where,
-				"SLEEP_ADOPT_CHILD_MARK="+mark, "SLEEP_ADOPT_CHILD_ROOT="+b.project)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(60 * time.Second)
-			for {
-				if _, err := os.Stat(mark); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					_ = cmd.Process.Kill()
-					t.Fatal("child never reached the pause point")
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			_ = cmd.Wait()
+			killChildAt(t, dir, where, b.project)
 			got := readString(t, b.live)
 			want := map[string]string{"mid-write": b.old, "after-write": b.proposed}[where]
 			if got != want {
