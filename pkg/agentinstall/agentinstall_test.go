@@ -1,0 +1,258 @@
+package agentinstall
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// snapshot maps every path under root to its type, mode and content.
+func snapshot(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		v := info.Mode().String()
+		if d.Type().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			v += " " + sum(b)
+		}
+		out[rel] = v
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// fakeSkillfleet writes a stand-in skillfleet that prints its arguments
+// one a line, and its working directory.
+func fakeSkillfleet(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "skillfleet")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\necho \"cwd=$PWD\"\nfor a in \"$@\"; do echo \"arg=$a\"; done\ncat >/dev/null\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// userHome is a home with files of the user's own that an install must
+// not touch.
+func userHome(t *testing.T) string {
+	t.Helper()
+	home := t.TempDir()
+	for p, s := range map[string]string{
+		".claude/settings.json":        `{"theme":"dark"}`,
+		".claude/skills/mine/SKILL.md": "---\nname: mine\ndescription: the user's own\n---\n",
+		".codex/config.toml":           "model = \"gpt-5.5\"\n",
+		"projects/app/main.go":         "package main\n",
+	} {
+		if err := os.MkdirAll(filepath.Join(home, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(home, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home
+}
+
+func TestInstallUninstallRoundTrip(t *testing.T) {
+	home := userHome(t)
+	before := snapshot(t, home)
+	bin := fakeSkillfleet(t)
+	state := filepath.Join(t.TempDir(), "state dir")
+	nightArgs := []string{"--backend", "openai_compatible", "--model", "it's a model", "--base-url", "http://127.0.0.1:1/v1 $(touch /tmp/x)"}
+	for _, agent := range Agents() {
+		o := Options{Agent: agent, Home: home, Skillfleet: bin, StateDir: state, NightArgs: nightArgs, SessionEndHook: agent == ClaudeCode, Version: "1.2.3"}
+		res, err := Install(o)
+		if err != nil {
+			t.Fatalf("%s: %v", agent, err)
+		}
+		if !res.Changed {
+			t.Fatalf("%s: first install changed nothing", agent)
+		}
+		want := map[string][]string{
+			ClaudeCode: {".claude-plugin/plugin.json", "README.md", "bin/skillfleet-sleep", "commands/skillfleet-sleep.md", "hooks/hooks.json"},
+			Codex:      {"SKILL.md", "scripts/skillfleet-sleep"},
+		}[agent]
+		if !slices.Equal(res.Files, want) {
+			t.Fatalf("%s: installed %v, want %v", agent, res.Files, want)
+		}
+		// Every text file the agent reads names the script by its absolute path.
+		for _, f := range res.Files {
+			b, err := os.ReadFile(filepath.Join(res.Dir, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(f, ".md") && !strings.HasPrefix(f, "README") && !bytes.Contains(b, []byte(res.Script)) {
+				t.Errorf("%s: %s does not name the script %s:\n%s", agent, f, res.Script, b)
+			}
+		}
+		if agent == ClaudeCode {
+			var hooks struct {
+				Hooks map[string][]struct {
+					Hooks []struct{ Type, Command string }
+				}
+			}
+			if err := json.Unmarshal(readFile(t, filepath.Join(res.Dir, "hooks/hooks.json")), &hooks); err != nil {
+				t.Fatal(err)
+			}
+			if h := hooks.Hooks["SessionEnd"]; len(h) != 1 || h[0].Hooks[0].Command != res.Script+" record" {
+				t.Errorf("hooks.json: %+v", hooks)
+			}
+			var pj map[string]any
+			if err := json.Unmarshal(readFile(t, filepath.Join(res.Dir, ".claude-plugin/plugin.json")), &pj); err != nil || pj["name"] != Name || pj["version"] != "1.2.3" {
+				t.Errorf("plugin.json %v, %v", pj, err)
+			}
+		}
+
+		// The script hands the fixed flags over verbatim, in the project
+		// it is run in.
+		proj := filepath.Join(home, "projects", "app")
+		cmd := exec.Command(res.Script, "run")
+		cmd.Dir = proj
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: script run: %v\n%s", agent, err, out)
+		}
+		wantRun := "cwd=" + proj + "\narg=sleep\narg=run\narg=--project\narg=" + proj + "\narg=--state-dir\narg=" + state + "\n"
+		for _, a := range nightArgs {
+			wantRun += "arg=" + a + "\n"
+		}
+		if !strings.HasPrefix(string(out), wantRun) || !strings.Contains(string(out), "arg=status\n") {
+			t.Errorf("%s: script run printed\n%s\nwant it to start\n%s", agent, out, wantRun)
+		}
+		if _, err := os.Stat("/tmp/x"); err == nil && agent == Codex {
+			t.Errorf("a night argument was run as a shell command")
+		}
+		cmd = exec.Command(res.Script, "bogus")
+		if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "usage: skillfleet-sleep") {
+			t.Errorf("%s: script bogus: %v %s", agent, err, out)
+		}
+
+		// Installing again changes nothing; with other flags it replaces
+		// the install whole (the hook goes).
+		mid := snapshot(t, home)
+		res, err = Install(o)
+		if err != nil || res.Changed {
+			t.Fatalf("%s: second install: changed %v, %v", agent, res != nil && res.Changed, err)
+		}
+		if diff := cmp.Diff(mid, snapshot(t, home)); diff != "" {
+			t.Fatalf("%s: the second install changed the home:\n%s", agent, diff)
+		}
+		o2 := o
+		o2.SessionEndHook = false
+		o2.NightArgs = []string{"--backend", "sim"}
+		if res, err = Install(o2); err != nil || !res.Changed {
+			t.Fatalf("%s: install with other flags: %v", agent, err)
+		}
+		if _, err := os.Stat(filepath.Join(res.Dir, "hooks")); agent == ClaudeCode && err == nil {
+			t.Errorf("the hook stayed after an install without it")
+		}
+		if !bytes.Contains(readFile(t, res.Script), []byte(" --backend sim\n")) {
+			t.Errorf("%s: the script kept the old flags:\n%s", agent, readFile(t, res.Script))
+		}
+	}
+
+	// Uninstall both: the home is as it was; again, nothing to do.
+	for _, agent := range Agents() {
+		res, err := Uninstall(agent, home)
+		if err != nil || !res.Changed {
+			t.Fatalf("%s: uninstall: %v %+v", agent, err, res)
+		}
+		if res, err = Uninstall(agent, home); err != nil || res.Changed {
+			t.Fatalf("%s: second uninstall: %v %+v", agent, err, res)
+		}
+	}
+	if diff := cmp.Diff(before, snapshot(t, home)); diff != "" {
+		t.Fatalf("the home after uninstall differs from before install (-before +after):\n%s", diff)
+	}
+}
+
+func readFile(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestInstallRefusesWhatItDidNotWrite: a directory of the plugin's name
+// that skillfleet did not install is neither replaced nor removed, and an
+// install holding a file the user added is not removed.
+func TestInstallRefusesWhatItDidNotWrite(t *testing.T) {
+	home := t.TempDir()
+	bin := fakeSkillfleet(t)
+	dir, _ := Dir(ClaudeCode, home)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Agent: ClaudeCode, Home: home, Skillfleet: bin, StateDir: home}
+	if _, err := Install(o); err == nil || !strings.Contains(err.Error(), "not installed by skillfleet") {
+		t.Fatalf("install over a foreign directory: %v", err)
+	}
+	if _, err := Uninstall(ClaudeCode, home); err == nil || !strings.Contains(err.Error(), "not installed by skillfleet") {
+		t.Fatalf("uninstall of a foreign directory: %v", err)
+	}
+	if string(readFile(t, filepath.Join(dir, "notes.md"))) != "mine" {
+		t.Fatal("the foreign file changed")
+	}
+
+	// An install the user added a file to.
+	home = t.TempDir()
+	o.Home = home
+	res, err := Install(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(res.Dir, "commands", "mine.md"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(ClaudeCode, home); err == nil || !strings.Contains(err.Error(), "commands/mine.md") {
+		t.Fatalf("uninstall with a user file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(res.Dir, "commands", "mine.md")); err != nil {
+		t.Fatal(err)
+	}
+
+	// Bad options.
+	for _, bad := range []Options{
+		{Agent: "cursor", Home: home, Skillfleet: bin, StateDir: home},
+		{Agent: Codex, Home: home, Skillfleet: "skillfleet", StateDir: home},
+		{Agent: Codex, Home: home, Skillfleet: bin, StateDir: home, SessionEndHook: true},
+		{Agent: Codex, Home: filepath.Join(home, "with space"), Skillfleet: bin, StateDir: home},
+		{Agent: Codex, Home: home, Skillfleet: bin, StateDir: home, NightArgs: []string{"a\nb"}},
+	} {
+		os.MkdirAll(bad.Home, 0o755)
+		if _, err := Install(bad); err == nil {
+			t.Errorf("install %+v: no error", bad)
+		} else {
+			t.Logf("%s", fmt.Sprint(err))
+		}
+	}
+}
