@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -41,7 +42,7 @@ func targetCacheID(m *pb.ModelSpec) (id string) {
 // the sample index — so it is shared by every run and coordinator that
 // would measure the same thing, and a changed benchmark config or model
 // never reads an old entry.
-func RolloutCache(s *Settings, c store.Cache) *dispatch.Cache {
+func RolloutCache(s *trainer.Settings, c store.Cache) *dispatch.Cache {
 	return &dispatch.Cache{Store: c, Key: func(t *pb.Task) (string, bool) {
 		rt := t.GetRollout()
 		if rt == nil || strings.Contains(t.GetId(), "~") {
@@ -51,7 +52,7 @@ func RolloutCache(s *Settings, c store.Cache) *dispatch.Cache {
 	}}
 }
 
-func rolloutKey(s *Settings, rt *pb.RolloutTask) store.RolloutKey {
+func rolloutKey(s *trainer.Settings, rt *pb.RolloutTask) store.RolloutKey {
 	var fields struct {
 		ID any `json:"id"`
 	}

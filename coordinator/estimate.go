@@ -6,6 +6,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 )
 
@@ -25,7 +26,7 @@ type StageEstimate struct {
 // Estimate computes the stages' call counts for settings s on splits,
 // with per-call token sizes measured on the items and the seed skill
 // (about four characters a token).
-func Estimate(s Settings, splits *bench.Splits) []StageEstimate {
+func Estimate(s trainer.Settings, splits *bench.Splits) []StageEstimate {
 	trainN := len(splits.Train)
 	sel := len(splits.Val)
 	if s.SelEnvNum > 0 && s.SelEnvNum < sel {

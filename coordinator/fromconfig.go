@@ -13,6 +13,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -21,28 +22,28 @@ import (
 // FromConfig builds the trainer's settings from a loaded config. runID and
 // runDir name the run; the initial skill is read from env.skill_init. A
 // client family no backend implements is refused (backends.CheckConfig).
-func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
+func FromConfig(c *config.Config, runID, runDir string) (trainer.Settings, error) {
 	if err := backends.CheckConfig(c); err != nil {
-		return Settings{}, err
+		return trainer.Settings{}, err
 	}
 	// A file is read verbatim; a skill package directory as its bundle.
 	initText, err := skillpkg.ReadInit(c.Env.SkillInit, skillpkg.Limits{})
 	if err != nil {
-		return Settings{}, fmt.Errorf("config: %s: env.skill_init: %w", c.File, err)
+		return trainer.Settings{}, fmt.Errorf("config: %s: env.skill_init: %w", c.File, err)
 	}
-	s := Settings{
+	s := trainer.Settings{
 		RunID: runID, RunDir: runDir,
 		Seed: c.Train.Seed, NumEpochs: c.Train.NumEpochs, BatchSize: c.Train.BatchSize, Accumulation: c.Train.Accumulation, TrainSize: c.Train.TrainSize,
 		MinibatchSize: c.Gradient.MinibatchSize, MergeBatchSize: c.Gradient.MergeBatchSize, FailureOnly: c.Gradient.FailureOnly,
 		LR: c.Optimizer.LearningRate, MinLR: c.Optimizer.MinLearningRate, LRControl: schedule.ControlMode(c.Optimizer.LRControlMode),
 		UpdateMode: c.Optimizer.SkillUpdateMode, UseSlowUpdate: c.Optimizer.UseSlowUpdate, SlowUpdateSamples: c.Optimizer.SlowUpdateSamples,
-		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: PairPolicy(c.Optimizer.LongitudinalPairPolicy), UseMetaSkill: c.Optimizer.UseMetaSkill,
+		SlowUpdateGate: c.Optimizer.SlowUpdateGateWithSelection, PairPolicy: trainer.PairPolicy(c.Optimizer.LongitudinalPairPolicy), UseMetaSkill: c.Optimizer.UseMetaSkill,
 		SkillAware: c.Optimizer.UseSkillAwareReflection, AppendixSource: c.Optimizer.SkillAwareAppendixSource,
 		ConsolidateThreshold: c.Optimizer.SkillAwareConsolidateThreshold, FilterRejected: c.Optimizer.FilterRejected, UseStepBuffer: c.Optimizer.UseStepBuffer, NormalizeOps: true, TrainDescription: c.Optimizer.TrainDescription,
 		UseGate: c.Evaluation.UseGate, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
-		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, MinCoverage: c.Evaluation.MinCoverage, GateTest: GateTest(c.Evaluation.GateTest),
+		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, MinCoverage: c.Evaluation.MinCoverage, GateTest: trainer.GateTest(c.Evaluation.GateTest),
 		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
 		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
 		TaskTimeout: c.Runtime.TaskTimeout,
@@ -51,29 +52,29 @@ func FromConfig(c *config.Config, runID, runDir string) (Settings, error) {
 	// The enums travel typed from here on; config.Load validated the
 	// names, so an error here is a config that bypassed it.
 	if s.GateMetric, err = gate.ParseMetric(c.Evaluation.GateMetric); err != nil {
-		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_metric: %w", c.File, err)
+		return trainer.Settings{}, fmt.Errorf("config: %s: evaluation.gate_metric: %w", c.File, err)
 	}
 	if s.LRScheduler, err = schedule.ParseKind(c.Optimizer.LRScheduler); err != nil {
-		return Settings{}, fmt.Errorf("config: %s: optimizer.lr_scheduler: %w", c.File, err)
+		return trainer.Settings{}, fmt.Errorf("config: %s: optimizer.lr_scheduler: %w", c.File, err)
 	}
 	switch s.PairPolicy {
-	case PairMixed, PairChanged, PairUnchanged:
+	case trainer.PairMixed, trainer.PairChanged, trainer.PairUnchanged:
 	default:
-		return Settings{}, fmt.Errorf("config: %s: optimizer.longitudinal_pair_policy: unknown %q (want mixed, changed or unchanged)", c.File, s.PairPolicy)
+		return trainer.Settings{}, fmt.Errorf("config: %s: optimizer.longitudinal_pair_policy: unknown %q (want mixed, changed or unchanged)", c.File, s.PairPolicy)
 	}
 	switch s.LRControl {
 	case schedule.ControlFixed, schedule.ControlAutonomous, schedule.ControlNone:
 	default:
-		return Settings{}, fmt.Errorf("config: %s: optimizer.lr_control_mode: unknown %q (want fixed, autonomous or none)", c.File, s.LRControl)
+		return trainer.Settings{}, fmt.Errorf("config: %s: optimizer.lr_control_mode: unknown %q (want fixed, autonomous or none)", c.File, s.LRControl)
 	}
 	switch s.GateTest {
-	case GateTestNone, GateTestPaired:
+	case trainer.GateTestNone, trainer.GateTestPaired:
 	default:
-		return Settings{}, fmt.Errorf("config: %s: evaluation.gate_test: unknown %q (want none or paired)", c.File, s.GateTest)
+		return trainer.Settings{}, fmt.Errorf("config: %s: evaluation.gate_test: unknown %q (want none or paired)", c.File, s.GateTest)
 	}
 	bc, err := BenchConfig(c)
 	if err != nil {
-		return Settings{}, err
+		return trainer.Settings{}, err
 	}
 	s.BenchConfig = bc
 	s.Target = roleSpec(c, config.RoleTarget)
@@ -214,7 +215,7 @@ func firstNonEmpty(a, b string) string {
 // decisionHash identifies everything that can change a decision. Runtime
 // sizes, budgets, timeouts and the run dir are left out, so a run can be
 // resumed with more workers or a larger budget.
-func decisionHash(s Settings) string {
+func decisionHash(s trainer.Settings) string {
 	c := s
 	c.RunDir, c.ConfigHash = "", ""
 	c.MaxTokens, c.MaxCalls, c.MaxUSD, c.MaxWall = 0, 0, 0, 0

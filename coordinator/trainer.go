@@ -11,56 +11,10 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// The training loop lives in package trainer; these names keep the
-// coordinator's API (cmd/skillfleet, campaign, sleep) as it was.
-type (
-	Trainer     = trainer.Trainer
-	Settings    = trainer.Settings
-	State       = trainer.State
-	Summary     = trainer.Summary
-	StepRecord  = trainer.StepRecord
-	BatchRecord = trainer.BatchRecord
-	LRDecision  = trainer.LRDecision
-	Event       = trainer.Event
-	EvalResult  = trainer.EvalResult
-	TypeScore   = trainer.TypeScore
-	Accounting  = trainer.Accounting
-	Totals      = trainer.Totals
-	Row         = trainer.Row
-	PairPolicy  = trainer.PairPolicy
-	GateTest    = trainer.GateTest
-)
-
-// Errors that end a run (see package trainer).
-var (
-	ErrCoverage = trainer.ErrCoverage
-	ErrBudget   = trainer.ErrBudget
-	ErrStopped  = trainer.ErrStopped
-)
-
-// Step actions and option values (see package trainer).
-const (
-	ActAcceptNewBest = trainer.ActAcceptNewBest
-	ActAccept        = trainer.ActAccept
-	ActReject        = trainer.ActReject
-	ActForceAccept   = trainer.ActForceAccept
-	ActSkipNoPatches = trainer.ActSkipNoPatches
-	ActSkipNoRewrite = trainer.ActSkipNoRewrite
-
-	PairMixed      = trainer.PairMixed
-	PairChanged    = trainer.PairChanged
-	PairUnchanged  = trainer.PairUnchanged
-	GateTestNone   = trainer.GateTestNone
-	GateTestPaired = trainer.GateTestPaired
-)
-
-// NewAccounting returns empty accounting.
-func NewAccounting() *Accounting { return trainer.NewAccounting() }
-
 // NewTrainer prepares a run whose tasks go through hub: it opens the run
 // dir (refusing one made by another config) and waves.jsonl, and wires the
 // trainer to the hub's dispatcher. prog may be nil.
-func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
+func NewTrainer(s trainer.Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, prog *Progress) (*trainer.Trainer, error) {
 	tr, err := NewTrainerWith(s, hubDispatcher{hub}, hub.D.RecordedIDs(), splits, log, prog)
 	if err != nil {
 		return nil, err
@@ -72,7 +26,7 @@ func NewTrainer(s Settings, hub *Hub, splits *bench.Splits, log *slog.Logger, pr
 // NewTrainerWith prepares a run whose tasks go through d (replayed: the
 // ids d recorded before this process). It opens the run dir and
 // waves.jsonl as NewTrainer does; tests give it an in-memory dispatcher.
-func NewTrainerWith(s Settings, d trainer.Dispatcher, replayed map[string]struct{}, splits *bench.Splits, log *slog.Logger, prog *Progress) (*Trainer, error) {
+func NewTrainerWith(s trainer.Settings, d trainer.Dispatcher, replayed map[string]struct{}, splits *bench.Splits, log *slog.Logger, prog *Progress) (*trainer.Trainer, error) {
 	rd, err := rundir.Open(s.RunDir, s.ConfigHash)
 	if err != nil {
 		return nil, err

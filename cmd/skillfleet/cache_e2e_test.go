@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/store/storetest"
 )
@@ -269,8 +270,8 @@ func TestWorkerRegistryAndRunCounters(t *testing.T) {
 	defer st.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	calls, _ := st.Counters().Get(ctx, "run:"+run+":calls")
-	in, _ := st.Counters().Get(ctx, "run:"+run+":input_tokens")
+	calls, _ := st.Counters().Get(ctx, store.RunCounter(run, "calls"))
+	in, _ := st.Counters().Get(ctx, store.RunCounter(run, "input_tokens"))
 	if calls != tok.Total.Calls || in != tok.Total.Input || calls == 0 {
 		t.Errorf("shared counters calls %d input %d; tokens.json %d / %d", calls, in, tok.Total.Calls, tok.Total.Input)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/ui"
@@ -120,7 +120,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := o.ui.check(); err != nil {
 		return err
 	}
-	c := &campaignRun{o: o, spec: spec, dir: dir, log: log, prices: prices, stdout: stdout, active: map[string]*coordinator.Trainer{}}
+	c := &campaignRun{o: o, spec: spec, dir: dir, log: log, prices: prices, stdout: stdout, active: map[string]*trainer.Trainer{}}
 	if o.ports != "" {
 		ports, err := portRange(o.ports)
 		if err != nil {
@@ -255,7 +255,7 @@ type campaignRun struct {
 
 	mu     sync.Mutex
 	state  *campaign.File
-	active map[string]*coordinator.Trainer
+	active map[string]*trainer.Trainer
 	// spentDone is the spend of cells that finished in this process.
 	stopped error
 }
@@ -345,7 +345,7 @@ func (c *campaignRun) spend() (tokens int64, usd float64) {
 func (c *campaignRun) budgetErr() error {
 	b := c.spec.Budget
 	if b.MaxWall > 0 && time.Since(c.started) >= time.Duration(b.MaxWall) {
-		return fmt.Errorf("%w: the campaign's budget.max_wall (%s elapsed)", coordinator.ErrBudget, time.Since(c.started).Round(time.Second))
+		return fmt.Errorf("%w: the campaign's budget.max_wall (%s elapsed)", trainer.ErrBudget, time.Since(c.started).Round(time.Second))
 	}
 	if b.MaxTokens == 0 && b.MaxUSD == 0 {
 		return nil
@@ -353,9 +353,9 @@ func (c *campaignRun) budgetErr() error {
 	tok, usd := c.spend()
 	switch {
 	case b.MaxTokens > 0 && tok >= b.MaxTokens:
-		return fmt.Errorf("%w: the campaign's budget.max_tokens (%d tokens spent, limit %d)", coordinator.ErrBudget, tok, b.MaxTokens)
+		return fmt.Errorf("%w: the campaign's budget.max_tokens (%d tokens spent, limit %d)", trainer.ErrBudget, tok, b.MaxTokens)
 	case b.MaxUSD > 0 && usd >= b.MaxUSD:
-		return fmt.Errorf("%w: the campaign's budget.max_usd ($%.4f spent, limit $%.4f)", coordinator.ErrBudget, usd, b.MaxUSD)
+		return fmt.Errorf("%w: the campaign's budget.max_usd ($%.4f spent, limit $%.4f)", trainer.ErrBudget, usd, b.MaxUSD)
 	}
 	return nil
 }
@@ -507,7 +507,7 @@ func (c *campaignRun) baseOpts(cell campaign.Cell, out string, port int) trainOp
 func (c *campaignRun) trainCell(ctx context.Context, cell campaign.Cell, cellDir string, logf io.Writer, port int) error {
 	o := c.baseOpts(cell, cellDir, port)
 	o.hooks = &runHooks{
-		started: func(tr *coordinator.Trainer) {
+		started: func(tr *trainer.Trainer) {
 			c.mu.Lock()
 			c.active[cell.Name] = tr
 			c.mu.Unlock()
@@ -566,7 +566,7 @@ func (c *campaignRun) finish(cell campaign.Cell, start time.Time, err error) {
 	msg := ""
 	switch {
 	case err == nil:
-	case errors.Is(err, coordinator.ErrBudget), errors.Is(err, coordinator.ErrStopped), errors.Is(err, context.Canceled):
+	case errors.Is(err, trainer.ErrBudget), errors.Is(err, trainer.ErrStopped), errors.Is(err, context.Canceled):
 		state, msg = campaign.StateStopped, firstLine(err.Error())
 	default:
 		state, msg = campaign.StateFailed, firstLine(err.Error())
@@ -613,7 +613,7 @@ func readCellResults(cellDir string, cell campaign.Cell, prices *pricing.Table) 
 		scores := readEvalScores(cellDir)
 		r.noSkill, r.seed, r.best = scores["no_skill"], scores["seed_skill"], scores["skill"]
 	} else {
-		var sum coordinator.Summary
+		var sum trainer.Summary
 		if b, err := os.ReadFile(filepath.Join(cellDir, "summary.json")); err == nil && json.Unmarshal(b, &sum) == nil {
 			if v, ok := sum.TestHard["baseline"]; ok {
 				r.seed = &v
@@ -649,7 +649,7 @@ func readEvalScores(dir string) map[string]*float64 {
 	if err != nil {
 		return out
 	}
-	var res []coordinator.EvalResult
+	var res []trainer.EvalResult
 	if json.Unmarshal(b, &res) != nil {
 		return out
 	}

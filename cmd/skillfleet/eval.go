@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -115,7 +116,7 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, ba
 // scored items and how many there were; items that could not be scored
 // (infrastructure failures) show as scored/total, and a row with none
 // scored has no accuracy at all rather than 0.
-func evalCell(ts coordinator.TypeScore) string {
+func evalCell(ts trainer.TypeScore) string {
 	switch {
 	case ts.Scored == 0 && ts.Total > 0:
 		return fmt.Sprintf("- (0/%d)", ts.Total)

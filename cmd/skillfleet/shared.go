@@ -106,9 +106,6 @@ func announceWorker(ctx context.Context, reg store.Registry, w *worker.Worker, l
 	}
 }
 
-// Counter names of a run in the shared store.
-func runCounter(run, name string) string { return "run:" + run + ":" + name }
-
 // publishCounters adds the run's task, call and token totals to the shared
 // counters every few seconds and once more when ctx ends, so every
 // process (and an operator with redis-cli) sees the run's spend.
@@ -121,7 +118,7 @@ func publishCounters(ctx context.Context, c store.Counters, run string, total fu
 			if v == 0 {
 				continue
 			}
-			if _, err := c.Incr(fctx, runCounter(run, name), v); err != nil {
+			if _, err := c.Incr(fctx, store.RunCounter(run, name), v); err != nil {
 				log.Debug("shared counters not updated", "err", err)
 				return // retried, with the whole delta, next time
 			}

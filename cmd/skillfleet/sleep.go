@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
-	"github.com/skillfleet/skillfleet/coordinator"
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
@@ -570,7 +570,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	to.noSync = true
 	ccfg := &config.Config{}
 	ccfg.Runtime.Workers, ccfg.Runtime.RolloutConcurrency, ccfg.Runtime.OptimizerConcurrency, ccfg.Runtime.MaxDeliveries = o.workers, o.concurrency, 1, 3
-	sess, err := startSession(ctx, to, ccfg, runDir, runID, &coordinator.Settings{}, nil, log, stderr)
+	sess, err := startSession(ctx, to, ccfg, runDir, runID, &trainer.Settings{}, nil, log, stderr)
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
@@ -77,7 +78,7 @@ type trainOpts struct {
 // campaign) see each run's trainer and stop it at a phase boundary.
 type runHooks struct {
 	// started sees the trainer once it exists.
-	started func(tr *coordinator.Trainer)
+	started func(tr *trainer.Trainer)
 	// stop is consulted with the run's own stop checks.
 	stop func() error
 }
@@ -361,29 +362,29 @@ func pointAtSim(m *pb.ModelSpec, url string) {
 
 // stopCheck stops the run at a phase boundary on a signal, a STOP file in
 // the run dir, or a reached budget.
-func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *coordinator.Trainer, prices *pricing.Table) func() error {
+func stopCheck(ctx context.Context, runDir string, s trainer.Settings, tr *trainer.Trainer, prices *pricing.Table) func() error {
 	start := time.Now()
 	return func() error {
 		if ctx.Err() != nil {
-			return coordinator.ErrStopped
+			return trainer.ErrStopped
 		}
 		if _, err := os.Stat(filepath.Join(runDir, "STOP")); err == nil {
 			_ = os.Remove(filepath.Join(runDir, "STOP"))
-			return fmt.Errorf("%w: STOP file found in the run dir", coordinator.ErrStopped)
+			return fmt.Errorf("%w: STOP file found in the run dir", trainer.ErrStopped)
 		}
 		tot := tr.Accounting().Total()
 		switch {
 		case s.MaxTokens > 0 && tot.Tokens() >= s.MaxTokens:
-			return fmt.Errorf("%w: budget.max_tokens (%d tokens spent, limit %d)", coordinator.ErrBudget, tot.Tokens(), s.MaxTokens)
+			return fmt.Errorf("%w: budget.max_tokens (%d tokens spent, limit %d)", trainer.ErrBudget, tot.Tokens(), s.MaxTokens)
 		case s.MaxCalls > 0 && tot.Calls >= s.MaxCalls:
-			return fmt.Errorf("%w: budget.max_calls (%d calls made, limit %d)", coordinator.ErrBudget, tot.Calls, s.MaxCalls)
+			return fmt.Errorf("%w: budget.max_calls (%d calls made, limit %d)", trainer.ErrBudget, tot.Calls, s.MaxCalls)
 		case s.MaxWall > 0 && time.Since(start) >= s.MaxWall:
-			return fmt.Errorf("%w: budget.max_wall (%s elapsed)", coordinator.ErrBudget, time.Since(start).Round(time.Second))
+			return fmt.Errorf("%w: budget.max_wall (%s elapsed)", trainer.ErrBudget, time.Since(start).Round(time.Second))
 		}
 		if s.MaxUSD > 0 && prices != nil {
 			if usd := prices.Price(tr.Accounting().PriceRows()).Total; usd >= s.MaxUSD {
 				return fmt.Errorf("%w: budget.max_usd ($%.4f spent at the prices of %s as of %s, limit $%.4f)",
-					coordinator.ErrBudget, usd, prices.Source(), prices.AsOf(), s.MaxUSD)
+					trainer.ErrBudget, usd, prices.Source(), prices.AsOf(), s.MaxUSD)
 			}
 		}
 		return nil
@@ -393,17 +394,17 @@ func stopCheck(ctx context.Context, runDir string, s coordinator.Settings, tr *c
 func classifyRunError(err error, runDir string) error {
 	resume := fmt.Sprintf("; the run is checkpointed in %s: re-run the same command to resume", runDir)
 	switch {
-	case errors.Is(err, coordinator.ErrBudget):
+	case errors.Is(err, trainer.ErrBudget):
 		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget (raise the one named, e.g. --set budget.max_tokens=N)", err, resume)}
-	case errors.Is(err, coordinator.ErrStopped), errors.Is(err, context.Canceled):
+	case errors.Is(err, trainer.ErrStopped), errors.Is(err, context.Canceled):
 		return codedError{exitStopped, fmt.Errorf("stopped on request%s", resume)}
-	case errors.Is(err, coordinator.ErrCoverage):
+	case errors.Is(err, trainer.ErrCoverage):
 		return codedError{exitCoverage, fmt.Errorf("%w%s (add --retry-failed to retry failed tasks)", err, resume)}
 	}
 	return err
 }
 
-func printSummary(w io.Writer, sum *coordinator.Summary, runDir string) {
+func printSummary(w io.Writer, sum *trainer.Summary, runDir string) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-10s %10s %10s\n", "skill", "selection", "test")
 	row := func(name string, sel *float64, test float64, ok bool) {
@@ -508,7 +509,7 @@ func (s *session) close() {
 // startSession starts (or connects to) NATS, the coordinator hub and the
 // in-process workers, and points the roles at an in-process sim-llm when
 // the config asks for one.
-func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *coordinator.Settings, cache *dispatch.Cache, log *slog.Logger, stderr io.Writer) (*session, error) {
+func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, runID string, s *trainer.Settings, cache *dispatch.Cache, log *slog.Logger, stderr io.Writer) (*session, error) {
 	sess := &session{}
 	ok := false
 	defer func() {
@@ -651,7 +652,7 @@ func crashAt(spec string) func(stage string, done int) {
 // budgetPrices loads the price table budget.max_usd is enforced with; nil
 // when there is no dollar budget. Every model of the run must have a
 // price: a budget that cannot count some spend is refused, not guessed.
-func budgetPrices(path string, s coordinator.Settings) (*pricing.Table, error) {
+func budgetPrices(path string, s trainer.Settings) (*pricing.Table, error) {
 	if s.MaxUSD <= 0 {
 		return nil, nil
 	}

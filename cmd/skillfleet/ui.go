@@ -17,6 +17,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
@@ -95,7 +96,7 @@ func (pw *progressWiring) listen(p ui.Progress) {
 // attach connects the trainer's progress and spend (priced with the
 // --prices table, else the built-in one) and, with --ui, starts the
 // dashboard on the run dir with the hub's fleet.
-func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, runDir string, prog *coordinator.Progress, tr *coordinator.Trainer,
+func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, runDir string, prog *coordinator.Progress, tr *trainer.Trainer,
 	hub *coordinator.Hub, reg store.Registry, levels bucketLevels, log *slog.Logger, stderr io.Writer) error {
 	prices := pricing.Default()
 	if pricesFile != "" {
@@ -117,7 +118,7 @@ func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, run
 	if u.addr != "" {
 		pw.file = ui.NewProgressFile(runDir, 0)
 		pw.file.SetSpend(func() any {
-			rows, _ := tr.Accounting().Report()["rows"].([]coordinator.Row)
+			rows, _ := tr.Accounting().Report()["rows"].([]trainer.Row)
 			out := make([]ui.ProgressRow, len(rows))
 			for i, r := range rows {
 				out[i] = ui.NewProgressRow(r.Stage, r.Role, r.Model, r.Totals)

@@ -13,6 +13,7 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/coordinator/trainer/memdispatch"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
@@ -50,7 +51,7 @@ type Runner struct {
 // overrides sets. A config that does not load fails t; settings the
 // coordinator refuses (FromConfig), a run dir that cannot be opened and
 // the run's own error are returned.
-func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ...string) (*coordinator.Summary, error) {
+func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ...string) (*trainer.Summary, error) {
 	t.Helper()
 	root := RepoRoot(t)
 	sets = append([]string{"env.skill_init=" + filepath.Join(root, "configs", "skills", p.Skill), "runtime.sim_llm=false"}, sets...)
@@ -69,7 +70,7 @@ func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ..
 	}
 	s.Target.Backend, s.Optimizer.Backend, s.Rewriter.Backend = "scripted", "scripted", "scripted"
 
-	var tr *coordinator.Trainer
+	var tr *trainer.Trainer
 	if r.NATS == nil {
 		tr, err = coordinator.NewTrainerWith(s, memdispatch.NewModel(m, 64), nil, splits, nil, nil)
 	} else {
@@ -88,7 +89,7 @@ func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ..
 
 // RunDemo trains the demo preset in memory into a fresh run dir and
 // returns the dir with the run's result.
-func RunDemo(t *testing.T, m llm.Model, sets ...string) (string, *coordinator.Summary, error) {
+func RunDemo(t *testing.T, m llm.Model, sets ...string) (string, *trainer.Summary, error) {
 	t.Helper()
 	dir := t.TempDir()
 	sum, err := new(Runner).Run(t, dir, Demo, m, sets...)
@@ -146,15 +147,15 @@ func Splits(t testing.TB, p Preset) *bench.Splits {
 }
 
 // Events reads a run dir's events.jsonl.
-func Events(t testing.TB, dir string) []coordinator.Event {
+func Events(t testing.TB, dir string) []trainer.Event {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []coordinator.Event
+	var out []trainer.Event
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		var e coordinator.Event
+		var e trainer.Event
 		if err := json.Unmarshal([]byte(line), &e); err != nil {
 			t.Fatalf("%s line %d: %v", filepath.Join(dir, "events.jsonl"), i+1, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
 
 // shared holds the reference runs of a test binary.
@@ -20,7 +20,7 @@ var shared struct {
 type referenceRun struct {
 	once sync.Once
 	dir  string
-	sum  *coordinator.Summary
+	sum  *trainer.Summary
 	err  error
 }
 
@@ -38,7 +38,7 @@ var errNoRoot = errors.New("fleettest: Reference needs TestMain to run the tests
 // returns its run dir and result. The run dir is shared: read it, never
 // change it. It lives until the binary ends, so TestMain must run the
 // tests through [InMemory].
-func Reference(t *testing.T, p Preset, sets ...string) (string, *coordinator.Summary, error) {
+func Reference(t *testing.T, p Preset, sets ...string) (string, *trainer.Summary, error) {
 	t.Helper()
 	key := p.Config + "\x00" + strings.Join(sets, "\x00")
 	shared.mu.Lock()

@@ -27,3 +27,7 @@ const (
 	// (Unix microseconds, store clock), expiring once the bucket is full again.
 	KeyLimit = "limit:"
 )
+
+// RunCounter is the field of [KeyCounters] holding a run's total of one
+// measure (tasks, calls, input_tokens, output_tokens, cache_hits).
+func RunCounter(run, measure string) string { return "run:" + run + ":" + measure }
