@@ -373,7 +373,10 @@ func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
 // Submit publishes tasks and returns one future per task, in order. A task
 // whose result is already recorded is not published again; a task already
 // pending shares its future. Re-publishing a task that is still queued is
-// harmless: JetStream drops it as a duplicate of its Nats-Msg-Id.
+// harmless: JetStream drops it as a duplicate of its Nats-Msg-Id. When a
+// publish fails Submit returns the error; each task of the batch is then
+// either published and pending or failed and no longer pending, so
+// submitting the batch again publishes exactly the ones that failed.
 func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, error) {
 	futs := make([]*Future, len(tasks))
 	type pub struct {
@@ -452,8 +455,17 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		toSend = rest
 	}
 
+	// Once a publish is refused the rest of the batch is not tried: those
+	// tasks fail (and leave pending, so submitting them again publishes
+	// them), while the tasks already sent are followed to their acks, so
+	// every task of the batch ends up published or failed.
+	var firstErr error
 	for _, i := range toSend {
 		t := tasks[i]
+		if firstErr != nil {
+			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+firstErr.Error())
+			continue
+		}
 		kind := queue.KindOf(t)
 		if kind == "" {
 			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "task has no kind")
@@ -479,13 +491,13 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		msg := d.taskMsg(ctx, t, class, data, "")
 		paf, err := d.o.JS.PublishMsgAsync(msg)
 		if err != nil {
-			d.unpend(futs[i])
-			return nil, fmt.Errorf("publish task %s: %w", t.GetId(), err)
+			firstErr = fmt.Errorf("publish task %s: %w", t.GetId(), err)
+			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, firstErr.Error())
+			continue
 		}
 		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg})
 	}
-	var firstErr error
-	for _, p := range pubs {
+	for k, p := range pubs {
 		select {
 		case ack := <-p.paf.Ok():
 			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
@@ -494,7 +506,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 				// de-duplication would drop this one too, so it goes out
 				// under a fresh message id.
 				if seq, err := d.republish(ctx, p.msg); err != nil {
-					d.unpend(p.f)
+					d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
 					if firstErr == nil {
 						firstErr = err
 					}
@@ -511,11 +523,18 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			}
 			d.mu.Unlock()
 		case err := <-p.paf.Err():
-			d.unpend(p.f)
+			err = fmt.Errorf("publish task %s: %w", p.f.id, err)
+			d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
 			if firstErr == nil {
-				firstErr = fmt.Errorf("publish task %s: %w", p.f.id, err)
+				firstErr = err
 			}
 		case <-ctx.Done():
+			// Whether these reached the stream is unknown: they fail
+			// rather than wait unswept; a result a worker still reports
+			// for one is recorded like any other.
+			for _, q := range pubs[k:] {
+				d.fail(q.f, pb.Outcome_OUTCOME_CANCELLED, "submit ended before the publish was acknowledged: "+ctx.Err().Error())
+			}
 			return nil, ctx.Err()
 		}
 	}
