@@ -37,6 +37,9 @@ type HubOptions struct {
 	GRPCServerOptions []grpc.ServerOption
 	// Consumer tunes the shared worker consumer.
 	Consumer queue.ConsumerOptions
+	// Replicas is how many servers of a NATS cluster keep the task stream
+	// and the run directory (0 = their current count, 1 when new).
+	Replicas int
 	// NoSync skips fsync of the journal (tests, benchmarks).
 	NoSync     bool
 	OnResult   func(*pb.Result)
@@ -88,14 +91,14 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
+	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: o.Replicas})
 	if err != nil {
 		return nil, err
 	}
 	if err := queue.EnsureConsumers(ctx, js, o.Consumer); err != nil {
 		return nil, err
 	}
-	runs, err := queue.RunsKV(ctx, js)
+	runs, err := queue.RunsKV(ctx, js, o.Replicas)
 	if err != nil {
 		return nil, err
 	}

@@ -35,13 +35,15 @@ func Consumers(ctx context.Context, nc *nats.Conn) (map[queue.Class]jetstream.Co
 }
 
 // WatchRuns follows the run directory on nc until ctx ends; the table is
-// ready once the current entries are loaded.
-func WatchRuns(ctx context.Context, nc *nats.Conn) (*queue.RunTable, error) {
+// ready once the current entries are loaded. A new run directory is kept
+// on replicas servers of a NATS cluster (0 = 1; an existing one keeps its
+// count).
+func WatchRuns(ctx context.Context, nc *nats.Conn, replicas int) (*queue.RunTable, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	kv, err := queue.RunsKV(ctx, js)
+	kv, err := queue.RunsKV(ctx, js, replicas)
 	if err != nil {
 		return nil, err
 	}

@@ -169,13 +169,13 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{}); err != nil {
+	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: o.nats.replicas}); err != nil {
 		return err
 	}
 	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: o.ackWait}); err != nil {
 		return err
 	}
-	if _, err := queue.RunsKV(ctx, js); err != nil {
+	if _, err := queue.RunsKV(ctx, js, o.nats.replicas); err != nil {
 		return err
 	}
 	if o.workers > 0 {

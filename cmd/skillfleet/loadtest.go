@@ -37,11 +37,15 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	runID := fs.String("run-id", "loadtest", "run id (task id prefix)")
 	ackWait := fs.Duration("ack-wait", 5*time.Second, "consumer AckWait: how soon a dead worker's task is redelivered")
 	logLevel := fs.String("log-level", "warn", "log level")
+	replicas := fs.Int("nats-replicas", 0, "servers of a NATS cluster that keep the task stream and run directory (0 = keep the current count, 1 for new ones)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	if *natsURL == "" {
 		return usageError{errors.New("loadtest: --nats is required")}
+	}
+	if err := queue.CheckReplicas(*replicas, "--nats-replicas"); err != nil {
+		return usageError{err}
 	}
 	log, err := newLogger(stderr, "text", *logLevel)
 	if err != nil {
@@ -69,7 +73,7 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	counts := map[string]int{}
 	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
 		Logger: log, NC: nc, RunDir: dir, RunID: *runID, GRPCListener: ln,
-		Consumer: queue.ConsumerOptions{AckWait: *ackWait, MaxDeliver: 10},
+		Consumer: queue.ConsumerOptions{AckWait: *ackWait, MaxDeliver: 10}, Replicas: *replicas,
 		OnResult: func(r *pb.Result) {
 			mu.Lock()
 			counts[r.GetTaskId()]++

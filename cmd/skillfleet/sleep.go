@@ -89,6 +89,7 @@ type sleepOpts struct {
 	tasksFile                         string
 	heuristicMine                     bool
 	natsURL                           string
+	natsReplicas                      int
 	workers, concurrency              int
 	persona                           string
 	assertImproves, autoAdopt         bool
@@ -133,6 +134,7 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 	fs.IntVar(&o.editBudget, "edit-budget", 0, "edits one reflection may propose (default 4)")
 	fs.BoolVar(&o.noRegression, "no-regression", false, "refuse an edit under which any val task scores lower")
 	fs.StringVar(&o.natsURL, "nats", "", "NATS URL of a fleet (default: an embedded server and in-process workers)")
+	fs.IntVar(&o.natsReplicas, "nats-replicas", 0, "servers of a NATS cluster that keep the task stream and run directory (0 = keep the current count, 1 for new ones)")
 	fs.IntVar(&o.workers, "workers", 2, "in-process workers (0 = only the fleet's workers)")
 	fs.IntVar(&o.concurrency, "concurrency", 8, "replays each in-process worker runs at once")
 	fs.BoolVar(&o.assertImproves, "assert-improves", false, "exit 5 unless the night is accepted with a higher fresh val score (and, for a persona, without its harmful rule)")
@@ -567,7 +569,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	to.register(tfs, false)
 	_ = tfs.Parse(nil)
 	to.natsURL, to.workers, to.concurrency, to.logLevel = o.natsURL, o.workers, o.concurrency, o.logLevel
-	to.noSync = true
+	to.noSync, to.nats.replicas = true, o.natsReplicas
 	ccfg := &config.Config{}
 	ccfg.Runtime.Workers, ccfg.Runtime.RolloutConcurrency, ccfg.Runtime.OptimizerConcurrency, ccfg.Runtime.MaxDeliveries = o.workers, o.concurrency, 1, 3
 	sess, err := startSession(ctx, to, ccfg, runDir, runID, &trainer.Settings{}, nil, log, stderr)

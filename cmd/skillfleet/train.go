@@ -581,7 +581,7 @@ func startSession(ctx context.Context, o trainOpts, cfg *config.Config, runDir, 
 		Logger: log, NC: nc, RunDir: runDir, RunID: runID, GRPCListener: ln, NoSync: o.noSync,
 		GRPCServerOptions: append(grpcOpts, grpcServerTracing(tel)...), Propagator: tel.Propagator, Meters: tel.Meters,
 		Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries, AckWait: o.ackWait},
-		Cache:    cache, Advertise: o.advertise, Weight: o.weight,
+		Cache:    cache, Advertise: o.advertise, Weight: o.weight, Replicas: o.nats.replicasOr(cfg.Runtime.NATSReplicas),
 	})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf"
 )
@@ -20,6 +21,9 @@ import (
 type natsFlags struct {
 	creds, nkey, user, passwordFile string
 	tls                             tlsconf.Files
+	// replicas is --nats-replicas: the servers of a NATS cluster that keep
+	// the task stream and the run directory (0 = their current count).
+	replicas int
 }
 
 func (n *natsFlags) register(fs *flag.FlagSet) {
@@ -30,10 +34,22 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&n.tls.CA, "nats-ca", "", "CA file verifying the NATS server (turns on TLS)")
 	fs.StringVar(&n.tls.Cert, "nats-tls-cert", "", "client certificate for NATS (mutual TLS)")
 	fs.StringVar(&n.tls.Key, "nats-tls-key", "", "client key for NATS (mutual TLS)")
+	fs.IntVar(&n.replicas, "nats-replicas", 0, "servers of a NATS cluster that keep the task stream and run directory, at most the cluster's size (default runtime.nats_replicas; 0 = keep the current count, 1 for new ones)")
+}
+
+// replicasOr is --nats-replicas when given, else the config's count.
+func (n natsFlags) replicasOr(config int) int {
+	if n.replicas > 0 {
+		return n.replicas
+	}
+	return config
 }
 
 // options returns the nats.Options the flags ask for.
 func (n natsFlags) options() ([]nats.Option, error) {
+	if err := queue.CheckReplicas(n.replicas, "--nats-replicas"); err != nil {
+		return nil, err
+	}
 	var opts []nats.Option
 	set := 0
 	if n.creds != "" {

@@ -148,7 +148,7 @@ func startLocalWorkers(ctx context.Context, log *slog.Logger, ws workerSetup) (s
 			stop()
 			return nil, err
 		}
-		runs, err := worker.WatchRuns(wctx, nc)
+		runs, err := worker.WatchRuns(wctx, nc, 0)
 		if err != nil {
 			stop()
 			return nil, err

@@ -77,7 +77,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	runs, err := worker.WatchRuns(ctx, nc)
+	runs, err := worker.WatchRuns(ctx, nc, natsF.replicas)
 	if err != nil {
 		return err
 	}

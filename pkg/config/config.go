@@ -412,6 +412,11 @@ type Runtime struct {
 	// instead of after training. Same results, less wall time; it spends
 	// those test calls early. Default true.
 	IdleFill bool `yaml:"idle_fill"`
+	// NATSReplicas is how many servers of a NATS cluster keep the task
+	// stream and the run directory (1 to 5, at most the cluster's size);
+	// --nats-replicas overrides it. 0 keeps their current count (1 for
+	// new ones).
+	NATSReplicas int `yaml:"nats_replicas"`
 }
 
 // defaultLeadingWords is SkillOpt's leading-word vocabulary for the

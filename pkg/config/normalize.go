@@ -366,6 +366,7 @@ func (c *Config) Validate() error {
 	positive(int64(r.OptimizerConcurrency), "runtime.optimizer_concurrency")
 	dur(r.TaskTimeout, "runtime.task_timeout")
 	positive(int64(r.MaxDeliveries), "runtime.max_deliveries")
+	check(r.NATSReplicas >= 0 && r.NATSReplicas <= 5, "runtime.nats_replicas", "must be 0 (keep the current count) to 5, got %d", r.NATSReplicas)
 
 	if len(errs) > 0 {
 		return errs[0]

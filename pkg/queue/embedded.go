@@ -33,6 +33,26 @@ type EmbeddedOptions struct {
 	// Password a user/password pair. With neither, no authentication.
 	Nkeys              []string
 	Username, Password string
+	// ServerName names the server (default "skillfleet-embedded"). Every
+	// node of a cluster needs its own.
+	ServerName string
+	// Cluster, when set, makes the server one node of a JetStream cluster.
+	Cluster *ClusterOptions
+}
+
+// ClusterOptions make an embedded server a node of a JetStream cluster.
+// A cluster of N nodes keeps a stream of R replicas (R <= N) through the
+// loss of (R-1)/2 of them.
+type ClusterOptions struct {
+	// Name is the cluster's name, the same on every node.
+	Name string
+	// Host and Port are where the node listens for routes from the other
+	// nodes (Port -1 = any free port).
+	Host string
+	Port int
+	// Routes are the other nodes' route URLs (nats://HOST:PORT). One
+	// reachable node is enough: the others are learned from it.
+	Routes []string
 }
 
 // Embedded is a running in-process nats-server with JetStream.
@@ -61,8 +81,11 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 	if o.MaxStore == 0 {
 		o.MaxStore = 8 << 30
 	}
+	if o.ServerName == "" {
+		o.ServerName = "skillfleet-embedded"
+	}
 	opts := &server.Options{
-		ServerName:         "skillfleet-embedded",
+		ServerName:         o.ServerName,
 		Host:               o.Host,
 		Port:               o.Port,
 		DontListen:         !o.Listen,
@@ -78,6 +101,27 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		opts.TLSConfig = o.TLS
 		opts.TLSTimeout = 5
 		opts.TLSVerify = o.TLS.ClientAuth == tls.RequireAndVerifyClientCert
+	}
+	if c := o.Cluster; c != nil {
+		if c.Name == "" || len(c.Routes) == 0 {
+			e.cleanup()
+			return nil, errors.New("embedded nats: a cluster node needs the cluster's name and its routes (they may include its own)")
+		}
+		if c.Host == "" {
+			c.Host = o.Host
+		}
+		if c.Port == 0 {
+			c.Port = -1
+		}
+		opts.Cluster = server.ClusterOpts{Name: c.Name, Host: c.Host, Port: c.Port}
+		for _, r := range c.Routes {
+			u, err := url.Parse(r)
+			if err != nil || u.Host == "" {
+				e.cleanup()
+				return nil, fmt.Errorf("embedded nats: route %q: want nats://HOST:PORT", r)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
 	}
 	for _, k := range o.Nkeys {
 		opts.Nkeys = append(opts.Nkeys, &server.NkeyUser{Nkey: k})
@@ -114,6 +158,19 @@ func (e *Embedded) URL() string {
 	}
 	return u
 }
+
+// ClusterURL is the URL other nodes route to, or "" when the server is
+// not a cluster node.
+func (e *Embedded) ClusterURL() string {
+	a := e.srv.ClusterAddr()
+	if a == nil {
+		return ""
+	}
+	return "nats://" + a.String()
+}
+
+// Name is the server's name, as JetStream's cluster info reports it.
+func (e *Embedded) Name() string { return e.srv.Name() }
 
 // Connect opens an in-process client connection.
 func (e *Embedded) Connect(name string, extra ...nats.Option) (*nats.Conn, error) {

@@ -27,7 +27,9 @@ func KindOf(t *pb.Task) string { return catalogue.KindOf(t) }
 type StreamOptions struct {
 	// Duplicates is the de-duplication window for Nats-Msg-Id (default 2h).
 	Duplicates time.Duration
-	// Replicas for clustered NATS (default 1).
+	// Replicas is how many servers of a JetStream cluster keep the stream
+	// (1 to [MaxReplicas]). 0 keeps an existing stream's count and makes
+	// a new stream with 1.
 	Replicas int
 	// Memory stores the stream in memory instead of files.
 	Memory bool
@@ -42,6 +44,10 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 	if o.Memory {
 		storage = jetstream.MemoryStorage
 	}
+	replicas, err := replicasFor(ctx, js, StreamName, o.Replicas)
+	if err != nil {
+		return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
+	}
 	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "skillfleet tasks (work queue)",
@@ -49,13 +55,67 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 		Retention:   jetstream.WorkQueuePolicy,
 		Storage:     storage,
 		Duplicates:  o.Duplicates,
-		Replicas:    max(o.Replicas, 1),
+		Replicas:    replicas,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
+		return nil, replicasErr("create stream "+StreamName, replicas, err)
 	}
 	return s, nil
 }
+
+// MaxReplicas is the most servers JetStream keeps one stream on.
+const MaxReplicas = 5
+
+// CheckReplicas rejects a replica count JetStream cannot have; what names
+// the setting (a flag or config key) in the error.
+func CheckReplicas(n int, what string) error {
+	if n < 0 || n > MaxReplicas {
+		return fmt.Errorf("%s: replicas must be 0 (keep the existing count, 1 for new streams) to %d, got %d", what, MaxReplicas, n)
+	}
+	return nil
+}
+
+// replicasFor is the replica count to give stream: n when set, else the
+// count the stream already has, else 1. Keeping the existing count lets a
+// process that was not told the cluster's replica count (a worker, a run
+// without the flag) open the stream without shrinking it.
+func replicasFor(ctx context.Context, js jetstream.JetStream, stream string, n int) (int, error) {
+	if err := CheckReplicas(n, "replicas"); err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		return n, nil
+	}
+	s, err := js.Stream(ctx, stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, err
+	}
+	return max(s.CachedInfo().Config.Replicas, 1), nil
+}
+
+// replicasErr names the replica setting when the servers cannot place
+// that many replicas: more than the cluster has JetStream servers up, or
+// more than one on a server that is not clustered.
+func replicasErr(what string, n int, err error) error {
+	var jsErr jetstream.JetStreamError
+	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
+		switch jsErr.APIError().ErrorCode {
+		case errCodeNoPeers, errCodeInsufficientResources, errCodeReplicasNotSupported:
+			return fmt.Errorf("%s with %d replicas: the NATS servers cannot place that many (lower --nats-replicas or runtime.nats_replicas to at most the JetStream servers of the cluster that are up, or start the missing ones): %w", what, n, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// JetStream API error codes of a failed placement.
+const (
+	errCodeNoPeers               jetstream.ErrorCode = 10005
+	errCodeInsufficientResources jetstream.ErrorCode = 10023
+	errCodeReplicasNotSupported  jetstream.ErrorCode = 10074
+)
 
 // ConsumerOptions tunes the shared worker consumers.
 type ConsumerOptions struct {

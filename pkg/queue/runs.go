@@ -33,16 +33,23 @@ const (
 	StaleAfter    = 8 * time.Second
 )
 
-// RunsKV opens (creating if needed) the run directory bucket.
-func RunsKV(ctx context.Context, js jetstream.JetStream) (jetstream.KeyValue, error) {
+// RunsKV opens (creating if needed) the run directory bucket, kept on
+// replicas servers of a JetStream cluster (0 = the bucket's current
+// count, 1 for a new bucket; see [StreamOptions.Replicas]).
+func RunsKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
+	n, err := replicasFor(ctx, js, "KV_"+RunsBucket, replicas)
+	if err != nil {
+		return nil, fmt.Errorf("run directory %s: %w", RunsBucket, err)
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      RunsBucket,
 		Description: "skillfleet: live runs and their coordinators",
 		History:     1,
 		TTL:         time.Hour,
+		Replicas:    n,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("run directory %s: %w", RunsBucket, err)
+		return nil, replicasErr("run directory "+RunsBucket, n, err)
 	}
 	return kv, nil
 }

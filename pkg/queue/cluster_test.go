@@ -1,0 +1,124 @@
+package queue_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+)
+
+func clusterJS(t *testing.T, nodes []*queue.Embedded) jetstream.JetStream {
+	t.Helper()
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.URL())
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
+// replicasOf is how many servers keep stream, by its cluster info.
+func replicasOf(t *testing.T, js jetstream.JetStream, stream string) (config int, placed int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("stream %s: %v", stream, err)
+	}
+	info := s.CachedInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		t.Fatalf("stream %s: no cluster leader in %+v", stream, info.Cluster)
+	}
+	return info.Config.Replicas, 1 + len(info.Cluster.Replicas)
+}
+
+// TestReplicatedStreamAndBucketOnACluster: on a three-node JetStream
+// cluster the task stream and the run directory take the replica count
+// asked for; a process that asks for none keeps it; more replicas than
+// servers is an error naming the setting, returned at once.
+func TestReplicatedStreamAndBucketOnACluster(t *testing.T) {
+	nodes := queuetest.StartCluster(t, 3)
+	js := clusterJS(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.RunsKV(ctx, js, 3); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{queue.StreamName, "KV_" + queue.RunsBucket} {
+		if cfg, placed := replicasOf(t, js, s); cfg != 3 || placed != 3 {
+			t.Errorf("%s: %d replicas configured, on %d servers; want 3 and 3", s, cfg, placed)
+		}
+	}
+
+	// A worker or a run started without the setting keeps the count.
+	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queue.RunsKV(ctx, js, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{queue.StreamName, "KV_" + queue.RunsBucket} {
+		if cfg, placed := replicasOf(t, js, s); cfg != 3 || placed != 3 {
+			t.Errorf("%s after a process without the setting: %d replicas configured, on %d servers; want 3 and 3", s, cfg, placed)
+		}
+	}
+
+	start := time.Now()
+	_, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: 5})
+	if err == nil || !strings.Contains(err.Error(), "--nats-replicas") {
+		t.Errorf("5 replicas on 3 servers: err = %v, want one naming --nats-replicas", err)
+	}
+	t.Logf("5 replicas on 3 servers: %v", err)
+	_, err = queue.RunsKV(ctx, js, 5)
+	if err == nil || !strings.Contains(err.Error(), "--nats-replicas") {
+		t.Errorf("run directory with 5 replicas on 3 servers: err = %v, want one naming --nats-replicas", err)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("refusing 5 replicas took %s", d)
+	}
+	if cfg, _ := replicasOf(t, js, queue.StreamName); cfg != 3 {
+		t.Errorf("a refused update changed the stream to %d replicas", cfg)
+	}
+	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: 6}); err == nil || !strings.Contains(err.Error(), "got 6") {
+		t.Errorf("6 replicas: err = %v, want the limit", err)
+	}
+}
+
+// TestReplicasOnOneServer: a single server keeps one replica; asking for
+// three is an error naming the setting.
+func TestReplicasOnOneServer(t *testing.T) {
+	e := queuetest.Start(t)
+	js := clusterJS(t, []*queue.Embedded{e})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: 3})
+	if err == nil || !strings.Contains(err.Error(), "--nats-replicas") {
+		t.Errorf("3 replicas on one server: err = %v, want one naming --nats-replicas", err)
+	}
+	_, err = queue.RunsKV(ctx, js, 3)
+	if err == nil || !strings.Contains(err.Error(), "--nats-replicas") {
+		t.Errorf("run directory with 3 replicas on one server: err = %v, want one naming --nats-replicas", err)
+	}
+	if _, err := queue.RunsKV(ctx, js, 0); err != nil {
+		t.Fatal(err)
+	}
+}
