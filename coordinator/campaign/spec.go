@@ -1,8 +1,16 @@
 // Package campaign describes a campaign — a matrix of training runs
 // (configs × target models × harnesses × seeds, plus eval-only cells) that
-// share one fleet — expands it into cells, keeps its state file
-// campaign.json and renders its results table. Running the cells is the
-// command's job (cmd/skillfleet); each cell is an ordinary run directory.
+// share one fleet — expands it into cells, runs them (Campaign: at most
+// max_active_runs at once, eval-only cells after the cell they measure,
+// within the campaign's budget), keeps its state file campaign.json and
+// renders its results table. Each cell is an ordinary run directory; the
+// caller says how a run is started (Deps).
+//
+// One process can serve a campaign alone (its state in memory), or
+// several processes on one or more hosts can serve it together: they
+// lease cells from records on NATS JetStream key-value (NewKVStore),
+// rewrite the records they hold while they run, take over the cells of a
+// process that stops rewriting them, and count one budget over all.
 package campaign
 
 import (

@@ -42,6 +42,12 @@ type CellStatus struct {
 	// Dir is the cell's run directory, relative to the campaign dir.
 	Dir   string `json:"dir"`
 	Error string `json:"error,omitempty"`
+	// Owner is the process that runs the cell now, in a campaign served
+	// by several processes (the cell's lease); empty when no one does.
+	Owner string `json:"owner,omitempty"`
+	// Member is the process that ran the cell to its end, in a campaign
+	// served by several processes.
+	Member string `json:"member,omitempty"`
 	// Test scores (hard metric) of the empty skill, the seed skill and
 	// the best skill; for an eval-only cell, Best is the measured skill.
 	NoSkill   *float64 `json:"no_skill,omitempty"`
