@@ -312,14 +312,21 @@ func (s *cellStarter) run(ctx context.Context, r campaign.CellRun) error {
 		grpcTLS: s.o.grpcTLS,
 	}
 	o.exposure.insecureGRPC = s.o.insecure
+	var err error
 	if r.Eval != nil {
-		return evalSkill(ctx, o, r.Eval.Skill, r.Eval.Split, r.Eval.Baseline, r.Log, r.Log)
+		err = evalSkill(ctx, o, r.Eval.Skill, r.Eval.Split, r.Eval.Baseline, r.Log, r.Log)
+	} else {
+		o.hooks = &runHooks{
+			started: func(tr *trainer.Trainer) { r.Started(tr.Accounting()) },
+			stop:    r.Stop,
+		}
+		err = train(ctx, o, r.Log, r.Log)
 	}
-	o.hooks = &runHooks{
-		started: func(tr *trainer.Trainer) { r.Started(tr.Accounting()) },
-		stop:    r.Stop,
+	var ce codedError
+	if errors.As(err, &ce) && ce.code == exitLocked {
+		return fmt.Errorf("%w: %w", campaign.ErrBusy, err)
 	}
-	return train(ctx, o, r.Log, r.Log)
+	return err
 }
 
 func fleetLine(o campaignOpts, url string) string {

@@ -115,6 +115,9 @@ type Campaign struct {
 	created time.Time // campaign.json's started
 	stopped error     // the campaign's budget, once reached
 	dirty   bool
+	// busy holds cells whose run dir another process held, until when
+	// this process leaves them alone.
+	busy map[string]time.Time
 
 	saveMu sync.Mutex
 }
@@ -157,7 +160,7 @@ func New(cfg Config, deps Deps) (*Campaign, error) {
 		cfg.Out = io.Discard
 	}
 	c := &Campaign{cfg: cfg, deps: deps, cells: cells, byName: map[string]Cell{}, store: cfg.Store, log: cfg.Log,
-		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}}
+		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}, busy: map[string]time.Time{}}
 	for _, cell := range cells {
 		c.byName[cell.Name] = cell
 	}
@@ -382,7 +385,7 @@ func (c *Campaign) claimable(e *entry) bool {
 	switch {
 	case r.State == StateDone || r.State == StateFailed:
 		return false
-	case c.mine[r.Name] != nil:
+	case c.mine[r.Name] != nil, time.Now().Before(c.busy[r.Name]):
 		return false
 	case r.Owner == "" || r.Owner == c.cfg.Member:
 		return true
@@ -774,6 +777,8 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 	case err == nil:
 	case errors.Is(err, trainer.ErrBudget), errors.Is(err, trainer.ErrStopped), errors.Is(err, context.Canceled):
 		state, msg = StateStopped, firstLine(err.Error())
+	case errors.Is(err, ErrBusy):
+		state, msg = StateQueued, firstLine(err.Error())
 	default:
 		state, msg = StateFailed, firstLine(err.Error())
 	}
@@ -791,6 +796,9 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 	})
 	c.mu.Lock()
 	delete(c.mine, cell.Name)
+	if state == StateQueued {
+		c.busy[cell.Name] = time.Now().Add(max(c.cfg.LeaseTTL, time.Second))
+	}
 	c.mu.Unlock()
 	c.signal()
 	if perr != nil {

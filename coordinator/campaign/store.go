@@ -41,6 +41,11 @@ type Record struct {
 // ErrConflict is a Put whose revision is no longer the record's.
 var ErrConflict = errors.New("campaign: the cell's record changed since it was read")
 
+// ErrBusy, wrapped in a run's error, says another process still holds
+// the run dir (a member thought gone that is still running the cell): the
+// cell goes back to the queue instead of failing.
+var ErrBusy = errors.New("campaign: the run dir is held by another process")
+
 // ErrNoSkill is Skill for a cell whose best skill was not stored.
 var ErrNoSkill = errors.New("campaign: no best skill stored for the cell")
 
