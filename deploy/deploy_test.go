@@ -934,9 +934,10 @@ func TestBaseEndpointsNameExampleNamespace(t *testing.T) {
 	}
 }
 
-// TestCampaignJobRenders: the campaign Job manifests decode strictly, and
-// the ports the campaign is told to use are the ones its policies open.
-func TestCampaignJobRenders(t *testing.T) {
+// TestCampaignStatefulSetRenders: the campaign's manifests decode
+// strictly, and the ports the campaign is told to use are the ones its
+// policies open.
+func TestCampaignStatefulSetRenders(t *testing.T) {
 	t.Parallel()
 	objs, err := render("campaign")
 	if err != nil {
@@ -946,12 +947,12 @@ func TestCampaignJobRenders(t *testing.T) {
 	for _, o := range objs {
 		kinds[o.gvk[strings.LastIndex(o.gvk, "/")+1:]] = true
 	}
-	for _, k := range []string{"Job", "PersistentVolumeClaim", "Service", "NetworkPolicy"} {
+	for _, k := range []string{"StatefulSet", "PersistentVolumeClaim", "Service", "NetworkPolicy"} {
 		if !kinds[k] {
 			t.Errorf("deploy/campaign renders no %s", k)
 		}
 	}
-	b, err := os.ReadFile(filepath.Join("campaign", "campaign-job.yaml"))
+	b, err := os.ReadFile(filepath.Join("campaign", "campaign-statefulset.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,6 +56,7 @@ type campaignOpts struct {
 	sticky   bool
 	cells    string
 	replicas int
+	stay     bool
 }
 
 func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -85,6 +86,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 15*time.Second, "with --member: a member that has not renewed a running cell for this long counts as gone, and another member takes the cell")
 	fs.BoolVar(&o.sticky, "sticky", false, "with --member: a gone member's cells wait for it to come back (each member's run dirs on its own volume) instead of resuming elsewhere (run dirs on a shared volume)")
 	fs.StringVar(&o.cells, "cells", "", "with --member: serve only the cells whose names match one of these comma-separated globs (e.g. 'eval-*')")
+	fs.BoolVar(&o.stay, "stay", false, "once the campaign has ended (or stopped), stay up idle until stopped instead of exiting (a StatefulSet member that exits is restarted)")
 	fs.IntVar(&o.replicas, "state-replicas", 1, "with --member: replicas of the campaign's state bucket on a clustered NATS")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -266,6 +268,17 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	fmt.Fprintf(stdout, "results: %s (skillfleet report %s [--csv|--html FILE])\n", filepath.Join(dir, campaign.FileName), dir)
+	result := campaignExit(ctx, runErr, f)
+	if o.stay && ctx.Err() == nil {
+		fmt.Fprintln(stdout, "campaign ended; staying up (--stay) until stopped")
+		<-ctx.Done()
+	}
+	return result
+}
+
+// campaignExit is the campaign command's outcome: stopped (exit 4), N
+// cells failed (exit 10+N), or nil.
+func campaignExit(ctx context.Context, runErr error, f *campaign.File) error {
 	if ctx.Err() != nil || runErr != nil {
 		why := "stopped on request"
 		if runErr != nil && ctx.Err() == nil {
