@@ -64,6 +64,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return sleepAdopt(rest, stdout, stderr)
 	case "schedule", "unschedule":
 		return sleepSchedule(args[0], rest, stdout, stderr)
+	case "install", "uninstall", "record":
+		return sleepAgentCommand(ctx, args[0], rest, stdout, stderr)
 	}
 	return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, schedule, unschedule)", args[0])}
 }
