@@ -133,7 +133,7 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 	if err := run(SourceClaude, func() ([]string, error) { return claudeFiles(o.ClaudeHome, &sk) }, parseClaude); err != nil {
 		return nil, sk, err
 	}
-	if err := run(SourceCodex, func() ([]string, error) { return globFiles(filepath.Join(o.CodexHome, "archived_sessions")) }, parseCodex); err != nil {
+	if err := run(SourceCodex, func() ([]string, error) { return codexFiles(o.CodexHome) }, parseCodex); err != nil {
 		return nil, sk, err
 	}
 	if err := run(SourceCursor, func() ([]string, error) { return cursorFiles(o.CursorHome, &sk) }, parseCursor); err != nil {
@@ -180,6 +180,29 @@ func claudeFiles(home string, sk *Skipped) ([]string, error) {
 
 func isSubAgentPath(p string) bool {
 	return slices.Contains(strings.Split(filepath.ToSlash(p), "/"), "subagents") || strings.HasPrefix(filepath.Base(p), "agent-")
+}
+
+// codexFiles lists Codex's live sessions (sessions/YYYY/MM/DD/*.jsonl,
+// where the CLI writes them) and its archived ones (archived_sessions/).
+func codexFiles(home string) ([]string, error) {
+	out, err := globFiles(filepath.Join(home, "archived_sessions"))
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(filepath.Join(home, "sessions"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return filepath.SkipAll
+			}
+			return err
+		}
+		if d.Type().IsRegular() && strings.HasSuffix(p, ".jsonl") {
+			out = append(out, p)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out, err
 }
 
 // globFiles lists dir's .jsonl files in order; none when dir is missing.
@@ -283,6 +306,10 @@ type session struct {
 	// noTimes: the transcript has no timestamps (the duration rule of
 	// isHeadless does not apply).
 	noTimes bool
+	// interactive: the CLI marks the session as typed in its terminal UI
+	// (the duration rule of isHeadless does not apply either: a user's
+	// one quick question is still the user's).
+	interactive bool
 }
 
 func (s *session) stamp(ts string) {
@@ -376,7 +403,7 @@ func isHeadless(s *session) bool {
 			}
 		}
 	}
-	if !s.noTimes && !s.start.IsZero() && s.end.Sub(s.start) < 3*time.Second && len(s.prompts) == 1 && len(s.prompts[0]) < 200 {
+	if !s.noTimes && !s.interactive && !s.start.IsZero() && s.end.Sub(s.start) < 3*time.Second && len(s.prompts) == 1 && len(s.prompts[0]) < 200 {
 		return true
 	}
 	return false

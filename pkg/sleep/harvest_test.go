@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +224,54 @@ func TestAttemptPromptRedactsLiveFiles(t *testing.T) {
 		if strings.Contains(m.Content, "ghp_abcdef") || strings.Contains(m.Content, "hunter2hunter2") {
 			t.Fatalf("attempt prompt holds a secret:\n%s", m.Content)
 		}
+	}
+}
+
+// TestHarvestInteractiveQuickSession: a one-prompt session that took under
+// three seconds is headless unless the CLI marks it as typed in its
+// terminal UI (Claude Code's entrypoint "cli", Codex's originator
+// "codex-tui"), and Codex's live sessions (sessions/YYYY/MM/DD) are read
+// as well as its archived ones.
+func TestHarvestInteractiveQuickSession(t *testing.T) {
+	home := t.TempDir()
+	write := func(rel, text string) {
+		p := filepath.Join(home, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claude := func(id, entry string) string {
+		return `{"type":"user","sessionId":"` + id + `","entrypoint":"` + entry + `","cwd":"/w","timestamp":"2026-11-24T10:00:00Z","message":{"role":"user","content":"Add a test for the parser"}}` + "\n" +
+			`{"type":"api-request-blob","message":{"role":"user","content":"Add a test for the parser"}}` + "\n" +
+			`{"type":"assistant","sessionId":"` + id + `","entrypoint":"` + entry + `","cwd":"/w","timestamp":"2026-11-24T10:00:01Z","message":{"role":"assistant","content":[{"type":"text","text":"Added."}]}}` + "\n"
+	}
+	write(".claude/projects/-w/tui.jsonl", claude("tui", "cli"))
+	write(".claude/projects/-w/other.jsonl", claude("other", ""))
+	codex := func(id, originator string) string {
+		return `{"timestamp":"2026-11-24T10:00:00Z","type":"session_meta","payload":{"id":"` + id + `","cwd":"/w","originator":"` + originator + `"}}` + "\n" +
+			`{"timestamp":"2026-11-24T10:00:00Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"Add a test for the parser"}]}}` + "\n" +
+			`{"timestamp":"2026-11-24T10:00:01Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Added."}]}}` + "\n"
+	}
+	write(".codex/sessions/2026/11/24/rollout-a.jsonl", codex("codex-tui-1", "codex-tui"))
+	write(".codex/sessions/2026/11/24/rollout-b.jsonl", codex("codex-other", "somewhere"))
+	write(".codex/archived_sessions/rollout-c.jsonl", codex("codex-archived", "codex-tui"))
+	ds, sk, err := Harvest(HarvestOptions{ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"), CursorHome: filepath.Join(home, ".cursor"),
+		Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, d := range ds {
+		ids = append(ids, d.SessionID)
+		if len(d.UserPrompts) != 1 {
+			t.Errorf("%s: prompts %q, want the one typed", d.SessionID, d.UserPrompts)
+		}
+	}
+	sort.Strings(ids)
+	if want := []string{"codex-archived", "codex-tui-1", "tui"}; !slices.Equal(ids, want) || sk.Headless != 2 {
+		t.Fatalf("harvested %v (skipped %+v), want %v and the two unmarked quick sessions headless", ids, sk, want)
 	}
 }

@@ -46,6 +46,9 @@ func parseClaude(path string, o *HarvestOptions) (*Digest, Skipped, error) {
 		if strings.HasPrefix(r.Entrypoint, "sdk") {
 			s.headless = true
 		}
+		if r.Entrypoint == "cli" { // the terminal UI
+			s.interactive = true
+		}
 		if s.project == "" && r.Cwd != "" {
 			s.project = filepath.Clean(r.Cwd)
 		}
@@ -62,7 +65,9 @@ func parseClaude(path string, o *HarvestOptions) (*Digest, Skipped, error) {
 				}
 			}
 		}
-		if r.Message == nil || r.IsMeta {
+		// Only user and assistant records are turns: other records
+		// (api-request-blob and the like) carry copies of messages too.
+		if r.Message == nil || r.IsMeta || (r.Type != "user" && r.Type != "assistant") {
 			return
 		}
 		s.stamp(r.Timestamp)
@@ -167,6 +172,9 @@ func parseCodex(path string, o *HarvestOptions) (*Digest, Skipped, error) {
 			s.stamp(p.Timestamp)
 			if p.Originator == "codex_exec" || strings.Contains(string(p.Source), "exec") {
 				s.headless = true
+			}
+			if p.Originator == "codex-tui" || p.Originator == "codex_cli_rs" { // the terminal UI
+				s.interactive = true
 			}
 		case "turn_context":
 			if s.project == "" && p.Cwd != "" {
