@@ -41,6 +41,8 @@ if [[ -f scripts/install-agents.sh ]]; then
   tools+=("npm|nodejs npm|command -v npm && command -v node")
   # Claude Code's own sandbox needs socat for its tool commands.
   tools+=("socat|socat|command -v socat")
+  # The harvest test types into the CLIs' terminal UIs through tmux.
+  tools+=("tmux|tmux|command -v tmux")
 fi
 
 missing() {
