@@ -247,6 +247,10 @@ func TestHarvestRealAgentSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(home) })
+	tmp := filepath.Join(home, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	sim := httptest.NewServer(simmodel.NewServer(simmodel.New(simmodel.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}),
 		simmodel.ServerOptions{APIKey: agentPlantedKey}))
 	t.Cleanup(sim.Close)
@@ -263,10 +267,10 @@ func TestHarvestRealAgentSessions(t *testing.T) {
 	got := map[string]*agentSessions{}
 	var mu sync.Mutex
 	t.Run("sessions", func(t *testing.T) {
-		for name, drive := range map[string]func(*testing.T, string, string, []string) *agentSessions{"claude": driveClaude, "codex": driveCodex} {
+		for name, drive := range map[string]func(*testing.T, string, string, string, []string) *agentSessions{"claude": driveClaude, "codex": driveCodex} {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				s := drive(t, home, sim.URL, projects)
+				s := drive(t, home, tmp, sim.URL, projects)
 				mu.Lock()
 				got[name] = s
 				mu.Unlock()
@@ -398,7 +402,7 @@ func noSecrets(t *testing.T, where string, b []byte) {
 func runSleepBinary(t *testing.T, home string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir()}
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + filepath.Join(home, "tmp")}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("skillfleet %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -413,7 +417,7 @@ func claudeAnswer(l []byte) bool {
 }
 
 // driveClaude runs Claude Code's sessions and returns what was typed.
-func driveClaude(t *testing.T, home, simURL string, projects []string) *agentSessions {
+func driveClaude(t *testing.T, home, tmp, simURL string, projects []string) *agentSessions {
 	// A configured home: onboarding done, the projects trusted, the key
 	// approved, the read and shell tools allowed without asking.
 	cfg := map[string]any{"hasCompletedOnboarding": true, "theme": "dark",
@@ -433,7 +437,7 @@ func driveClaude(t *testing.T, home, simURL string, projects []string) *agentSes
 		[]byte(`{"permissions":{"defaultMode":"dontAsk","allow":["Read","Bash"]}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := agentEnv(home, "ANTHROPIC_BASE_URL="+simURL, "ANTHROPIC_API_KEY="+agentPlantedKey, "TERM=xterm-256color")
+	env := agentEnv(home, tmp, "ANTHROPIC_BASE_URL="+simURL, "ANTHROPIC_API_KEY="+agentPlantedKey, "TERM=xterm-256color")
 	root := filepath.Join(home, ".claude", "projects")
 	answers := func() int { return countLines(root, claudeAnswer) }
 	bin := agentCLI(t, "claude")
@@ -469,7 +473,7 @@ func driveClaude(t *testing.T, home, simURL string, projects []string) *agentSes
 }
 
 // driveCodex runs Codex's sessions and returns what was typed.
-func driveCodex(t *testing.T, home, simURL string, projects []string) *agentSessions {
+func driveCodex(t *testing.T, home, tmp, simURL string, projects []string) *agentSessions {
 	// A configured home: sim-llm as the provider (its key from the
 	// environment), the projects trusted, commands run without approval
 	// and without Codex's sandbox (sim-llm only asks to read task.md),
@@ -487,7 +491,7 @@ func driveCodex(t *testing.T, home, simURL string, projects []string) *agentSess
 	if err := os.WriteFile(filepath.Join(home, ".codex", "config.toml"), []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := agentEnv(home, "SKILLFLEET_SIM_KEY="+agentPlantedKey, "TERM=xterm-256color")
+	env := agentEnv(home, tmp, "SKILLFLEET_SIM_KEY="+agentPlantedKey, "TERM=xterm-256color")
 	root := filepath.Join(home, ".codex", "sessions")
 	done := func() int {
 		return countLines(root, func(l []byte) bool { return bytes.Contains(l, []byte(`"type":"task_complete"`)) })

@@ -88,9 +88,10 @@ func copyHome(t *testing.T, src, dst string) {
 	}
 }
 
-// agentEnv is a quiet environment for a real agent CLI under home.
-func agentEnv(home string, extra ...string) []string {
-	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + os.TempDir(), "LANG=C.UTF-8",
+// agentEnv is a quiet environment for a real agent CLI under home, with
+// temporary files in tmp.
+func agentEnv(home, tmp string, extra ...string) []string {
+	env := []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp, "LANG=C.UTF-8",
 		"DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"}
 	return append(env, extra...)
 }
@@ -126,10 +127,11 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	}
 	before := homeTree(t, home)
 	state := t.TempDir()
+	tmp := t.TempDir()
 	sf := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(binary, args...)
-		cmd.Env = agentEnv(home)
+		cmd.Env = agentEnv(home, tmp)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("skillfleet %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -158,7 +160,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	claude := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command(agentCLI(t, "claude"), args...)
-		cmd.Env = agentEnv(cliHome)
+		cmd.Env = agentEnv(cliHome, tmp)
 		cmd.Dir = cliHome
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -202,7 +204,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	defer sim.Close()
 	cmd := exec.Command(agentCLI(t, "claude"), "-p", "Note the serial code. Record value: 4821.\n\nAnswer inside <answer></answer>.",
 		"--output-format", "stream-json", "--verbose", "--model", "sim-target", "--tools", "Read", "--no-session-persistence")
-	cmd.Env = agentEnv(cliHome, "ANTHROPIC_BASE_URL="+sim.URL, "ANTHROPIC_API_KEY=sk-ant-sim-not-a-key")
+	cmd.Env = agentEnv(cliHome, tmp, "ANTHROPIC_BASE_URL="+sim.URL, "ANTHROPIC_API_KEY=sk-ant-sim-not-a-key")
 	cmd.Dir = filepath.Join(home, "work", "app")
 	initOut, err := cmd.CombinedOutput()
 	var init struct {
@@ -256,7 +258,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 
 	// Codex: the skill is in the prompt it would send.
 	ccmd := exec.Command(agentCLI(t, "codex"), "debug", "prompt-input", "hi")
-	ccmd.Env = agentEnv(cliHome)
+	ccmd.Env = agentEnv(cliHome, tmp)
 	ccmd.Dir = filepath.Join(home, "work", "app")
 	cout, err := ccmd.CombinedOutput()
 	if err != nil {
@@ -269,7 +271,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	// The command's script runs a night and prints the proposal.
 	run := exec.Command(script, "run")
 	run.Dir = filepath.Join(home, "work", "app")
-	run.Env = agentEnv(home)
+	run.Env = agentEnv(home, tmp)
 	start := time.Now()
 	rout, err := run.CombinedOutput()
 	if err != nil {
@@ -289,14 +291,14 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 
 	// The session-end hook's command records the session.
 	rec := exec.Command(script, "record")
-	rec.Env = agentEnv(home)
+	rec.Env = agentEnv(home, tmp)
 	rec.Stdin = strings.NewReader(`{"session_id":"abc-123","transcript_path":"` + home + `/.claude/projects/x/abc-123.jsonl","cwd":"` + home + `/work/app","hook_event_name":"SessionEnd","reason":"exit"}`)
 	if out, err := rec.CombinedOutput(); err != nil {
 		t.Fatalf("record: %v\n%s", err, out)
 	}
 	st := exec.Command(script, "status")
 	st.Dir = filepath.Join(home, "work", "app")
-	st.Env = agentEnv(home)
+	st.Env = agentEnv(home, tmp)
 	sout, err := st.CombinedOutput()
 	if err != nil || !strings.Contains(string(sout), "sessions recorded by the session-end hook: 2") {
 		t.Errorf("status: %v\n%s", err, sout)
