@@ -37,10 +37,10 @@ type tui struct {
 }
 
 // startTUI runs argv in dir under env (nothing else of the test's
-// environment) on a 200x50 terminal.
-func startTUI(t *testing.T, what, dir string, env []string, argv ...string) *tui {
+// environment) on a 200x50 terminal, the tmux server's socket in sockDir.
+func startTUI(t *testing.T, what, dir, sockDir string, env []string, argv ...string) *tui {
 	t.Helper()
-	u := &tui{t: t, sock: fmt.Sprintf("sf-%d-%d", os.Getpid(), time.Now().UnixNano()), what: what, exited: "SKILLFLEET-TUI-EXITED"}
+	u := &tui{t: t, sock: filepath.Join(sockDir, fmt.Sprintf("tmux-%d", time.Now().UnixNano())), what: what, exited: "SKILLFLEET-TUI-EXITED"}
 	// The CLI, then a marker when it exits; the shell keeps the pane.
 	script := "cd " + shellQuote(dir) + " && env -i"
 	for _, e := range env {
@@ -50,24 +50,24 @@ func startTUI(t *testing.T, what, dir string, env []string, argv ...string) *tui
 		script += " " + shellQuote(a)
 	}
 	script += "; echo; echo " + u.exited + " $?; sleep 3600"
-	cmd := exec.Command("tmux", "-L", u.sock, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", "sh", "-c", script)
+	cmd := exec.Command("tmux", "-S", u.sock, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "50", "sh", "-c", script)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tmux: %v\n%s", err, out)
 	}
-	t.Cleanup(func() { _ = exec.Command("tmux", "-L", u.sock, "kill-server").Run() })
+	t.Cleanup(func() { _ = exec.Command("tmux", "-S", u.sock, "kill-server").Run() })
 	return u
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 func (u *tui) screen() string {
-	out, _ := exec.Command("tmux", "-L", u.sock, "capture-pane", "-p").Output()
+	out, _ := exec.Command("tmux", "-S", u.sock, "capture-pane", "-p").Output()
 	return string(out)
 }
 
 func (u *tui) keys(k ...string) {
 	u.t.Helper()
-	if out, err := exec.Command("tmux", append([]string{"-L", u.sock, "send-keys"}, k...)...).CombinedOutput(); err != nil {
+	if out, err := exec.Command("tmux", append([]string{"-S", u.sock, "send-keys"}, k...)...).CombinedOutput(); err != nil {
 		u.t.Fatalf("tmux send-keys: %v\n%s", err, out)
 	}
 }
@@ -444,7 +444,7 @@ func driveClaude(t *testing.T, home, tmp, simURL string, projects []string) *age
 	s := &agentSessions{prompts: map[string][]string{}, root: root, tool: "Bash"}
 
 	// A session in the first project: the task file, then a correction.
-	u := startTUI(t, "claude", projects[0], env, bin, "--model", "sim-target", firstPrompt)
+	u := startTUI(t, "claude", projects[0], tmp, env, bin, "--model", "sim-target", firstPrompt)
 	u.waitFor("the first answer", 4*time.Minute, func() bool { return answers() >= 1 })
 	second := "no, that is wrong: give it as a plain number. " + simQuestion(4821)
 	u.typeLine(second)
@@ -459,13 +459,13 @@ func driveClaude(t *testing.T, home, tmp, simURL string, projects []string) *age
 
 	// The same session resumed.
 	third := "thanks. " + simQuestion(5150)
-	u = startTUI(t, "claude --resume", projects[0], env, bin, "--model", "sim-target", "--resume", id, third)
+	u = startTUI(t, "claude --resume", projects[0], tmp, env, bin, "--model", "sim-target", "--resume", id, third)
 	u.waitFor("the resumed session's answer", 4*time.Minute, func() bool { return answers() >= 3 })
 	u.exit("/exit")
 	s.prompts[projects[0]] = append(s.prompts[projects[0]], third)
 
 	// A session in the second project.
-	u = startTUI(t, "claude (second project)", projects[1], env, bin, "--model", "sim-target", firstPrompt)
+	u = startTUI(t, "claude (second project)", projects[1], tmp, env, bin, "--model", "sim-target", firstPrompt)
 	u.waitFor("the answer", 4*time.Minute, func() bool { return answers() >= 4 })
 	u.exit("/exit")
 	s.prompts[projects[1]] = []string{firstPrompt}
@@ -499,7 +499,7 @@ func driveCodex(t *testing.T, home, tmp, simURL string, projects []string) *agen
 	bin := agentCLI(t, "codex")
 	s := &agentSessions{prompts: map[string][]string{}, root: root, tool: "exec_command"}
 
-	u := startTUI(t, "codex", projects[0], env, bin, firstPrompt)
+	u := startTUI(t, "codex", projects[0], tmp, env, bin, firstPrompt)
 	u.waitFor("the first turn's end", 4*time.Minute, func() bool { return done() >= 1 })
 	second := "no, that is wrong: give it as a plain number. " + simQuestion(4821)
 	u.typeLine(second)
@@ -530,12 +530,12 @@ func driveCodex(t *testing.T, home, tmp, simURL string, projects []string) *agen
 	}
 
 	third := "thanks. " + simQuestion(5150)
-	u = startTUI(t, "codex resume", projects[0], env, bin, "resume", meta.Payload.ID, third)
+	u = startTUI(t, "codex resume", projects[0], tmp, env, bin, "resume", meta.Payload.ID, third)
 	u.waitFor("the resumed session's turn end", 4*time.Minute, func() bool { return done() >= 3 })
 	u.exit("/quit")
 	s.prompts[projects[0]] = append(s.prompts[projects[0]], third)
 
-	u = startTUI(t, "codex (second project)", projects[1], env, bin, firstPrompt)
+	u = startTUI(t, "codex (second project)", projects[1], tmp, env, bin, firstPrompt)
 	u.waitFor("the turn's end", 4*time.Minute, func() bool { return done() >= 4 })
 	u.exit("/quit")
 	s.prompts[projects[1]] = []string{firstPrompt}
