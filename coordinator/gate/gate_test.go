@@ -267,6 +267,84 @@ func TestEarlyStopNeverChangesVerdict(t *testing.T) {
 	}
 }
 
+func TestFailuresToStop(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		items   []Item
+		m       Metric
+		current float64
+		want    int
+	}{
+		{name: "stops already", items: items("ffffff...."), m: Hard, current: 0.5, want: 0},
+		{name: "one failure away", items: items("ffff......"), m: Hard, current: 0.5, want: 1},
+		{name: "nothing done", items: items(".........."), m: Hard, current: 0.5, want: 5},
+		{name: "successes keep the need", items: items("ssss......"), m: Hard, current: 0.5, want: 5},
+		{name: "cannot stop", items: items("sssss....."), m: Hard, current: 0.4, want: 6},
+		{name: "failed items leave the mean", items: items("xxxfff...."), m: Hard, current: 0.5, want: 1},
+	}
+	for _, tt := range tests {
+		if got := FailuresToStop(tt.items, tt.m, 0, 0, tt.current); got != tt.want {
+			t.Errorf("%s: FailuresToStop = %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestFailuresToStopIsTheLeastNumber checks on random gate states that f
+// zero results make EarlyStop fire and that no f-1 results, whatever
+// their outcome, do.
+func TestFailuresToStopIsTheLeastNumber(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 5))
+	metrics := []Metric{Hard, Soft, Mixed}
+	outcome := func() Item {
+		switch rng.IntN(4) {
+		case 0:
+			return Item{Status: Failed}
+		case 1:
+			return Item{Status: Scored, Hard: 1, Soft: 1}
+		default:
+			return Item{Status: Scored, Hard: float64(rng.IntN(2)), Soft: float64(rng.IntN(5)) / 4}
+		}
+	}
+	for iter := range 3000 {
+		n := 1 + rng.IntN(30)
+		state := make([]Item, n)
+		var pending []int
+		for i := range state {
+			if rng.IntN(2) == 0 {
+				pending = append(pending, i)
+				continue
+			}
+			state[i] = outcome()
+		}
+		m, w := metrics[rng.IntN(len(metrics))], rng.Float64()
+		current := float64(rng.IntN(n+1)) / float64(n)
+		f := FailuresToStop(state, m, w, 0, current)
+		if f > len(pending) {
+			continue
+		}
+		order := rng.Perm(len(pending))
+		zeroed := append([]Item(nil), state...)
+		for _, k := range order[:f] {
+			zeroed[pending[k]] = Item{Status: Scored}
+		}
+		if stop, _ := EarlyStop(zeroed, m, w, 0, current); !stop {
+			t.Fatalf("iteration %d: %d zero results do not stop (%s, current %v)", iter, f, m, current)
+		}
+		if f == 0 {
+			continue
+		}
+		fewer := append([]Item(nil), state...)
+		for _, k := range order[:f-1] {
+			fewer[pending[k]] = outcome()
+		}
+		if stop, _ := EarlyStop(fewer, m, w, 0, current); stop {
+			t.Fatalf("iteration %d: %d results stop, FailuresToStop said %d (%s, current %v)", iter, f-1, f, m, current)
+		}
+	}
+}
+
 func TestMcNemar(t *testing.T) {
 	t.Parallel()
 	rep := func(v float64, n int) []float64 {

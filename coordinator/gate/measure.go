@@ -66,3 +66,43 @@ func EarlyStop(items []Item, m Metric, mixedWeight, bonus, current float64) (sto
 	upper = Score(ms.Hard, ms.Soft, m, mixedWeight) + bonus
 	return !(upper > current), upper
 }
+
+// FailuresToStop is the least number of further results that can make
+// [EarlyStop] fire: how many pending items must come back with the
+// lowest score (hard = soft = 0) before the candidate's best reachable
+// score falls to current or below. It is 0 when EarlyStop fires already
+// and len(pending)+1 when no outcome of the pending items can make it
+// fire. A gate evaluation that keeps no more tasks in flight than this
+// wastes no call when it stops: the stop needs every one of them.
+func FailuresToStop(items []Item, m Metric, mixedWeight, bonus, current float64) int {
+	pending := make([]int, 0, len(items))
+	for i, it := range items {
+		if it.Status == Pending {
+			pending = append(pending, i)
+		}
+	}
+	trial := make([]Item, len(items))
+	// stops reports whether EarlyStop fires once the first k pending items
+	// score 0; it is monotone in k, so a binary search finds the least k.
+	stops := func(k int) bool {
+		copy(trial, items)
+		for _, i := range pending[:k] {
+			trial[i] = Item{Status: Scored}
+		}
+		stop, _ := EarlyStop(trial, m, mixedWeight, bonus, current)
+		return stop
+	}
+	lo, hi := 0, len(pending)
+	if !stops(hi) {
+		return len(pending) + 1
+	}
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if stops(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}

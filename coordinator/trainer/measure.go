@@ -36,6 +36,7 @@ func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillT
 	}
 	var upper float64
 	var stopFn func([]rollResult, int) bool
+	var window func([]rollResult) int
 	var order []int
 	// Early stop is valid with the paired test too: a candidate that
 	// cannot strictly beat current is rejected whatever its p-value.
@@ -46,8 +47,13 @@ func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillT
 			return stop
 		}
 		order = t.hardFirst(len(items))
+		if t.s.GateWindow {
+			window = func(done []rollResult) int {
+				return gateWindow(gateItems(done), t.s.GateMetric, t.s.MixedWeight, density, beat)
+			}
+		}
 	}
-	rs, stopped, err := t.rollout(ctx, rolloutReq{Stage: stage, Step: step, Skill: skillText, Items: items, Split: bench.SplitVal, Stop: stopFn, Order: order})
+	rs, stopped, err := t.rollout(ctx, rolloutReq{Stage: stage, Step: step, Skill: skillText, Items: items, Split: bench.SplitVal, Stop: stopFn, Order: order, Window: window})
 	if err != nil {
 		return measure{}, false, err
 	}
@@ -62,6 +68,24 @@ func (t *Trainer) measureSel(ctx context.Context, stage string, step int, skillT
 		return m, false, fmt.Errorf("%w: %s scored %d of %d selection items (min_coverage %.2f); infrastructure failures, see the worker logs", ErrCoverage, stage, m.Scored, n, t.s.MinCoverage)
 	}
 	return m, false, nil
+}
+
+// gateWindow is how many selection tasks an early-stoppable gate keeps in
+// flight: the results its stopping rule still needs before it could
+// reject the candidate (each of those must come in before the stop, so
+// none is wasted), plus one for each item the candidate has passed, so a
+// candidate that keeps up is measured nearly as fast as with every task
+// in flight. A task in flight beyond the first term is a call the stop
+// may not need; the second term bounds them by the candidate's record.
+func gateWindow(items []gate.Item, m gate.Metric, mixedWeight, bonus, current float64) int {
+	need := gate.FailuresToStop(items, m, mixedWeight, bonus, current)
+	passed := 0
+	for _, it := range items {
+		if it.Status == gate.Scored && gate.Score(it.Hard, it.Soft, m, mixedWeight) >= current {
+			passed++
+		}
+	}
+	return max(need, 1) + passed
 }
 
 // hardFirst is the order an early-stoppable selection evaluation queues

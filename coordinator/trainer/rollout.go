@@ -45,6 +45,11 @@ type rolloutReq struct {
 	// results Stop decides on can be made to come first. Results are
 	// returned in item order whatever the order.
 	Order []int
+	// Window, if set, is how many tasks may be in flight given the
+	// results so far (by item index): tasks are published in queue order
+	// as results come in, and those not yet published when Stop fires are
+	// never made. nil publishes every task at once.
+	Window func(done []rollResult) int
 }
 
 // rollout runs one item per task with a skill and returns the results in
@@ -55,43 +60,69 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 	ctx, span := t.stageSpan(ctx, rq.Stage, len(rq.Items))
 	defer telemetry.End(span, &err)
 	tasks := t.rolloutTasks(rq)
-	futs, err := t.submitOrdered(ctx, tasks, rq.Order)
-	if err != nil {
-		return nil, false, err
-	}
-	// A task whose result was already there (replayed, reused, or run in
-	// the background) is not part of this wave's call graph.
-	known := make([]bool, len(futs))
-	for i, f := range futs {
-		select {
-		case <-f.Done():
-			known[i] = true
-		default:
+	n := len(tasks)
+	queue := queueOrder(rq.Order, n)
+	futs := make([]Future, n)
+	// known marks tasks whose result was already there when submitted
+	// (replayed, reused, or run in the background): they are not part of
+	// this wave's call graph.
+	known := make([]bool, n)
+	arrived := make(chan int, n)
+	submitted := 0
+	// submitTo publishes the tasks up to position k of the queue.
+	submitTo := func(k int) error {
+		k = min(k, n)
+		if k <= submitted {
+			return nil
 		}
+		idx := queue[submitted:k]
+		batch := make([]*pb.Task, len(idx))
+		for j, i := range idx {
+			batch[j] = tasks[i]
+		}
+		fs, err := t.submit(ctx, batch)
+		if err != nil {
+			return err
+		}
+		for j, i := range idx {
+			f := fs[j]
+			futs[i] = f
+			select {
+			case <-f.Done():
+				known[i] = true
+			default:
+			}
+			go func() {
+				select {
+				case <-f.Done():
+					arrived <- i
+				case <-ctx.Done():
+				}
+			}()
+		}
+		submitted = k
+		return nil
 	}
-	t.fill.foreground(len(futs))
-	resolved := 0
-	defer func() { t.fill.foreground(-(len(futs) - resolved)) }()
 	out := make([]rollResult, len(rq.Items))
 	for i, it := range rq.Items {
 		out[i].Item = it
 	}
-	t.prog.StartWave(rq.Stage, len(tasks))
+	first := n
+	if rq.Window != nil {
+		first = rq.Window(out)
+	}
+	if err := submitTo(first); err != nil {
+		return nil, false, err
+	}
+	t.fill.foreground(n)
+	resolved := 0
+	defer func() { t.fill.foreground(-(n - resolved)) }()
+	t.prog.StartWave(rq.Stage, n)
 	waveStart := t.now()
 	ran := 0
-	defer func() { t.waves.Record(rq.Stage, "target", len(tasks), ran, waveStart) }()
-	arrived := make(chan int, len(futs))
-	for i, f := range futs {
-		go func() {
-			select {
-			case <-f.Done():
-				arrived <- i
-			case <-ctx.Done():
-			}
-		}()
-	}
+	defer func() { t.waves.Record(rq.Stage, "target", n, ran, waveStart) }()
 	stopped := false
-	for n := 0; n < len(futs); n++ {
+	for resolved < submitted {
 		var i int
 		select {
 		case i = <-arrived:
@@ -101,41 +132,51 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		res := futs[i].Result()
 		resolved++
 		t.fill.foreground(-1)
-		if res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED {
-			continue
-		}
-		out[i].Res = res
-		if !known[i] && !t.replayed(tasks[i].GetId()) {
-			ran++
-		}
-		t.account(rq.Stage, "target", tasks[i], res)
-		t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
-		if !stopped && rq.Stop != nil && rq.Stop(out, n+1) {
-			stopped = true
-			// In queue order: the tasks workers would take next leave the
-			// queue first.
-			var ids []string
-			for _, j := range queueOrder(rq.Order, len(futs)) {
-				select {
-				case <-futs[j].Done():
-				default:
-					ids = append(ids, tasks[j].GetId())
-				}
+		if res.GetOutcome() != pb.Outcome_OUTCOME_CANCELLED {
+			out[i].Res = res
+			if !known[i] && !t.replayed(tasks[i].GetId()) {
+				ran++
 			}
-			byID := make(map[string]*pb.Task, len(ids))
-			for j := range futs {
-				byID[tasks[j].GetId()] = tasks[j]
+			t.account(rq.Stage, "target", tasks[i], res)
+			t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
+			if !stopped && rq.Stop != nil && rq.Stop(out, resolved) {
+				stopped = true
+				t.cancelRest(ctx, rq.Stage, tasks, futs, queue[:submitted])
 			}
-			// A cancelled task a worker had already started may still
-			// finish: its calls were made, so they count.
-			t.d.CancelWith(ctx, func(res *pb.Result) {
-				if task := byID[res.GetTaskId()]; task != nil {
-					t.account(rq.Stage, "target", task, res)
-				}
-			}, ids...)
+		}
+		if !stopped && rq.Window != nil {
+			if err := submitTo(resolved + rq.Window(out)); err != nil {
+				return nil, false, err
+			}
 		}
 	}
 	return out, stopped, nil
+}
+
+// cancelRest withdraws the submitted tasks of a stopped wave that have no
+// result yet, in queue order: the tasks workers would take next leave the
+// queue first.
+func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task, futs []Future, queued []int) {
+	var ids []string
+	byID := make(map[string]*pb.Task)
+	for _, j := range queued {
+		select {
+		case <-futs[j].Done():
+		default:
+			ids = append(ids, tasks[j].GetId())
+			byID[tasks[j].GetId()] = tasks[j]
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	// A cancelled task a worker had already started may still finish: its
+	// calls were made, so they count.
+	t.d.CancelWith(ctx, func(res *pb.Result) {
+		if task := byID[res.GetTaskId()]; task != nil {
+			t.account(stage, "target", task, res)
+		}
+	}, ids...)
 }
 
 // queueOrder is the order n tasks were queued in: order if it is one,
@@ -149,28 +190,6 @@ func queueOrder(order []int, n int) []int {
 		out[i] = i
 	}
 	return out
-}
-
-// submitOrdered is submit with the tasks queued in order (a permutation
-// of their indices; nil keeps them as they are); the futures are in the
-// tasks' own order.
-func (t *Trainer) submitOrdered(ctx context.Context, tasks []*pb.Task, order []int) ([]Future, error) {
-	if len(order) != len(tasks) {
-		return t.submit(ctx, tasks)
-	}
-	queued := make([]*pb.Task, len(tasks))
-	for k, i := range order {
-		queued[k] = tasks[i]
-	}
-	qf, err := t.submit(ctx, queued)
-	if err != nil {
-		return nil, err
-	}
-	futs := make([]Future, len(tasks))
-	for k, i := range order {
-		futs[i] = qf[k]
-	}
-	return futs, nil
 }
 
 // submit publishes tasks, re-dispatching recorded failures once when the

@@ -96,6 +96,8 @@ type Settings struct {
 	EarlyStop     bool
 	// IdleFill: see config runtime.idle_fill.
 	IdleFill bool
+	// GateWindow: see config runtime.gate_window.
+	GateWindow bool
 	// Speculate: see config runtime.speculate.
 	Speculate   bool
 	MinCoverage float64

@@ -417,6 +417,14 @@ type Runtime struct {
 	// --nats-replicas overrides it. 0 keeps their current count (1 for
 	// new ones).
 	NATSReplicas int `yaml:"nats_replicas"`
+	// GateWindow bounds an early-stoppable gate evaluation's tasks in
+	// flight: no more than the results its stopping rule still needs to
+	// reject the candidate, plus one for each selection item the candidate
+	// has passed so far, so the window widens while the candidate keeps up.
+	// A rejected candidate then costs about the calls the stop needed
+	// whatever the fleet's width; an accepted one takes a few more waves.
+	// The decisions are the same either way. Default true.
+	GateWindow bool `yaml:"gate_window"`
 }
 
 // defaultLeadingWords is SkillOpt's leading-word vocabulary for the
@@ -512,6 +520,7 @@ func Default() *Config {
 			TaskTimeout:          30 * time.Minute,
 			MaxDeliveries:        5,
 			IdleFill:             true,
+			GateWindow:           true,
 		},
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -23,8 +22,12 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 		}
 		t.Skip("protoc not found (apt-get install protobuf-compiler)")
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..", "..")
+	// A test runs in its package's directory, three levels below the root.
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(wd, "..", "..", "..")
 	out := t.TempDir()
 	cmd := exec.Command("bash", filepath.Join(root, "scripts", "gen-proto.sh"), out)
 	cmd.Dir = root
@@ -33,7 +36,7 @@ func TestGeneratedCodeIsCurrent(t *testing.T) {
 	}
 	protoDir := filepath.Join(root, "proto")
 	checked := 0
-	err := filepath.WalkDir(protoDir, func(path string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(protoDir, func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".pb.go") {
 			return err
 		}
