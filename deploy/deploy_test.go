@@ -17,6 +17,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -149,6 +150,7 @@ func TestCrossReferences(t *testing.T) {
 			t.Run("NetworkPolicy", func(t *testing.T) { checkNetworkPolicies(t, m) })
 			t.Run("Secrets", func(t *testing.T) { checkSecrets(t, m) })
 			t.Run("Autoscaling", func(t *testing.T) { checkAutoscaling(t, m, dir) })
+			t.Run("NATSCluster", func(t *testing.T) { checkNATSCluster(t, m) })
 		})
 	}
 }
@@ -228,6 +230,78 @@ func checkWorkloads(t *testing.T, m manifests) {
 	}
 	if _, ok := find[*appsv1.Deployment](m, "worker"); !ok {
 		t.Error("no worker Deployment")
+	}
+}
+
+// checkNATSCluster: NATS is a JetStream cluster of an odd number (three
+// or more) of pods, started together, each routing to every pod by its
+// name under the governing headless Service on a port that Service and
+// the container declare, named after its pod; voluntary disruptions never
+// take the quorum.
+func checkNATSCluster(t *testing.T, m manifests) {
+	sts, ok := find[*appsv1.StatefulSet](m, "nats")
+	if !ok {
+		t.Fatal("no nats StatefulSet")
+	}
+	n := int32(1)
+	if sts.Spec.Replicas != nil {
+		n = *sts.Spec.Replicas
+	}
+	if n < 3 || n%2 == 0 {
+		t.Errorf("nats replicas = %d, want an odd number, at least 3 (a JetStream quorum that survives a lost node)", n)
+	}
+	if sts.Spec.PodManagementPolicy != appsv1.ParallelPodManagement {
+		t.Errorf("nats podManagementPolicy = %q, want Parallel: a node waits for its peers before it is ready", sts.Spec.PodManagementPolicy)
+	}
+	c := sts.Spec.Template.Spec.Containers[0]
+	podName := false
+	for _, e := range c.Env {
+		if e.Name == "POD_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name" {
+			podName = true
+		}
+	}
+	cm, ok := find[*corev1.ConfigMap](m, "nats-config")
+	if !ok {
+		t.Fatal("no ConfigMap nats-config")
+	}
+	conf := cm.Data["nats.conf"]
+	if !podName || !regexp.MustCompile(`(?m)^\s*server_name:\s*\$POD_NAME\s*$`).MatchString(conf) {
+		t.Error("nats server_name is not the pod name ($POD_NAME from metadata.name): routes and KEDA find nodes by it")
+	}
+	block := regexp.MustCompile(`(?s)cluster\s*\{(.*?)\n\s*\}`).FindStringSubmatch(conf)
+	if block == nil {
+		t.Fatal("nats.conf has no cluster block")
+	}
+	listen := regexp.MustCompile(`listen:\s*0\.0\.0\.0:(\d+)`).FindStringSubmatch(block[1])
+	if listen == nil {
+		t.Fatal("nats.conf cluster block listens on no 0.0.0.0:PORT")
+	}
+	port, _ := strconv.Atoi(listen[1])
+	if _, ok := containerPort([]corev1.Container{c}, intstr.FromInt(port)); !ok {
+		t.Errorf("cluster port %d is not a container port of nats", port)
+	}
+	var routes []string
+	for _, r := range regexp.MustCompile(`nats://([a-z0-9.-]+):(\d+)`).FindAllStringSubmatch(block[1], -1) {
+		routes = append(routes, r[1])
+		if r[2] != listen[1] {
+			t.Errorf("route %s: port %s, want the cluster port %s", r[0], r[2], listen[1])
+		}
+		if err := servicePort(m, strings.TrimPrefix(r[1], strings.SplitN(r[1], ".", 2)[0]+".")+":"+r[2]); err != nil {
+			t.Errorf("route %s: %v", r[0], err)
+		}
+	}
+	var want []string
+	for i := range n {
+		want = append(want, fmt.Sprintf("nats-%d.%s", i, sts.Spec.ServiceName))
+	}
+	if !slices.Equal(routes, want) {
+		t.Errorf("nats routes %v, want every pod under the headless Service: %v", routes, want)
+	}
+	pdb, ok := find[*policyv1.PodDisruptionBudget](m, "nats")
+	if !ok || !selects(t, pdb.Spec.Selector, sts.Spec.Template.Labels) {
+		t.Error("no PodDisruptionBudget selecting the nats pods")
+	} else if mu := pdb.Spec.MaxUnavailable; mu == nil || mu.Type != intstr.Int || n-mu.IntVal <= n/2 {
+		t.Errorf("nats PodDisruptionBudget maxUnavailable %v would let voluntary disruptions break the quorum of %d", mu, n)
 	}
 }
 
@@ -637,6 +711,9 @@ func checkNetworkPolicies(t *testing.T, m manifests) {
 		{"nats", "redis", 6379, false},
 		{"redis", "coordinator", 7070, false},
 		{"nats", "coordinator", 7070, false},
+		{"nats", "nats", 6222, true},
+		{"worker", "nats", 6222, false},
+		{"coordinator", "nats", 6222, false},
 	}
 	if _, ok := byName["sim-llm"]; ok {
 		flows = append(flows, flow{"worker", "sim-llm", 8089, true}, flow{"sim-llm", "redis", 6379, false}, flow{"coordinator", "sim-llm", 8089, false})
@@ -897,11 +974,13 @@ func checkScaledObject(t *testing.T, m manifests, so *unstructured.Unstructured)
 			t.Errorf("trigger %d lagThreshold = %v, want a positive integer", i, md["lagThreshold"])
 		}
 		// KEDA runs in its own namespace: the endpoint must be the NATS
-		// monitoring port by its fully qualified name.
+		// monitoring port by its fully qualified name, under the headless
+		// Service, where KEDA finds a clustered stream's leader
+		// (<server name>.<endpoint>).
 		ep := fmt.Sprint(md["natsServerMonitoringEndpoint"])
 		host, port, err := net.SplitHostPort(ep)
-		if err != nil || host != "nats."+m.namespace+".svc.cluster.local" {
-			t.Errorf("trigger %d endpoint %q, want nats.%s.svc.cluster.local:PORT", i, ep, m.namespace)
+		if err != nil || host != "nats-headless."+m.namespace+".svc.cluster.local" {
+			t.Errorf("trigger %d endpoint %q, want nats-headless.%s.svc.cluster.local:PORT", i, ep, m.namespace)
 		} else if err := servicePort(m, ep); err != nil {
 			t.Errorf("trigger %d endpoint: %v", i, err)
 		} else if port != "8222" {
@@ -929,7 +1008,7 @@ func TestBaseEndpointsNameExampleNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(b), "nats."+k.Namespace+".svc.cluster.local:8222") {
+	if !strings.Contains(string(b), "nats-headless."+k.Namespace+".svc.cluster.local:8222") {
 		t.Errorf("base ScaledObject endpoint does not name namespace %s", k.Namespace)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -63,6 +64,7 @@ var kinds = map[string]func() metav1.Object{
 	"autoscaling/v2/HorizontalPodAutoscaler": func() metav1.Object { return &autoscalingv2.HorizontalPodAutoscaler{} },
 	"v1/PersistentVolumeClaim":               func() metav1.Object { return &corev1.PersistentVolumeClaim{} },
 	"batch/v1/Job":                           func() metav1.Object { return &batchv1.Job{} },
+	"policy/v1/PodDisruptionBudget":          func() metav1.Object { return &policyv1.PodDisruptionBudget{} },
 }
 
 const scaledObjectGVK = "keda.sh/v1alpha1/ScaledObject"

@@ -47,6 +47,7 @@ func commands() []command {
 		{"data", "check a split directory (data check DIR)", runData},
 		{"envserver", "serve an interactive environment (built-in text game, or an ALFWorld bridge)", runEnvServer},
 		{"loadtest", "dispatch no-op tasks through the queue and measure (operators, tests)", runLoadtest},
+		{"healthcheck", "GET a health URL; exit 0 on a 2xx answer (container healthchecks)", runHealthcheck},
 		{"sandbox", "check this host's isolation for generated code (sandbox check), or run one program in it (sandbox run)", runSandbox},
 		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
 			fmt.Fprintln(stdout, "skillfleet", version)

@@ -19,7 +19,7 @@ import (
 	"github.com/skillfleet/skillfleet/worker"
 )
 
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlagSet("worker", "worker --nats URL [flags]", stderr)
 	natsURL := fs.String("nats", "", "NATS URL (required)")
 	coord := fs.String("coordinator", "", "send every result to this coordinator HOST:PORT (default: each task's run's coordinator, found in the run directory on NATS)")
@@ -33,6 +33,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback unless you say otherwise)")
 	traceContent := fs.Bool("trace-content", false, "record prompt and completion text in model-call spans")
+	natsGiveUp := fs.Duration("nats-give-up", 0, "exit with an error once NATS has been unreachable this long, at start or later (0: keep retrying; a container fleet sets it so that workers end with their NATS)")
 	var tlsFlags grpcClientTLS
 	tlsFlags.register(fs)
 	var exf exposureFlags
@@ -63,11 +64,26 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return usageError{err}
 	}
-	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: 24 * time.Hour, Extra: natsOpts})
+	retryFor := 24 * time.Hour
+	if *natsGiveUp > 0 {
+		retryFor = *natsGiveUp
+	}
+	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: retryFor, Extra: natsOpts})
 	if err != nil {
 		return err
 	}
 	defer nc.Close()
+	if *natsGiveUp > 0 {
+		lost, stop := context.WithCancelCause(ctx)
+		defer stop(nil)
+		go giveUpWithoutNATS(lost, stop, nc, *natsGiveUp)
+		ctx = lost
+		defer func() {
+			if cause := context.Cause(lost); errors.Is(cause, errNATSLost) {
+				err = cause
+			}
+		}()
+	}
 	dialOpts, err := tlsFlags.dialOptions()
 	if err != nil {
 		return usageError{err}
@@ -123,6 +139,34 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	fmt.Fprintf(stdout, "worker %s: pulling tasks of every run from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, reportTo, *conc)
 	return w.Run(ctx)
+}
+
+// errNATSLost ends a worker whose NATS stayed unreachable past --nats-give-up.
+var errNATSLost = errors.New("worker: NATS unreachable past --nats-give-up; exiting")
+
+// giveUpWithoutNATS cancels the worker's context with errNATSLost once nc
+// has been disconnected for longer than after.
+func giveUpWithoutNATS(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn, after time.Duration) {
+	tick := time.NewTicker(min(after/4, time.Second))
+	defer tick.Stop()
+	var since time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if nc.IsConnected() {
+			since = time.Time{}
+			continue
+		}
+		if since.IsZero() {
+			since = time.Now()
+		} else if time.Since(since) >= after {
+			cancel(errNATSLost)
+			return
+		}
+	}
 }
 
 // waitConsumers waits for a coordinator to create the task consumers.
