@@ -221,6 +221,12 @@ set -e
 case "$1" in
 -* | *.conf) set -- redis-server "$@" ;;
 esac
+# The official image's redis-server is built with protected mode off
+# (the network, not the server, fences it): the same here.
+if [ "$1" = redis-server ]; then
+  shift
+  set -- redis-server "$@" --protected-mode no
+fi
 exec "$@"
 EOF
   chmod 755 "$d/usr/local/bin/docker-entrypoint.sh"

@@ -159,6 +159,19 @@ if [[ $lintstatus != 0 ]]; then
   status=1
 fi
 cat "$log.lib" "$log.cmd" >"$log"
+# ---- container test (scripts/container-test.sh; docs/deploy.md) ----
+# The shipped Dockerfile and docker-compose.yml on a real Docker engine:
+# installs docker.io and starts dockerd if needed, builds offline stand-ins
+# for the base images when no registry answers, and removes all it made.
+# SKILLFLEET_CONTAINER_TEST=0 skips it.
+if [[ "${SKILLFLEET_CONTAINER_TEST:-}" != 0 ]]; then
+  echo "== container test"
+  if ! scripts/container-test.sh 2>&1 | tee "$log.container"; then
+    status=1
+  fi
+  cat "$log.container" >>"$log"
+fi
+# ---- end container test ----
 passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
 echo "packages: ${passed} passed, ${failed} failed"
