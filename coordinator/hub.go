@@ -87,7 +87,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	js, err := jetstream.New(o.NC, jetstream.WithPublishAsyncMaxPending(8192))
+	js, err := jetstream.New(o.NC, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(queue.PublishAckWait))
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}

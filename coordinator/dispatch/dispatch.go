@@ -498,35 +498,19 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg})
 	}
 	for k, p := range pubs {
+		var ack *jetstream.PubAck
 		select {
-		case ack := <-p.paf.Ok():
-			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
-				// The first copy ran out of deliveries or was dropped
-				// while this run's coordinator was away: JetStream's
-				// de-duplication would drop this one too, so it goes out
-				// under a fresh message id.
-				if seq, err := d.republish(ctx, p.msg); err != nil {
-					d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				} else {
-					ack.Sequence = seq
-				}
-			}
-			d.mu.Lock()
-			p.f.seq = ack.Sequence
-			p.f.msg, p.f.published = p.msg, time.Now()
-			if _, still := d.pending[p.f.id]; still {
-				d.seqs[ack.Sequence] = p.f.id
-			}
-			d.mu.Unlock()
+		case ack = <-p.paf.Ok():
 		case err := <-p.paf.Err():
-			err = fmt.Errorf("publish task %s: %w", p.f.id, err)
-			d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
-			if firstErr == nil {
-				firstErr = err
+			// A cluster electing a stream leader, or a lost ack: again,
+			// under the same message id.
+			if ack, err = queue.PublishAgain(ctx, d.o.JS, p.msg, err); err != nil {
+				err = fmt.Errorf("publish task %s: %w", p.f.id, err)
+				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
 			}
 		case <-ctx.Done():
 			// Whether these reached the stream is unknown: they fail
@@ -537,6 +521,28 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			}
 			return nil, ctx.Err()
 		}
+		if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+			// The first copy ran out of deliveries or was dropped
+			// while this run's coordinator was away: JetStream's
+			// de-duplication would drop this one too, so it goes out
+			// under a fresh message id.
+			if seq, err := d.republish(ctx, p.msg); err != nil {
+				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
+				if firstErr == nil {
+					firstErr = err
+				}
+				continue
+			} else {
+				ack.Sequence = seq
+			}
+		}
+		d.mu.Lock()
+		p.f.seq = ack.Sequence
+		p.f.msg, p.f.published = p.msg, time.Now()
+		if _, still := d.pending[p.f.id]; still {
+			d.seqs[ack.Sequence] = p.f.id
+		}
+		d.mu.Unlock()
 	}
 	if len(pubs) > 0 && d.o.NC != nil {
 		for c := range classes {

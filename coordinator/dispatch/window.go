@@ -116,8 +116,20 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 				}
 			}
 		case err := <-p.paf.Err():
-			failed(p.h, err)
-			continue
+			// A cluster electing a stream leader, or a lost ack: again,
+			// under the same message id.
+			ack, err := queue.PublishAgain(ctx, d.o.JS, p.msg, err)
+			if err != nil {
+				failed(p.h, err)
+				continue
+			}
+			seq = ack.Sequence
+			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+				if seq, err = d.republish(ctx, p.msg); err != nil {
+					failed(p.h, err)
+					continue
+				}
+			}
 		case <-ctx.Done():
 			return
 		}

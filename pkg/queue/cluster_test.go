@@ -122,3 +122,68 @@ func TestReplicasOnOneServer(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunTableThroughALostServer: the server leading the run directory
+// stops; a worker's view keeps the announced run live throughout and
+// sees a run announced after the failover.
+func TestRunTableThroughALostServer(t *testing.T) {
+	nodes := queuetest.StartCluster(t, 3)
+	js := clusterJS(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	kv, err := queue.RunsKV(ctx, js, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, err := queue.Announce(ctx, kv, queue.RunInfo{RunID: "r1", Addr: "127.0.0.1:1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	wjs := clusterJS(t, nodes)
+	wkv, err := queue.RunsKV(ctx, wjs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := queue.NewRunTable()
+	go func() { _ = rt.Watch(ctx, wkv) }()
+	<-rt.Ready()
+	if _, _, live := rt.Lookup("r1"); !live {
+		t.Fatal("r1 not live before the failover")
+	}
+	leader, _ := replicasOfLeader(t, js, "KV_"+queue.RunsBucket)
+	for _, n := range nodes {
+		if n.Name() == leader {
+			n.Shutdown()
+		}
+	}
+	lost := time.Now()
+	var stop2 func()
+	for time.Since(lost) < 30*time.Second {
+		if _, _, live := rt.Lookup("r1"); !live {
+			t.Fatalf("r1 taken for abandoned %s after the run directory's leader %s stopped", time.Since(lost), leader)
+		}
+		if stop2 == nil && time.Since(lost) > 2*queue.StaleAfter {
+			if stop2, err = queue.Announce(ctx, kv, queue.RunInfo{RunID: "r2", Addr: "127.0.0.1:2"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			defer stop2()
+		}
+		if _, _, live := rt.Lookup("r2"); live {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("r2, announced after the failover, not seen in %s", time.Since(lost))
+}
+
+func replicasOfLeader(t *testing.T, js jetstream.JetStream, stream string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.CachedInfo().Cluster.Leader, nil
+}

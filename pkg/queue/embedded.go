@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -223,10 +224,22 @@ func (a *slogAdapter) Errorf(format string, v ...any) {
 func (a *slogAdapter) Debugf(string, ...any) {}
 func (a *slogAdapter) Tracef(string, ...any) {}
 
+// redactURL hides the passwords of a NATS URL or comma-separated list of
+// URLs (one per server of a cluster). A part that does not parse is
+// replaced whole, since it may hold a password.
 func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		u, err := url.Parse(p)
+		switch {
+		case err != nil:
+			parts[i] = "(unparsable URL)"
+		case u.User != nil:
+			parts[i] = u.Redacted()
+		default:
+			parts[i] = p
+		}
 	}
-	return u.Redacted()
+	return strings.Join(parts, ",")
 }

@@ -35,7 +35,8 @@ type StreamOptions struct {
 	Memory bool
 }
 
-// EnsureStream creates or updates the work-queue task stream.
+// EnsureStream creates or updates the work-queue task stream, retrying
+// through a NATS cluster's failover (see [FailoverFor]).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) (jetstream.Stream, error) {
 	if o.Duplicates == 0 {
 		o.Duplicates = 2 * time.Hour
@@ -48,7 +49,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 	if err != nil {
 		return nil, fmt.Errorf("create stream %s: %w", StreamName, err)
 	}
-	s, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:        StreamName,
 		Description: "skillfleet tasks (work queue)",
 		Subjects:    []string{SubjectAll},
@@ -56,7 +57,8 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 		Storage:     storage,
 		Duplicates:  o.Duplicates,
 		Replicas:    replicas,
-	})
+	}
+	s, err := retry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, cfg) })
 	if err != nil {
 		return nil, replicasErr("create stream "+StreamName, replicas, err)
 	}
@@ -86,7 +88,7 @@ func replicasFor(ctx context.Context, js jetstream.JetStream, stream string, n i
 	if n > 0 {
 		return n, nil
 	}
-	s, err := js.Stream(ctx, stream)
+	s, err := retry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.Stream(ctx, stream) })
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return 1, nil
@@ -167,7 +169,9 @@ func EnsureConsumers(ctx context.Context, js jetstream.JetStream, o ConsumerOpti
 			cfg.BackOff = o.BackOff
 			cfg.AckWait = 0
 		}
-		if _, err := js.CreateOrUpdateConsumer(ctx, StreamName, cfg); err != nil {
+		if _, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+			return js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
+		}); err != nil {
 			return fmt.Errorf("create consumer %s: %w", c.Consumer(), err)
 		}
 	}
@@ -178,7 +182,9 @@ func EnsureConsumers(ctx context.Context, js jetstream.JetStream, o ConsumerOpti
 func Consumers(ctx context.Context, js jetstream.JetStream) (map[Class]jetstream.Consumer, error) {
 	out := map[Class]jetstream.Consumer{}
 	for _, c := range Classes {
-		cons, err := js.Consumer(ctx, StreamName, c.Consumer())
+		cons, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+			return js.Consumer(ctx, StreamName, c.Consumer())
+		})
 		if err != nil {
 			return nil, fmt.Errorf("task consumer %s: %w", c.Consumer(), err)
 		}

@@ -31,3 +31,17 @@ func TestClassesAndSubjects(t *testing.T) {
 		t.Error("filters")
 	}
 }
+
+// TestRedactURL: every server of a comma-separated list loses its password.
+func TestRedactURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"nats://127.0.0.1:4222":                         "nats://127.0.0.1:4222",
+		"nats://u:secret@a:4222,nats://u:secret@b:4222": "nats://u:xxxxx@a:4222,nats://u:xxxxx@b:4222",
+		"nats://a:4222, nats://u:secret@b:4222":         "nats://a:4222,nats://u:xxxxx@b:4222",
+		"nats://u:sec%zzret@a:4222":                     "(unparsable URL)",
+	} {
+		if got := redactURL(in); got != want {
+			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
