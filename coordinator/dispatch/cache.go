@@ -32,8 +32,25 @@ type Cache struct {
 	Timeout time.Duration
 
 	hits, misses, stores atomic.Int64
-	puts                 sync.WaitGroup
+
+	// queue holds the values waiting to be stored; written is non-nil
+	// while the writer goroutine runs, which drains the queue, and closed
+	// when it ends (the queue empty). Flush waits for it.
+	mu      sync.Mutex
+	queue   []cachePut
+	written chan struct{}
 }
+
+type cachePut struct {
+	key   string
+	value []byte
+}
+
+// putConcurrency bounds the puts in flight at once, and putTimeout one put.
+const (
+	putConcurrency = 8
+	putTimeout     = 5 * time.Second
+)
 
 // CacheCounts are a cache's lookups as this process saw them.
 type CacheCounts struct{ Hits, Misses, Stores int64 }
@@ -89,7 +106,10 @@ func (c *Cache) lookup(ctx context.Context, tasks []*pb.Task) (out []*pb.Result,
 	return out, keys
 }
 
-// store saves a fresh successful result under key, in the background.
+// store queues a fresh successful result to be saved under key. One
+// writer goroutine at a time saves the queue, at most putConcurrency puts
+// at once; it starts when a value is queued and ends when the queue is
+// empty.
 func (c *Cache) store(key string, res *pb.Result) {
 	if key == "" || res.GetCached() || res.GetOutcome() != pb.Outcome_OUTCOME_OK {
 		return
@@ -98,16 +118,57 @@ func (c *Cache) store(key string, res *pb.Result) {
 	if err != nil {
 		return
 	}
-	c.puts.Add(1)
-	go func() {
-		defer c.puts.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if c.Store.Put(ctx, key, v, c.TTL) == nil {
-			c.stores.Add(1)
-		}
-	}()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(c.queue, cachePut{key, v})
+	if c.written == nil {
+		c.written = make(chan struct{})
+		go c.write(c.written)
+	}
 }
 
-// Flush waits for the values being stored.
-func (c *Cache) Flush() { c.puts.Wait() }
+// write saves the queued values until the queue is empty. The puts do not
+// end with the run's context: a result paid for is stored while the run
+// stops too (Flush waits for them), each put bounded by putTimeout.
+func (c *Cache) write(done chan struct{}) {
+	for {
+		c.mu.Lock()
+		batch := c.queue
+		c.queue = nil
+		if len(batch) == 0 {
+			c.written = nil
+			close(done)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, putConcurrency)
+		for _, p := range batch {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				ctx, cancel := context.WithTimeout(context.Background(), putTimeout)
+				defer cancel()
+				if c.Store.Put(ctx, p.key, p.value, c.TTL) == nil {
+					c.stores.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
+// Flush waits until every value queued so far is stored (or its put
+// failed) and the writer goroutine has ended.
+func (c *Cache) Flush() {
+	for {
+		c.mu.Lock()
+		done := c.written
+		c.mu.Unlock()
+		if done == nil {
+			return
+		}
+		<-done
+	}
+}

@@ -202,8 +202,13 @@ func New(o Options) *Dispatcher {
 }
 
 // Run watches for tasks that ran out of deliveries and turns them into
-// typed failures. It returns nil when ctx ends.
+// typed failures, sweeps for lost tasks and publishes held bulk tasks. It
+// returns nil when ctx ends, once its goroutines and the cache's pending
+// puts have ended.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	if d.o.Cache != nil {
+		defer d.o.Cache.Flush()
+	}
 	if d.o.NC == nil {
 		<-ctx.Done()
 		return nil
@@ -214,14 +219,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var wg sync.WaitGroup
 	if d.o.Stream != nil {
-		go d.sweepEvery(ctx, SweepEvery)
+		wg.Go(func() { d.sweepEvery(ctx, SweepEvery) })
 	}
 	if d.o.BulkWindow != nil {
-		go d.pump(ctx)
+		wg.Go(func() { d.pump(ctx) })
 	}
 	<-ctx.Done()
 	stop()
+	wg.Wait()
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
