@@ -12,13 +12,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
 
 // binary is the skillfleet binary built once for the process tests.
 var binary string
 
 func TestMain(m *testing.M) {
+	if code, ok := sandbox.RunForwarder(); ok {
+		os.Exit(code)
+	}
+	if code, ok := spreadsheet.RunScorerChild(); ok {
+		os.Exit(code)
+	}
 	dir, err := os.MkdirTemp("", "skillfleet-bin-")
 	if err != nil {
 		panic(err)

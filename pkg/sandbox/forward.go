@@ -3,7 +3,7 @@ package sandbox
 // Forwards: the loopback-only network mode. A NetNone sandbox has only
 // its own loopback; each Forward makes one host endpoint (a model API, a
 // local proxy) reachable at 127.0.0.1:Port inside it and nothing else.
-// Inside, a forwarder (this executable again, see init) listens on the
+// Inside, a forwarder (this executable again, see RunForwarder) listens on the
 // port and passes each connection through a Unix socket bound into the
 // sandbox; outside, the worker dials the target for each connection.
 
@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,14 +34,34 @@ const (
 	forwardReady = "/tmp/.sandbox-forward-ready"
 )
 
-func init() {
-	// Any binary holding this package can be the in-sandbox forwarder.
-	if spec := os.Getenv(forwardEnv); spec != "" {
-		if err := forwarderMain(spec); err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox forwarder:", err)
-		}
-		os.Exit(2)
+// forwarderServed records that this binary calls [RunForwarder] before
+// anything else: only then may a run with forwards start this executable
+// again as the forwarder.
+var forwarderServed atomic.Bool
+
+// RunForwarder makes this process the in-sandbox forwarder if it was
+// started as one (a sandbox run with Forwards starts this executable again
+// inside the sandbox): it serves the forwards until killed, or returns
+// isForwarder true and the exit code when it cannot listen. Otherwise it
+// returns isForwarder false at once. A binary that runs sandboxes with
+// Forwards calls it first thing in main, a test binary in TestMain:
+//
+//	if code, ok := sandbox.RunForwarder(); ok {
+//		os.Exit(code)
+//	}
+//
+// Without that call a run with Forwards fails rather than start a binary
+// that would not act as the forwarder.
+func RunForwarder() (exitCode int, isForwarder bool) {
+	forwarderServed.Store(true)
+	spec := os.Getenv(forwardEnv)
+	if spec == "" {
+		return 0, false
 	}
+	if err := forwarderMain(spec); err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox forwarder:", err)
+	}
+	return 2, true
 }
 
 // forwarderMain listens on each "port=socket" pair of spec and copies
@@ -109,6 +130,9 @@ type forwarding struct {
 // startForwards listens on one Unix socket per forward in a fresh host
 // directory (bound into the sandbox) and dials the target per connection.
 func startForwards(fs []Forward) (*forwarding, error) {
+	if !forwarderServed.Load() {
+		return nil, errors.New("sandbox: forwards start this executable again as the forwarder, and its main does not call sandbox.RunForwarder")
+	}
 	exePath, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("sandbox forward: %w", err)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -99,7 +100,7 @@ func (u *unreadableError) Error() string {
 
 // Scorer compares output workbooks with gold ones, treating the output as
 // hostile: the comparison runs in a child process (this executable again,
-// see scorerMain) under a memory rlimit, killed at the timeout, with its
+// see RunScorerChild) under a memory rlimit, killed at the timeout, with its
 // temporary files in a directory removed after it is gone.
 type Scorer struct {
 	Limits   ReadLimits    // default DefaultOutputLimits
@@ -149,6 +150,9 @@ func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positio
 		CPUSeconds: int(timeout/time.Second) + 1})
 	if err != nil {
 		return "", "", st, err
+	}
+	if !scorerServed.Load() {
+		return "", "", st, errors.New("scorer: the comparison starts this executable again as its child, and its main does not call spreadsheet.RunScorerChild")
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -200,7 +204,7 @@ func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positio
 	return OutcomePass, "", st, nil
 }
 
-// scorerEnv makes this executable the comparing child (see init).
+// scorerEnv makes this executable the comparing child (see RunScorerChild).
 const scorerEnv = "SKILLFLEET_SPREADSHEET_SCORER"
 
 type scoreRequest struct {
@@ -214,11 +218,29 @@ type scoreAnswer struct {
 	Diff, Unreadable, GoldErr string
 }
 
-func init() {
-	// Any binary holding this package can be the scorer's child.
-	if os.Getenv(scorerEnv) == "1" {
-		os.Exit(scorerMain(os.Stdin, os.Stdout))
+// scorerServed records that this binary calls [RunScorerChild] before
+// anything else: only then may Score start this executable again as its
+// comparing child.
+var scorerServed atomic.Bool
+
+// RunScorerChild makes this process the comparing child of [Scorer.Score]
+// if it was started as one: it compares the workbooks it reads on stdin,
+// answers on stdout and returns isChild true with the exit code. Otherwise
+// it returns isChild false at once. A binary that scores spreadsheets
+// calls it first thing in main, a test binary in TestMain:
+//
+//	if code, ok := spreadsheet.RunScorerChild(); ok {
+//		os.Exit(code)
+//	}
+//
+// Without that call Score fails rather than start a binary that would not
+// act as its child.
+func RunScorerChild() (exitCode int, isChild bool) {
+	scorerServed.Store(true)
+	if os.Getenv(scorerEnv) != "1" {
+		return 0, false
 	}
+	return scorerMain(os.Stdin, os.Stdout), true
 }
 
 // scorerMain is the child: limits itself, compares, answers in JSON.

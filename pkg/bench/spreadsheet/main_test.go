@@ -1,0 +1,20 @@
+package spreadsheet
+
+import (
+	"os"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
+)
+
+// TestMain lets this test binary serve as the scorer's comparing child
+// and as the sandbox's forwarder, which start this executable again.
+func TestMain(m *testing.M) {
+	if code, ok := sandbox.RunForwarder(); ok {
+		os.Exit(code)
+	}
+	if code, ok := RunScorerChild(); ok {
+		os.Exit(code)
+	}
+	os.Exit(m.Run())
+}
