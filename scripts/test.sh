@@ -30,6 +30,7 @@ tools=(
   "redis-server|redis-server|command -v redis-server"
   "protoc|protobuf-compiler|command -v protoc"
   "docker-compose|docker-compose|command -v docker-compose"
+  "dockerd (the container test's engine)|docker.io|command -v dockerd || test \"\${SKILLFLEET_CONTAINER_TEST:-}\" = 0"
   "ip|iproute2|command -v ip"
   "chromium|chromium|command -v chromium || command -v chromium-browser || test -x /usr/bin/chromium"
   "bwrap|bubblewrap|command -v bwrap"
