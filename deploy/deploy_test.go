@@ -297,6 +297,16 @@ func checkNATSCluster(t *testing.T, m manifests) {
 	if !slices.Equal(routes, want) {
 		t.Errorf("nats routes %v, want every pod under the headless Service: %v", routes, want)
 	}
+	// Every skillfleet process keeps the queue on as many nodes as there
+	// are (a process that creates the stream or run directory with fewer
+	// replicas would make a lost node stop the fleet).
+	for _, p := range m.pods() {
+		for _, c := range p.spec.Containers {
+			if strings.HasPrefix(c.Image, "skillfleet") && flagValue(c.Args, "nats") != "" && flagValue(c.Args, "nats-replicas") != strconv.Itoa(int(n)) {
+				t.Errorf("%s: --nats-replicas=%q, want %d (the NATS cluster's size)", p, flagValue(c.Args, "nats-replicas"), n)
+			}
+		}
+	}
 	pdb, ok := find[*policyv1.PodDisruptionBudget](m, "nats")
 	if !ok || !selects(t, pdb.Spec.Selector, sts.Spec.Template.Labels) {
 		t.Error("no PodDisruptionBudget selecting the nats pods")
