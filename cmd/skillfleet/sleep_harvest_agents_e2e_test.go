@@ -216,7 +216,9 @@ func simQuestion(v int) string {
 
 var firstPrompt = "The task is in task.md; my API key is " + plantedPromptKey + ", keep it out of the answer."
 
-const taskFile = "Note the route length. It also refers to the serial code. Record value: 4821.\n\nThe deploy token is " + plantedToolToken + "\n\nAnswer inside <answer></answer>.\n"
+// taskFile holds the token before the question: the sim takes the
+// question from the paragraph that ends with the answer instruction.
+const taskFile = "The deploy token is " + plantedToolToken + "\n\nNote the route length. It also refers to the serial code. Record value: 4821. Answer inside <answer></answer>.\n"
 
 // TestHarvestRealAgentSessions drives the pinned Claude Code and Codex
 // CLIs, interactively (in tmux, as a user types), through sessions
