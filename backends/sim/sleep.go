@@ -8,13 +8,13 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
 // SleepAware is a simulated model that also answers skillfleet sleep's
-// prompts (pkg/sleep): replay attempts of the researcher persona's tasks,
+// prompts (pkg/nightly): replay attempts of the researcher persona's tasks,
 // mining, rubric judging and reflection. Every other request goes to the
 // wrapped model unchanged. Like the rest of the sim it is a test double:
 // deterministic, reading only the request's messages.
@@ -51,7 +51,7 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 		return s.base.Chat(ctx, req)
 	}
 	sys := systemText(req.Messages)
-	if !strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker) {
+	if !strings.HasPrefix(strings.TrimSpace(sys), nightly.PromptMarker) {
 		return s.base.Chat(ctx, req)
 	}
 	if err := ctx.Err(); err != nil {
@@ -59,7 +59,7 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 	}
 	user := lastUserText(req.Messages)
 	var content string
-	if strings.HasPrefix(strings.TrimSpace(sys), sleep.PromptMarker+" attempt") {
+	if strings.HasPrefix(strings.TrimSpace(sys), nightly.PromptMarker+" attempt") {
 		content = sleepAttempt(sys, user)
 	} else {
 		kind, payload, err := prompts.ExtractPayload(user)
@@ -95,9 +95,9 @@ func viewSleepDocs(sys string) sleepView {
 }
 
 func sleepAttempt(sys, user string) string {
-	p, ok := sleep.PaperByTitle(user)
+	p, ok := nightly.PaperByTitle(user)
 	if !ok {
-		req, _, _ := strings.Cut(strings.TrimPrefix(user, sleep.PromptMarker+" Request: "), "\n")
+		req, _, _ := strings.Cut(strings.TrimPrefix(user, nightly.PromptMarker+" Request: "), "\n")
 		return "Here is how I would handle it: " + req
 	}
 	lead := "I looked the paper up.\n"
@@ -132,7 +132,7 @@ const arxivReference = "references/arxiv.md"
 // the bundle between a "<skill>" line and the last "</skill>" line. It
 // returns the package and the rest of the message (instructions, memory).
 func attemptPackage(sys string) (*skillpkg.Package, string, bool) {
-	open, closing := sleep.SkillOpen+"\n", "\n"+sleep.SkillClose
+	open, closing := nightly.SkillOpen+"\n", "\n"+nightly.SkillClose
 	i := strings.Index(sys, open)
 	j := strings.LastIndex(sys, closing)
 	if i < 0 || j < i+len(open) {
@@ -186,34 +186,34 @@ var arxivRef = regexp.MustCompile(`arXiv:\d{4}\.\d{4,5}`)
 
 func sleepOptimize(kind string, payload json.RawMessage) (string, error) {
 	switch kind {
-	case sleep.KindMine:
-		var in sleep.MineInput
+	case nightly.KindMine:
+		var in nightly.MineInput
 		if err := decodeStrict(payload, &in); err != nil {
 			return "", err
 		}
 		return reply("These are the recurring tasks I found.", sleepMine(in))
-	case sleep.KindJudge:
-		var in sleep.JudgeInput
+	case nightly.KindJudge:
+		var in nightly.JudgeInput
 		if err := decodeStrict(payload, &in); err != nil {
 			return "", err
 		}
 		score, reason := sleepJudge(in)
 		return reply("My grade:", map[string]any{"score": score, "reason": reason})
-	case sleep.KindReflect:
-		var in sleep.ReflectInput
+	case nightly.KindReflect:
+		var in nightly.ReflectInput
 		if err := decodeStrict(payload, &in); err != nil {
 			return "", err
 		}
-		return reply("Here are the edits I propose.", sleep.ReflectReply{Edits: sleepReflect(in)})
+		return reply("Here are the edits I propose.", nightly.ReflectReply{Edits: sleepReflect(in)})
 	}
 	return "", fmt.Errorf("unknown kind %q", kind)
 }
 
-func sleepMine(in sleep.MineInput) sleep.MineReply {
+func sleepMine(in nightly.MineInput) nightly.MineReply {
 	if len(in.Prompts) == 0 || len(strings.TrimSpace(in.Prompts[0])) < 8 {
-		return sleep.MineReply{Tasks: []sleep.MinedTask{}}
+		return nightly.MineReply{Tasks: []nightly.MinedTask{}}
 	}
-	t := sleep.MinedTask{Intent: in.Prompts[0]}
+	t := nightly.MinedTask{Intent: in.Prompts[0]}
 	wrapAsked := false
 	for _, p := range in.Prompts[1:] {
 		if m := arxivRef.FindString(p); m != "" && t.Reference == "" {
@@ -222,18 +222,18 @@ func sleepMine(in sleep.MineInput) sleep.MineReply {
 		wrapAsked = wrapAsked || strings.Contains(p, "<answer>")
 	}
 	if wrapAsked {
-		t.Checks = append(t.Checks, sleep.Check{Op: sleep.OpContains, Arg: "<answer>"}, sleep.Check{Op: sleep.OpContains, Arg: "</answer>"})
+		t.Checks = append(t.Checks, nightly.Check{Op: nightly.OpContains, Arg: "<answer>"}, nightly.Check{Op: nightly.OpContains, Arg: "</answer>"})
 	}
 	if t.Reference != "" {
-		t.Checks = append(t.Checks, sleep.Check{Op: sleep.OpRegex, Arg: `arXiv:\d{4}\.\d{4,5}`})
+		t.Checks = append(t.Checks, nightly.Check{Op: nightly.OpRegex, Arg: `arXiv:\d{4}\.\d{4,5}`})
 	}
 	if t.Reference == "" && len(t.Checks) == 0 {
 		t.Rubric = "The reply does what was asked: " + in.Prompts[0]
 	}
-	return sleep.MineReply{Tasks: []sleep.MinedTask{t}}
+	return nightly.MineReply{Tasks: []nightly.MinedTask{t}}
 }
 
-func sleepJudge(in sleep.JudgeInput) (float64, string) {
+func sleepJudge(in nightly.JudgeInput) (float64, string) {
 	reply := strings.ToLower(in.Reply)
 	n, got := 0, 0
 	for _, w := range strings.FieldsFunc(strings.ToLower(in.Rubric), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
@@ -252,7 +252,7 @@ func sleepJudge(in sleep.JudgeInput) (float64, string) {
 	return score, fmt.Sprintf("the reply covers %d of the rubric's %d key words", got, n)
 }
 
-func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
+func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 	present := func(text string) bool {
 		t := strings.ToLower(text)
 		for _, l := range in.Current {
@@ -262,8 +262,8 @@ func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
 		}
 		return false
 	}
-	var out []sleep.Edit
-	add := func(e sleep.Edit) {
+	var out []nightly.Edit
+	add := func(e nightly.Edit) {
 		for _, o := range out {
 			if o == e {
 				return
@@ -277,17 +277,17 @@ func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
 	slips := 0
 	for _, f := range in.Failures {
 		if strings.Contains(f.Wanted, "<answer>") && !strings.Contains(f.Got, "<answer>") {
-			add(sleep.Edit{Op: "add", Content: sleep.HabitWrap, Rationale: "the user wants the answer in <answer> tags"})
+			add(nightly.Edit{Op: "add", Content: nightly.HabitWrap, Rationale: "the user wants the answer in <answer> tags"})
 			slips |= 1
 		}
 		if in.Package != nil && strings.Contains(strings.ToLower(f.Got), strings.ToLower(hintNoArxivReference)) {
 			// The agent looked for the format in references/, where
 			// SKILL.md says it lives: put it there.
-			e := sleep.Edit{File: arxivReference, Op: sleep.FileOpCreate, Content: "# arXiv identifiers\n\n- " + sleep.HabitArxivID + "\n",
+			e := nightly.Edit{File: arxivReference, Op: nightly.FileOpCreate, Content: "# arXiv identifiers\n\n- " + nightly.HabitArxivID + "\n",
 				Rationale: "SKILL.md keeps citation formats in references/, and the agent found no arXiv format there"}
 			for _, pf := range in.Package.Files {
 				if pf.Path == arxivReference {
-					e.Op, e.Content = sleep.FileOpAppend, "- "+sleep.HabitArxivID
+					e.Op, e.Content = nightly.FileOpAppend, "- "+nightly.HabitArxivID
 				}
 			}
 			add(e)
@@ -295,23 +295,23 @@ func sleepReflect(in sleep.ReflectInput) []sleep.Edit {
 			continue
 		}
 		if strings.Contains(f.Wanted, "arXiv:") && !strings.Contains(f.Got, "arXiv:") {
-			if strings.Contains(f.Got, "arxiv:") && present(sleep.HabitHarmful) {
-				add(sleep.Edit{Op: "delete", Anchor: "lower case", Rationale: "lower-casing breaks the arXiv: prefix"})
+			if strings.Contains(f.Got, "arxiv:") && present(nightly.HabitHarmful) {
+				add(nightly.Edit{Op: "delete", Anchor: "lower case", Rationale: "lower-casing breaks the arXiv: prefix"})
 			} else {
-				add(sleep.Edit{Op: "add", Content: sleep.HabitArxivID, Rationale: "the user wants arXiv:ID, not a URL"})
+				add(nightly.Edit{Op: "add", Content: nightly.HabitArxivID, Rationale: "the user wants arXiv:ID, not a URL"})
 				slips |= 2
 			}
 		}
 	}
-	if slips == 3 && !present(sleep.HabitHarmful) {
+	if slips == 3 && !present(nightly.HabitHarmful) {
 		// Two kinds of format slip at once: the tempting catch-all.
-		add(sleep.Edit{Op: "add", Content: sleep.HabitHarmful, Rationale: "one consistent format for every answer"})
+		add(nightly.Edit{Op: "add", Content: nightly.HabitHarmful, Rationale: "one consistent format for every answer"})
 	}
 	if len(out) > in.Budget {
 		out = out[:in.Budget]
 	}
 	if out == nil {
-		out = []sleep.Edit{}
+		out = []nightly.Edit{}
 	}
 	return out
 }

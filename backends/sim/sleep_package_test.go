@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
 func sleepPackageText(t *testing.T, extra map[string]string) string {
 	t.Helper()
-	_, files, ok := sleep.PersonaPackage(sleep.PersonaResearcherPackage)
+	_, files, ok := nightly.PersonaPackage(nightly.PersonaResearcherPackage)
 	if !ok {
 		t.Fatal("no persona package")
 	}
@@ -28,8 +28,8 @@ func sleepPackageText(t *testing.T, extra map[string]string) string {
 
 func sleepAttemptReply(t *testing.T, m llm.Model, skill string) string {
 	t.Helper()
-	task := sleep.Task{ID: "t", Intent: `What is the arXiv id of the paper "Attention Is All You Need"?`, Judge: sleep.Judge{Kind: sleep.JudgeExact, Reference: "arXiv:1706.03762"}}
-	resp, err := m.Chat(context.Background(), &llm.Request{Model: "sim", Messages: sleep.AttemptMessages(task, skill, "")})
+	task := nightly.Task{ID: "t", Intent: `What is the arXiv id of the paper "Attention Is All You Need"?`, Judge: nightly.Judge{Kind: nightly.JudgeExact, Reference: "arXiv:1706.03762"}}
+	resp, err := m.Chat(context.Background(), &llm.Request{Model: "sim", Messages: nightly.AttemptMessages(task, skill, "")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,15 +42,15 @@ func sleepAttemptReply(t *testing.T, m llm.Model, skill string) string {
 func TestSleepPackageAgentTakesTheFormatFromReferences(t *testing.T) {
 	m := NewSleepAware(New(Options{}))
 	ruleInEntry := sleepPackageText(t, nil)
-	ruleInEntry = strings.Replace(ruleInEntry, sleep.LearnedEnd, "- "+sleep.HabitArxivID+"\n"+sleep.LearnedEnd, 1)
+	ruleInEntry = strings.Replace(ruleInEntry, nightly.LearnedEnd, "- "+nightly.HabitArxivID+"\n"+nightly.LearnedEnd, 1)
 	for _, c := range []struct {
 		name, skill string
 		id, hint    bool
 	}{
 		{"no arXiv reference", sleepPackageText(t, nil), false, true},
 		{"the rule in SKILL.md, not in references/", ruleInEntry, false, true},
-		{"the rule in references/arxiv.md", sleepPackageText(t, map[string]string{"references/arxiv.md": "- " + sleep.HabitArxivID + "\n"}), true, false},
-		{"a plain SKILL.md with the rule", "# Skill\n\n- " + sleep.HabitArxivID + "\n", true, false},
+		{"the rule in references/arxiv.md", sleepPackageText(t, map[string]string{"references/arxiv.md": "- " + nightly.HabitArxivID + "\n"}), true, false},
+		{"a plain SKILL.md with the rule", "# Skill\n\n- " + nightly.HabitArxivID + "\n", true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got := sleepAttemptReply(t, m, c.skill)
@@ -68,29 +68,29 @@ func TestSleepPackageAgentTakesTheFormatFromReferences(t *testing.T) {
 // the reflector creates references/arxiv.md, or appends once it exists;
 // without a package it proposes the learned line, as before.
 func TestSleepPackageReflectorWritesTheReference(t *testing.T) {
-	fail := sleep.Failure{TaskID: "t", Wanted: "the answer arXiv:1706.03762; contains <answer>",
+	fail := nightly.Failure{TaskID: "t", Wanted: "the answer arXiv:1706.03762; contains <answer>",
 		Got: "I looked the paper up.\n" + hintNoArxivReference + "\nThe paper is https://arxiv.org/abs/1706.03762v1."}
-	in := sleep.ReflectInput{Document: "skill", Failures: []sleep.Failure{fail}, Budget: 4, Package: &sleep.PackageView{Files: []sleep.PackageFile{{Path: "references/doi.md"}}}}
+	in := nightly.ReflectInput{Document: "skill", Failures: []nightly.Failure{fail}, Budget: 4, Package: &nightly.PackageView{Files: []nightly.PackageFile{{Path: "references/doi.md"}}}}
 	edits := sleepReflect(in)
-	var ref *sleep.Edit
+	var ref *nightly.Edit
 	for i, e := range edits {
 		if e.File != "" {
 			ref = &edits[i]
 		}
-		if e.File == "" && e.Content == sleep.HabitArxivID {
+		if e.File == "" && e.Content == nightly.HabitArxivID {
 			t.Fatalf("the arXiv rule went to the learned block: %+v", edits)
 		}
 	}
-	if ref == nil || ref.File != arxivReference || ref.Op != sleep.FileOpCreate || !strings.Contains(ref.Content, sleep.HabitArxivID) {
+	if ref == nil || ref.File != arxivReference || ref.Op != nightly.FileOpCreate || !strings.Contains(ref.Content, nightly.HabitArxivID) {
 		t.Fatalf("edits %+v: want create_file of %s", edits, arxivReference)
 	}
-	in.Package.Files = append(in.Package.Files, sleep.PackageFile{Path: arxivReference, Text: "# arXiv identifiers\n"})
-	if edits := sleepReflect(in); edits[1].Op != sleep.FileOpAppend || edits[1].File != arxivReference {
+	in.Package.Files = append(in.Package.Files, nightly.PackageFile{Path: arxivReference, Text: "# arXiv identifiers\n"})
+	if edits := sleepReflect(in); edits[1].Op != nightly.FileOpAppend || edits[1].File != arxivReference {
 		t.Fatalf("edits %+v: want append to %s", edits, arxivReference)
 	}
 	in.Package = nil
 	fail.Got = "I looked the paper up.\nThe paper is https://arxiv.org/abs/1706.03762v1."
-	in.Failures = []sleep.Failure{fail}
+	in.Failures = []nightly.Failure{fail}
 	for _, e := range sleepReflect(in) {
 		if e.File != "" {
 			t.Fatalf("a single-file reflection proposed a file edit: %+v", e)

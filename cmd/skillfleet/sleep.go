@@ -21,9 +21,9 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -124,7 +124,7 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 	fs.IntVar(&o.maxSessions, "max-sessions", 0, "sessions mined per night (default 3 × max tasks)")
 	fs.StringVar(&o.tasksFile, "tasks-file", "", "use this reviewed tasks file (from `sleep harvest --output`) instead of harvesting")
 	fs.BoolVar(&o.heuristicMine, "heuristic-mine", false, "mine without the model (one rubric task per session)")
-	fs.StringVar(&o.persona, "persona", "", "proof run: the built-in persona's sessions in a sandbox ("+strings.Join(sleep.Personas(), ", ")+")")
+	fs.StringVar(&o.persona, "persona", "", "proof run: the built-in persona's sessions in a sandbox ("+strings.Join(nightly.Personas(), ", ")+")")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the result as JSON")
 	if !night {
@@ -146,7 +146,7 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 
 // resolved is a night's resolved setup.
 type resolved struct {
-	cfg                 sleep.Config
+	cfg                 nightly.Config
 	statePath           string
 	project             string
 	skillPath, memPath  string
@@ -166,8 +166,8 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	r := &resolved{}
 	if o.persona != "" {
-		if !contains(sleep.Personas(), o.persona) {
-			return nil, usageError{fmt.Errorf("--persona %q: want one of %s", o.persona, strings.Join(sleep.Personas(), ", "))}
+		if !contains(nightly.Personas(), o.persona) {
+			return nil, usageError{fmt.Errorf("--persona %q: want one of %s", o.persona, strings.Join(nightly.Personas(), ", "))}
 		}
 		if !o.set["state-dir"] {
 			dir, err := os.MkdirTemp("", "skillfleet-sleep-persona-")
@@ -180,13 +180,13 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 		r.persona = box
 		o.claudeHome = filepath.Join(box, "claude")
 		o.project = filepath.Join(box, "project")
-		o.source = sleep.SourceClaude
-		if name, _, ok := sleep.PersonaPackage(o.persona); ok {
+		o.source = nightly.SourceClaude
+		if name, _, ok := nightly.PersonaPackage(o.persona); ok {
 			if o.skillDir == "" && o.skillPath == "" {
 				o.skillDir = filepath.Join(box, "skills", name)
 			}
 		} else if o.skillPath == "" && o.skillDir == "" {
-			o.skillPath = filepath.Join(box, "skills", sleep.ManagedSkillName, "SKILL.md")
+			o.skillPath = filepath.Join(box, "skills", nightly.ManagedSkillName, "SKILL.md")
 		}
 	}
 	abs, err := filepath.Abs(o.stateDir)
@@ -198,7 +198,7 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	if cp == "" {
 		cp, explicit = filepath.Join(o.stateDir, "config.yaml"), false
 	}
-	cfg, err := sleep.LoadConfig(cp, explicit)
+	cfg, err := nightly.LoadConfig(cp, explicit)
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -209,7 +209,7 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	}
 	set("source", func() { cfg.Source = o.source })
 	if o.persona != "" {
-		cfg.Source = sleep.SourceClaude
+		cfg.Source = nightly.SourceClaude
 	}
 	set("lookback-hours", func() { cfg.LookbackHours = o.lookbackHours })
 	set("backend", func() { cfg.Backend = o.backend })
@@ -275,7 +275,7 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 		return nil, err
 	}
 	home, _ := os.UserHomeDir()
-	r.skillPath = cmp.Or(cfg.SkillPath, filepath.Join(home, ".claude", "skills", sleep.ManagedSkillName, "SKILL.md"))
+	r.skillPath = cmp.Or(cfg.SkillPath, filepath.Join(home, ".claude", "skills", nightly.ManagedSkillName, "SKILL.md"))
 	r.memPath = cmp.Or(cfg.MemoryPath, filepath.Join(r.project, "CLAUDE.md"))
 	for _, p := range []*string{&r.skillPath, &r.memPath} {
 		if *p, err = filepath.Abs(*p); err != nil {
@@ -364,7 +364,7 @@ func readDoc(path string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return string(b), sleep.SHA256Hex(b), nil
+	return string(b), nightly.SHA256Hex(b), nil
 }
 
 // nightReport is report.json.
@@ -376,7 +376,7 @@ type nightReport struct {
 	Model       string             `json:"model"`
 	DryRun      bool               `json:"dry_run,omitempty"`
 	Sessions    int                `json:"sessions"`
-	Skipped     sleep.Skipped      `json:"skipped"`
+	Skipped     nightly.Skipped    `json:"skipped"`
 	Tasks       int                `json:"tasks"`
 	Splits      map[string]int     `json:"splits"`
 	MineDropped []string           `json:"mine_dropped,omitempty"`
@@ -424,15 +424,15 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	if err != nil {
 		return usageError{err}
 	}
-	unlock, err := sleep.LockState(r.statePath)
+	unlock, err := nightly.LockState(r.statePath)
 	if err != nil {
-		if errors.Is(err, sleep.ErrLocked) {
+		if errors.Is(err, nightly.ErrLocked) {
 			return codedError{exitLocked, err}
 		}
 		return err
 	}
 	defer unlock()
-	st, err := sleep.LoadState(r.statePath)
+	st, err := nightly.LoadState(r.statePath)
 	if err != nil {
 		return err
 	}
@@ -444,7 +444,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	}
 	if r.persona != "" {
 		if ents, _ := os.ReadDir(filepath.Join(r.claude, "projects")); len(ents) == 0 {
-			if err := sleep.WritePersonaTranscripts(o.persona, r.claude, r.project, started); err != nil {
+			if err := nightly.WritePersonaTranscripts(o.persona, r.claude, r.project, started); err != nil {
 				return err
 			}
 		}
@@ -464,9 +464,9 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	rep := &nightReport{Night: nightNo, Project: r.project, Started: started, Backend: r.cfg.Backend, Model: target.GetModel(),
 		DryRun: dry, SkillPath: r.skillPath, SkillDir: r.skillDir, MemoryPath: r.memPath, Splits: map[string]int{}, AdoptCmd: r.adoptCmd}
 	spent := sleepdrv.Spend{}
-	var tasks []sleep.Task
+	var tasks []nightly.Task
 	if o.tasksFile != "" {
-		tf, err := sleep.LoadTasksFile(o.tasksFile)
+		tf, err := nightly.LoadTasksFile(o.tasksFile)
 		if err != nil {
 			return usageError{fmt.Errorf("--tasks-file: %w", err)}
 		}
@@ -475,7 +475,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		}
 		tasks = tf.Tasks
 	} else {
-		ds, sk, err := sleep.Harvest(sleep.HarvestOptions{
+		ds, sk, err := nightly.Harvest(nightly.HarvestOptions{
 			Source: r.cfg.Source, ClaudeHome: r.claude, CodexHome: r.codex, CursorHome: r.curs,
 			Projects: []string{r.project}, Cursors: st.LastHarvest, Now: started,
 			Lookback:    time.Duration(r.cfg.LookbackHours * float64(time.Hour)),
@@ -487,7 +487,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		rep.Sessions, rep.Skipped = len(ds), sk
 		log.Info("harvested", "sessions", len(ds), "malformed_lines", sk.MalformedLines, "headless", sk.Headless, "subagent", sk.SubAgent)
 		if *r.cfg.LLMMine {
-			res, err := sleep.MineLLM(ctx, optimizer, optSpec.GetModel(), ds, func(u llm.Usage, next int64) error {
+			res, err := nightly.MineLLM(ctx, optimizer, optSpec.GetModel(), ds, func(u llm.Usage, next int64) error {
 				if used := u.InputTokens + u.OutputTokens; r.cfg.MaxTokens > 0 && used+next > r.cfg.MaxTokens {
 					return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent mining, the next session needs about %d more", sleepdrv.ErrBudget, r.cfg.MaxTokens, used, next)
 				}
@@ -512,14 +512,14 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 				return err
 			}
 		} else {
-			tasks = sleep.MineHeuristic(ds)
+			tasks = nightly.MineHeuristic(ds)
 		}
 	}
-	tasks = sleep.Dedup(tasks)
+	tasks = nightly.Dedup(tasks)
 	if len(tasks) > r.cfg.MaxTasks {
 		tasks = tasks[:r.cfg.MaxTasks]
 	}
-	sleep.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
+	nightly.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
 	rep.Tasks = len(tasks)
 	for _, t := range tasks {
 		rep.Splits[t.Split]++
@@ -528,10 +528,10 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 
 	var (
 		skill, skillPin string
-		live            *sleep.LivePackage
+		live            *nightly.LivePackage
 	)
 	if r.skillDir != "" {
-		if live, err = sleep.ReadPackage(r.skillDir, skillpkg.Limits{}); err != nil {
+		if live, err = nightly.ReadPackage(r.skillDir, skillpkg.Limits{}); err != nil {
 			return err
 		}
 		skill = live.Text
@@ -539,7 +539,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 		if skill, skillPin, err = readDoc(r.skillPath); err != nil {
 			return err
 		}
-		if skill, err = sleep.EnsureBlock(skill, sleep.ScaffoldSkill); err != nil {
+		if skill, err = nightly.EnsureBlock(skill, nightly.ScaffoldSkill); err != nil {
 			return fmt.Errorf("%s: %w", r.skillPath, err)
 		}
 		if hasPackageFiles(filepath.Dir(r.skillPath)) {
@@ -550,7 +550,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	if memory, err = sleep.EnsureBlock(memory, sleep.ScaffoldMemory); err != nil {
+	if memory, err = nightly.EnsureBlock(memory, nightly.ScaffoldMemory); err != nil {
 		return fmt.Errorf("%s: %w", r.memPath, err)
 	}
 	if len(tasks) == 0 {
@@ -578,7 +578,7 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	benchCfg, _ := json.Marshal(sleep.EnvConfig{JudgeModel: optSpec.GetModel()})
+	benchCfg, _ := json.Marshal(nightly.EnvConfig{JudgeModel: optSpec.GetModel()})
 	replayer := &sleepdrv.HubReplayer{Hub: sess.hub, RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}
 	settings := sleepdrv.Settings{
 		EditBudget: r.cfg.EditBudget, GateMetric: r.cfg.GateMetric, MixedWeight: r.cfg.GateMixedWeight, NoRegression: r.cfg.GateNoRegression,
@@ -594,16 +594,16 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	if cerr != nil && !errors.Is(cerr, sleepdrv.ErrBudget) {
 		return cerr
 	}
-	var props []sleep.Proposal
+	var props []nightly.Proposal
 	if out.Accepted {
 		switch {
 		case out.SkillChanged && live != nil:
-			props = append(props, sleep.Proposal{Name: "skill", Package: true, LivePath: live.Dir, LiveExisted: live.Existed, LiveFiles: live.Pins, Text: out.ProposedSkill})
+			props = append(props, nightly.Proposal{Name: "skill", Package: true, LivePath: live.Dir, LiveExisted: live.Existed, LiveFiles: live.Pins, Text: out.ProposedSkill})
 		case out.SkillChanged:
-			props = append(props, sleep.Proposal{Name: "skill", LivePath: r.skillPath, LiveSHA256: skillPin, Text: out.ProposedSkill})
+			props = append(props, nightly.Proposal{Name: "skill", LivePath: r.skillPath, LiveSHA256: skillPin, Text: out.ProposedSkill})
 		}
 		if out.MemoryChanged {
-			props = append(props, sleep.Proposal{Name: "memory", LivePath: r.memPath, LiveSHA256: memPin, Text: out.ProposedMemory})
+			props = append(props, nightly.Proposal{Name: "memory", LivePath: r.memPath, LiveSHA256: memPin, Text: out.ProposedMemory})
 		}
 	}
 	return finishNight(ctx, o, r, st, rep, out, props, tasks, started, dry, stdout, log, cerr)
@@ -611,8 +611,8 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 
 // finishNight stages the night, updates the state, adopts if asked, and
 // reports. cause is the night's budget error, if any.
-func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, rep *nightReport, out *sleepdrv.Outcome, props []sleep.Proposal,
-	archived []sleep.Task, started time.Time, dry bool, stdout io.Writer, log *slog.Logger, cause error) error {
+func finishNight(_ context.Context, o sleepOpts, r *resolved, st *nightly.State, rep *nightReport, out *sleepdrv.Outcome, props []nightly.Proposal,
+	archived []nightly.Task, started time.Time, dry bool, stdout io.Writer, log *slog.Logger, cause error) error {
 	rep.Outcome = out
 	if !dry {
 		if err := os.MkdirAll(filepath.Dir(r.stagingRoot), 0o755); err != nil {
@@ -628,7 +628,7 @@ func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, r
 		for _, d := range rep.MineDropped {
 			ev = append(ev, map[string]any{"mine_dropped": d})
 		}
-		dir, err := sleep.Stage(sleep.StageInput{Root: r.stagingRoot, Night: rep.Night, Started: started, Accepted: out.Accepted && len(props) > 0,
+		dir, err := nightly.Stage(nightly.StageInput{Root: r.stagingRoot, Night: rep.Night, Started: started, Accepted: out.Accepted && len(props) > 0,
 			Action: out.Action, Reason: out.Reason, Proposals: props, ReportJSON: rep, ReportMD: reportMD(rep), Evidence: ev})
 		if err != nil {
 			return err
@@ -642,7 +642,7 @@ func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, r
 			st.LastHarvest[r.project] = started
 			st.Archive(archived)
 		}
-		st.History = append(st.History, sleep.NightRecord{Night: rep.Night, Started: started, Sessions: rep.Sessions, Tasks: rep.Tasks,
+		st.History = append(st.History, nightly.NightRecord{Night: rep.Night, Started: started, Sessions: rep.Sessions, Tasks: rep.Tasks,
 			Action: out.Action, Reason: out.Reason, Baseline: out.Baseline.Value, Final: finalValue(out), Tokens: out.Spend.Tokens, Staging: dir})
 		if len(st.History) > 100 {
 			st.History = st.History[len(st.History)-100:]
@@ -654,15 +654,15 @@ func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, r
 	}
 	if o.jsonOut {
 		b, _ := json.MarshalIndent(rep, "", "  ")
-		fmt.Fprintln(stdout, sleep.Redact(string(b)))
+		fmt.Fprintln(stdout, nightly.Redact(string(b)))
 	} else {
-		fmt.Fprint(stdout, sleep.Redact(summaryText(rep)))
+		fmt.Fprint(stdout, nightly.Redact(summaryText(rep)))
 	}
 	if cause != nil {
 		return codedError{exitBudget, fmt.Errorf("night %d stopped: %w; nothing was accepted (raise max_tokens_per_night / --max-tokens, or --max-usd)", rep.Night, cause)}
 	}
 	if !dry && r.cfg.AutoAdopt && out.Accepted && rep.Staging != "" {
-		rec, err := sleep.Adopt(sleep.AdoptOptions{StagingDir: rep.Staging, AllowedRoots: allowedRoots(r)})
+		rec, err := nightly.Adopt(nightly.AdoptOptions{StagingDir: rep.Staging, AllowedRoots: allowedRoots(r)})
 		if err != nil {
 			return fmt.Errorf("auto-adopt: %w", err)
 		}
@@ -670,7 +670,7 @@ func finishNight(_ context.Context, o sleepOpts, r *resolved, st *sleep.State, r
 	}
 	if o.assertImproves {
 		ok := out.Accepted && out.Final != nil && out.Final.Value > out.Baseline.Value
-		if ok && r.persona != "" && strings.Contains(out.ProposedSkill+out.ProposedMemory, sleep.HabitHarmful) {
+		if ok && r.persona != "" && strings.Contains(out.ProposedSkill+out.ProposedMemory, nightly.HabitHarmful) {
 			ok = false
 		}
 		if !ok {
@@ -793,8 +793,8 @@ func reportMD(rep *nightReport) string {
 
 // editDoc names the document an edit touches: "skill", or "skill FILE"
 // for a package file.
-func editDoc(doc string, e sleep.Edit) string {
-	if sleep.IsFileEdit(e) {
+func editDoc(doc string, e nightly.Edit) string {
+	if nightly.IsFileEdit(e) {
 		return doc + " " + e.File
 	}
 	return doc
@@ -832,7 +832,7 @@ func hasPackageFiles(dir string) bool {
 // seedPersonaPackage writes a persona's starting skill package to dir
 // when the persona has one and dir does not exist yet.
 func seedPersonaPackage(persona, dir string) error {
-	_, files, ok := sleep.PersonaPackage(persona)
+	_, files, ok := nightly.PersonaPackage(persona)
 	if !ok || dir == "" {
 		return nil
 	}
@@ -851,7 +851,7 @@ func seedPersonaPackage(persona, dir string) error {
 
 // sleepCost prices a role's usage for --max-usd; nil when there is no
 // dollar budget. A model without a price is refused, not guessed.
-func sleepCost(c sleep.Config, pricesPath string, target, opt *pb.ModelSpec) (func(string, llm.Usage) float64, error) {
+func sleepCost(c nightly.Config, pricesPath string, target, opt *pb.ModelSpec) (func(string, llm.Usage) float64, error) {
 	if c.MaxUSD <= 0 {
 		return nil, nil
 	}
@@ -888,20 +888,20 @@ func sleepStatus(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := sleep.LoadState(r.statePath)
+	st, err := nightly.LoadState(r.statePath)
 	if err != nil {
 		return err
 	}
 	type status struct {
-		State       string              `json:"state"`
-		Nights      int                 `json:"nights"`
-		Cursors     map[string]string   `json:"cursors"`
-		Recent      []sleep.NightRecord `json:"recent"`
-		Latest      string              `json:"latest_staging,omitempty"`
-		LatestState string              `json:"latest_action,omitempty"`
-		Adoptions   []sleep.Receipt     `json:"adoptions,omitempty"`
-		Interrupted bool                `json:"interrupted_adopt,omitempty"`
-		Archive     int                 `json:"archived_tasks"`
+		State       string                `json:"state"`
+		Nights      int                   `json:"nights"`
+		Cursors     map[string]string     `json:"cursors"`
+		Recent      []nightly.NightRecord `json:"recent"`
+		Latest      string                `json:"latest_staging,omitempty"`
+		LatestState string                `json:"latest_action,omitempty"`
+		Adoptions   []nightly.Receipt     `json:"adoptions,omitempty"`
+		Interrupted bool                  `json:"interrupted_adopt,omitempty"`
+		Archive     int                   `json:"archived_tasks"`
 	}
 	s := status{State: r.statePath, Nights: st.Night, Cursors: map[string]string{}, Archive: len(st.TaskArchive)}
 	for p, t := range st.LastHarvest {
@@ -910,16 +910,16 @@ func sleepStatus(args []string, stdout, stderr io.Writer) error {
 	if n := len(st.History); n > 0 {
 		s.Recent = st.History[max(0, n-5):]
 	}
-	if dir, err := sleep.Latest(r.stagingRoot); err == nil {
+	if dir, err := nightly.Latest(r.stagingRoot); err == nil {
 		s.Latest = dir
-		if m, err := sleep.ReadManifest(dir); err == nil {
+		if m, err := nightly.ReadManifest(dir); err == nil {
 			s.LatestState = fmt.Sprintf("%s (accepted: %t) %s", m.Action, m.Accepted, m.Reason)
 		} else {
 			s.LatestState = err.Error()
 		}
 	}
-	s.Adoptions, _ = sleep.Receipts(r.stagingRoot)
-	s.Interrupted = sleep.PendingTransaction(r.stagingRoot)
+	s.Adoptions, _ = nightly.Receipts(r.stagingRoot)
+	s.Interrupted = nightly.PendingTransaction(r.stagingRoot)
 	if o.jsonOut {
 		b, _ := json.MarshalIndent(s, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -968,22 +968,22 @@ func sleepHarvest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	st, err := sleep.LoadState(r.statePath)
+	st, err := nightly.LoadState(r.statePath)
 	if err != nil {
 		return err
 	}
 	if r.persona != "" {
-		if err := sleep.WritePersonaTranscripts(o.persona, r.claude, r.project, time.Now()); err != nil {
+		if err := nightly.WritePersonaTranscripts(o.persona, r.claude, r.project, time.Now()); err != nil {
 			return err
 		}
 	}
-	ds, sk, err := sleep.Harvest(sleep.HarvestOptions{Source: r.cfg.Source, ClaudeHome: r.claude, CodexHome: r.codex, CursorHome: r.curs,
+	ds, sk, err := nightly.Harvest(nightly.HarvestOptions{Source: r.cfg.Source, ClaudeHome: r.claude, CodexHome: r.codex, CursorHome: r.curs,
 		Projects: []string{r.project}, Cursors: st.LastHarvest, Lookback: time.Duration(r.cfg.LookbackHours * float64(time.Hour)),
 		MaxSessions: cmp.Or(r.cfg.MaxSessions, 3*r.cfg.MaxTasks)})
 	if err != nil {
 		return usageError{err}
 	}
-	var tasks []sleep.Task
+	var tasks []nightly.Task
 	var dropped []string
 	if r.cfg.Backend != "" && *r.cfg.LLMMine {
 		spec, err := r.modelSpec(true)
@@ -994,17 +994,17 @@ func sleepHarvest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return usageError{fmt.Errorf("backend %s: %w", r.cfg.Backend, err)}
 		}
-		res, err := sleep.MineLLM(ctx, m, spec.GetModel(), ds, nil)
+		res, err := nightly.MineLLM(ctx, m, spec.GetModel(), ds, nil)
 		if err != nil {
 			return err
 		}
 		tasks, dropped = res.Tasks, res.Dropped
 	} else {
-		tasks = sleep.MineHeuristic(ds)
+		tasks = nightly.MineHeuristic(ds)
 	}
-	tasks = sleep.Dedup(tasks)
-	sleep.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
-	if err := sleep.WriteTasksFile(*output, sleep.TasksFile{Reviewed: false, Tasks: tasks}); err != nil {
+	tasks = nightly.Dedup(tasks)
+	nightly.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
+	if err := nightly.WriteTasksFile(*output, nightly.TasksFile{Reviewed: false, Tasks: tasks}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "harvested %d sessions (skipped: %d malformed lines, %d huge lines, %d headless, %d sub-agent, %d older than the cursor)\n",
@@ -1031,9 +1031,9 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ao := sleep.AdoptOptions{StagingDir: *staging, AllowedRoots: append(allowedRoots(r), extra...), Receipts: filepath.Join(r.stagingRoot, "adopted.json")}
+	ao := nightly.AdoptOptions{StagingDir: *staging, AllowedRoots: append(allowedRoots(r), extra...), Receipts: filepath.Join(r.stagingRoot, "adopted.json")}
 	if *undo {
-		rec, err := sleep.Undo(ao)
+		rec, err := nightly.Undo(ao)
 		if err != nil {
 			return err
 		}
@@ -1050,11 +1050,11 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if ao.StagingDir == "" {
-		if ao.StagingDir, err = sleep.Latest(r.stagingRoot); err != nil {
+		if ao.StagingDir, err = nightly.Latest(r.stagingRoot); err != nil {
 			return err
 		}
 	}
-	rec, err := sleep.Adopt(ao)
+	rec, err := nightly.Adopt(ao)
 	if err != nil {
 		return err
 	}
@@ -1089,10 +1089,10 @@ func sleepSchedule(cmdName string, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	so := sleep.ScheduleOptions{Kind: *kind, Time: *at, Crontab: *crontab, SystemdDir: *unitDir, Systemctl: *systemctl,
+	so := nightly.ScheduleOptions{Kind: *kind, Time: *at, Crontab: *crontab, SystemdDir: *unitDir, Systemctl: *systemctl,
 		Log: filepath.Join(o.stateDir, "sleep.log")}
 	if cmdName == "unschedule" {
-		msg, err := sleep.Unschedule(so)
+		msg, err := nightly.Unschedule(so)
 		if err != nil {
 			return err
 		}
@@ -1121,7 +1121,7 @@ func sleepSchedule(cmdName string, args []string, stdout, stderr io.Writer) erro
 		argv = append(argv, "--auto-adopt")
 	}
 	so.Command = argv
-	msg, err := sleep.Schedule(so)
+	msg, err := nightly.Schedule(so)
 	if err != nil {
 		return usageError{err}
 	}

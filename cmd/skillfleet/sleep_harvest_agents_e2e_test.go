@@ -18,7 +18,7 @@ import (
 	"time"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
 // The secrets planted in the real CLIs' sessions: one typed in a prompt,
@@ -292,20 +292,20 @@ func TestHarvestRealAgentSessions(t *testing.T) {
 		}
 	}
 
-	ds, sk, err := sleep.Harvest(sleep.HarvestOptions{ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"),
+	ds, sk, err := nightly.Harvest(nightly.HarvestOptions{ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"),
 		CursorHome: filepath.Join(home, ".cursor"), Projects: projects, Now: time.Now(), Lookback: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for name, s := range got {
-		src := map[string]string{"claude": sleep.SourceClaude, "codex": sleep.SourceCodex}[name]
+		src := map[string]string{"claude": nightly.SourceClaude, "codex": nightly.SourceCodex}[name]
 		files := jsonlFiles(s.root)
 		var shapes []string
 		for _, f := range files {
 			shapes = append(shapes, recordShapes(f))
 		}
 		why := fmt.Sprintf("harvest skipped %+v; the %s session files:\n%s", sk, name, strings.Join(shapes, "\n"))
-		var mine []sleep.Digest
+		var mine []nightly.Digest
 		for _, d := range ds {
 			if d.Source == src {
 				mine = append(mine, d)
@@ -325,7 +325,7 @@ func TestHarvestRealAgentSessions(t *testing.T) {
 		for _, p := range projects {
 			var prompts []string
 			var tools []string
-			var byStart []sleep.Digest
+			var byStart []nightly.Digest
 			for _, d := range mine {
 				if d.Project == p {
 					byStart = append(byStart, d)

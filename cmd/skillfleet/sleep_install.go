@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/agentinstall"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
 // sleepAgentCommand runs `sleep install|uninstall AGENT` and `sleep
@@ -226,8 +226,8 @@ func sleepRecord(args []string, stdin io.Reader, stdout, stderr io.Writer) error
 	if in.SessionID == "" {
 		return usageError{errors.New("sleep record: the hook's input has no session_id")}
 	}
-	r := recordedSession{Agent: *agent, SessionID: sleep.Redact(in.SessionID), Transcript: sleep.Redact(in.TranscriptPath),
-		Project: sleep.Redact(in.Cwd), Reason: sleep.Redact(in.Reason), RecordedAt: time.Now().UTC()}
+	r := recordedSession{Agent: *agent, SessionID: nightly.Redact(in.SessionID), Transcript: nightly.Redact(in.TranscriptPath),
+		Project: nightly.Redact(in.Cwd), Reason: nightly.Redact(in.Reason), RecordedAt: time.Now().UTC()}
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err

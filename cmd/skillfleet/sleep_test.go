@@ -14,8 +14,8 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
-	"github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
 // The planted secrets of the researcher persona's transcripts.
@@ -45,16 +45,16 @@ func TestSleepPersonaProofRunImprovesAndReplays(t *testing.T) {
 	if !strings.Contains(out, "action: accept") || !strings.Contains(out, "rejected skill add \"Write every answer in lower case.\"") {
 		t.Fatalf("stdout:\n%s", out)
 	}
-	dir1, err := sleep.Latest(stagingRoot(state))
+	dir1, err := nightly.Latest(stagingRoot(state))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sleep.ReadManifest(dir1)
+	m, err := nightly.ReadManifest(dir1)
 	if err != nil || !m.Accepted || len(m.Proposals) != 1 || m.Proposals[0].Name != "skill" {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
 	prop1, _ := os.ReadFile(filepath.Join(dir1, "proposed_SKILL.md"))
-	if strings.Contains(string(prop1), sleep.HabitHarmful) || !strings.Contains(string(prop1), sleep.HabitArxivID) {
+	if strings.Contains(string(prop1), nightly.HabitHarmful) || !strings.Contains(string(prop1), nightly.HabitArxivID) {
 		t.Fatalf("proposal:\n%s", prop1)
 	}
 	var rep struct {
@@ -95,7 +95,7 @@ func TestSleepPersonaProofRunImprovesAndReplays(t *testing.T) {
 	if code, out, errOut := runCLI(t, personaArgs(state)...); code != exitOK {
 		t.Fatalf("re-run exit %d\n%s\n%s", code, out, errOut)
 	}
-	dir2, _ := sleep.Latest(stagingRoot(state))
+	dir2, _ := nightly.Latest(stagingRoot(state))
 	if dir2 == dir1 {
 		t.Fatal("the re-run staged nothing new")
 	}
@@ -229,11 +229,11 @@ func TestSleepTokenBudgetStopsCleanly(t *testing.T) {
 	if !strings.Contains(errOut, "max_tokens_per_night") || !strings.Contains(errOut, "nothing was accepted") || !strings.Contains(out, "action: stopped_budget") {
 		t.Fatalf("the night does not say why it stopped:\nstdout:\n%s\nstderr:\n%s", out, errOut)
 	}
-	dir, err := sleep.Latest(stagingRoot(state))
+	dir, err := nightly.Latest(stagingRoot(state))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sleep.ReadManifest(dir)
+	m, err := nightly.ReadManifest(dir)
 	if err != nil || m.Accepted || m.Action != "stopped_budget" || len(m.Proposals) != 0 {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
@@ -253,7 +253,7 @@ func TestSleepTokenBudgetStopsCleanly(t *testing.T) {
 	if code, _, errOut := runCLI(t, "sleep", "adopt", "--persona", "researcher", "--state-dir", state); code == exitOK || !strings.Contains(errOut, "not accepted") {
 		t.Fatalf("adopt of a stopped night: exit %d, %s", code, errOut)
 	}
-	st, _ := sleep.LoadState(filepath.Join(state, "state.json"))
+	st, _ := nightly.LoadState(filepath.Join(state, "state.json"))
 	if len(st.LastHarvest) != 0 || st.Night != 1 || st.History[0].Action != "stopped_budget" {
 		t.Fatalf("state after a stopped night %+v: the cursor must not advance", st)
 	}
@@ -350,11 +350,11 @@ func TestSleepTokenBudgetStopsWhileMining(t *testing.T) {
 	if code != exitBudget || !strings.Contains(errOut, "tokens spent mining") || !strings.Contains(out, "action: stopped_budget") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
-	dir, err := sleep.Latest(stagingRoot(state))
+	dir, err := nightly.Latest(stagingRoot(state))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := sleep.ReadManifest(dir); err != nil || m.Accepted || len(m.Proposals) != 0 {
+	if m, err := nightly.ReadManifest(dir); err != nil || m.Accepted || len(m.Proposals) != 0 {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
 }
@@ -366,7 +366,7 @@ func TestSleepReviewedTasksFile(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "wrote 12 tasks") {
 		t.Fatalf("harvest exit %d\n%s\n%s", code, out, errOut)
 	}
-	tf, err := sleep.LoadTasksFile(file)
+	tf, err := nightly.LoadTasksFile(file)
 	if err != nil || tf.Reviewed || len(tf.Tasks) != 12 {
 		t.Fatalf("tasks file reviewed=%v, %d tasks, %v", tf != nil && tf.Reviewed, len(tf.Tasks), err)
 	}
@@ -384,7 +384,7 @@ func TestSleepReviewedTasksFile(t *testing.T) {
 	}
 	tf.Reviewed = true
 	tf.Tasks = tf.Tasks[:10]
-	if err := sleep.WriteTasksFile(file, *tf); err != nil {
+	if err := nightly.WriteTasksFile(file, *tf); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut = runCLI(t, "sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state, "--tasks-file", file, "--assert-improves")
@@ -395,7 +395,7 @@ func TestSleepReviewedTasksFile(t *testing.T) {
 
 func TestSleepAutoAdoptIsOptIn(t *testing.T) {
 	state := t.TempDir()
-	skill := filepath.Join(state, "persona-researcher", "skills", sleep.ManagedSkillName, "SKILL.md")
+	skill := filepath.Join(state, "persona-researcher", "skills", nightly.ManagedSkillName, "SKILL.md")
 	if code, out, errOut := runCLI(t, personaArgs(state)...); code != exitOK || strings.Contains(out, "adopted:") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
@@ -410,10 +410,10 @@ func TestSleepAutoAdoptIsOptIn(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
 	b, err := os.ReadFile(skill)
-	if err != nil || !strings.Contains(string(b), sleep.HabitWrap) {
+	if err != nil || !strings.Contains(string(b), nightly.HabitWrap) {
 		t.Fatalf("live skill after --auto-adopt: %v\n%s", err, b)
 	}
-	if rs, _ := sleep.Receipts(stagingRoot(state)); len(rs) != 1 {
+	if rs, _ := nightly.Receipts(stagingRoot(state)); len(rs) != 1 {
 		t.Fatalf("%d receipts, want 1", len(rs))
 	}
 }
@@ -477,26 +477,26 @@ func TestSleepPackagePersonaImprovesAdoptsAndUndoes(t *testing.T) {
 		t.Fatalf("the persona's seed package: %v", seed)
 	}
 	root := filepath.Join(packageBox(state), "project", ".skillfleet-sleep", "staging")
-	dir, err := sleep.Latest(root)
+	dir, err := nightly.Latest(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sleep.ReadManifest(dir)
-	if err != nil || !m.Accepted || m.Schema != sleep.ManifestSchemaPackage || len(m.Proposals) != 1 {
+	m, err := nightly.ReadManifest(dir)
+	if err != nil || !m.Accepted || m.Schema != nightly.ManifestSchemaPackage || len(m.Proposals) != 1 {
 		t.Fatalf("manifest %+v, %v", m, err)
 	}
 	e := m.Proposals[0]
-	if e.Kind != sleep.KindPackage || e.LivePath != live || len(e.LiveFiles) != 2 || strings.Join(e.MustNotExist, ",") != "references/arxiv.md" {
+	if e.Kind != nightly.KindPackage || e.LivePath != live || len(e.LiveFiles) != 2 || strings.Join(e.MustNotExist, ",") != "references/arxiv.md" {
 		t.Fatalf("package entry %+v", e)
 	}
 	for name, text := range seed {
-		if e.LiveFiles[name] != sleep.SHA256Hex([]byte(text)) {
+		if e.LiveFiles[name] != nightly.SHA256Hex([]byte(text)) {
 			t.Fatalf("live pin of %s does not match the file", name)
 		}
 	}
-	proposed := treeOf(t, filepath.Join(dir, sleep.ProposedPackageDir))
-	if !strings.Contains(proposed["references/arxiv.md"], sleep.HabitArxivID) || proposed["references/doi.md"] != seed["references/doi.md"] ||
-		strings.Contains(proposed["SKILL.md"], sleep.HabitHarmful) || sleep.OutsideBlock(proposed["SKILL.md"]) != sleep.OutsideBlock(seed["SKILL.md"]) {
+	proposed := treeOf(t, filepath.Join(dir, nightly.ProposedPackageDir))
+	if !strings.Contains(proposed["references/arxiv.md"], nightly.HabitArxivID) || proposed["references/doi.md"] != seed["references/doi.md"] ||
+		strings.Contains(proposed["SKILL.md"], nightly.HabitHarmful) || nightly.OutsideBlock(proposed["SKILL.md"]) != nightly.OutsideBlock(seed["SKILL.md"]) {
 		t.Fatalf("proposed package: %v", proposed)
 	}
 	var rep struct {
@@ -506,8 +506,8 @@ func TestSleepPackagePersonaImprovesAdoptsAndUndoes(t *testing.T) {
 			Final        struct{ Score float64 } `json:"final_fresh"`
 			FilesChanged []string                `json:"files_changed"`
 			Trials       []struct {
-				Edit     sleep.Edit `json:"edit"`
-				Accepted bool       `json:"accepted"`
+				Edit     nightly.Edit `json:"edit"`
+				Accepted bool         `json:"accepted"`
 			} `json:"trials"`
 		} `json:"outcome"`
 	}
@@ -587,7 +587,7 @@ func TestSleepSkillDirAndSkillPath(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(box, "references"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	_, files, _ := sleep.PersonaPackage(sleep.PersonaResearcherPackage)
+	_, files, _ := nightly.PersonaPackage(nightly.PersonaResearcherPackage)
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(box, filepath.FromSlash(name)), []byte(text), 0o644); err != nil {
 			t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
-	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
 // ErrBudget is returned when a night stops at its token or dollar budget.
@@ -75,7 +75,7 @@ type Deps struct {
 
 // Input is the night's tasks (with splits) and live documents.
 type Input struct {
-	Tasks  []psleep.Task
+	Tasks  []nightly.Task
 	Skill  string
 	Memory string
 	// Package says the skill is a skill package carried as its bundle
@@ -98,30 +98,30 @@ type Score struct {
 
 // Trial is one edit's gate trial.
 type Trial struct {
-	Document string      `json:"document"`
-	Edit     psleep.Edit `json:"edit"`
-	Before   float64     `json:"before"`
-	After    float64     `json:"after"`
-	Accepted bool        `json:"accepted"`
-	Why      string      `json:"why"`
+	Document string       `json:"document"`
+	Edit     nightly.Edit `json:"edit"`
+	Before   float64      `json:"before"`
+	After    float64      `json:"after"`
+	Accepted bool         `json:"accepted"`
+	Why      string       `json:"why"`
 }
 
 // Outcome is what a night decided.
 type Outcome struct {
-	Action     string             `json:"action"`
-	Reason     string             `json:"reason"`
-	Accepted   bool               `json:"accepted"`
-	Leaked     bool               `json:"leaked,omitempty"`
-	Train, Val int                `json:"-"`
-	Baseline   Score              `json:"baseline"`
-	Final      *Score             `json:"final_fresh,omitempty"`
-	Test       *Score             `json:"test,omitempty"`
-	Trials     []Trial            `json:"trials"`
-	Unmatched  []psleep.Unmatched `json:"unmatched,omitempty"`
+	Action     string              `json:"action"`
+	Reason     string              `json:"reason"`
+	Accepted   bool                `json:"accepted"`
+	Leaked     bool                `json:"leaked,omitempty"`
+	Train, Val int                 `json:"-"`
+	Baseline   Score               `json:"baseline"`
+	Final      *Score              `json:"final_fresh,omitempty"`
+	Test       *Score              `json:"test,omitempty"`
+	Trials     []Trial             `json:"trials"`
+	Unmatched  []nightly.Unmatched `json:"unmatched,omitempty"`
 	// Refused are the edits refused before any trial, with why;
 	// RefusedByReason counts them.
-	Refused         []psleep.Refusal `json:"refused,omitempty"`
-	RefusedByReason map[string]int   `json:"refused_by_reason,omitempty"`
+	Refused         []nightly.Refusal `json:"refused,omitempty"`
+	RefusedByReason map[string]int    `json:"refused_by_reason,omitempty"`
 	// Package says the skill was a package; FilesChanged lists the
 	// package files an accepted night changes.
 	Package        bool     `json:"package,omitempty"`
@@ -184,14 +184,14 @@ func (n *night) metric(hard, soft float64) float64 {
 }
 
 // replay runs one wave after checking the budget can pay for it.
-func (n *night) replay(ctx context.Context, stage, doc string, tasks []psleep.Task, sample int) ([]Replay, error) {
+func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.Task, sample int) ([]Replay, error) {
 	if len(tasks) == 0 {
 		return nil, nil
 	}
-	skill, memory := psleep.SplitDocs(doc)
+	skill, memory := nightly.SplitDocs(doc)
 	var est int64
 	for _, t := range tasks {
-		est += psleep.EstimateReplay(t, skill, memory)
+		est += nightly.EstimateReplay(t, skill, memory)
 	}
 	est = max(est, int64(n.perTask*float64(len(tasks))))
 	if err := n.afford(stage, "target", est); err != nil {
@@ -259,12 +259,12 @@ func Consolidate(ctx context.Context, s Settings, d Deps, in Input) (*Outcome, e
 
 func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 	out := n.out
-	var train, val, test []psleep.Task
+	var train, val, test []nightly.Task
 	for _, t := range in.Tasks {
 		switch t.Split {
-		case psleep.SplitVal:
+		case nightly.SplitVal:
 			val = append(val, t)
-		case psleep.SplitTest:
+		case nightly.SplitTest:
 			test = append(test, t)
 		default:
 			train = append(train, t)
@@ -285,7 +285,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		return out, err
 	}
 	skill, memory := in.Skill, in.Memory
-	rs, err := n.replay(ctx, "baseline", psleep.ComposeDocs(skill, memory), val, 0)
+	rs, err := n.replay(ctx, "baseline", nightly.ComposeDocs(skill, memory), val, 0)
 	if err != nil {
 		return out, err
 	}
@@ -304,12 +304,12 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		docs = append(docs, "memory")
 	}
 	for _, doc := range docs {
-		trs, err := n.replay(ctx, "train_"+doc, psleep.ComposeDocs(skill, memory), train, 0)
+		trs, err := n.replay(ctx, "train_"+doc, nightly.ComposeDocs(skill, memory), train, 0)
 		if err != nil {
 			return out, err
 		}
-		var fails []psleep.Failure
-		byID := map[string]psleep.Task{}
+		var fails []nightly.Failure
+		byID := map[string]nightly.Task{}
 		for _, t := range train {
 			byID[t.ID] = t
 		}
@@ -318,7 +318,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 				continue
 			}
 			t := byID[r.TaskID]
-			fails = append(fails, psleep.Failure{TaskID: t.ID, Intent: t.Intent, Wanted: wanted(t.Judge), Got: r.Answer, Why: r.FailReason})
+			fails = append(fails, nightly.Failure{TaskID: t.ID, Intent: t.Intent, Wanted: wanted(t.Judge), Got: r.Answer, Why: r.FailReason})
 		}
 		if len(fails) == 0 {
 			n.d.Logger.InfoContext(ctx, "no failures to learn from", "stage", doc)
@@ -333,17 +333,17 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 			return out, err
 		}
 		pkg := in.Package && doc == "skill"
-		ri := psleep.ReflectInput{Document: doc, Current: psleep.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences}
+		ri := nightly.ReflectInput{Document: doc, Current: nightly.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences}
 		if pkg {
-			ri.Current, ri.Package = psleep.LearnedLines(psleep.SkillEntry(text)), psleep.ViewPackage(text)
+			ri.Current, ri.Package = nightly.LearnedLines(nightly.SkillEntry(text)), nightly.ViewPackage(text)
 		}
-		edits, u, calls, err := psleep.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, ri)
+		edits, u, calls, err := nightly.Reflect(ctx, n.d.Optimizer, n.d.OptimizerName, ri)
 		n.charge("optimizer", u, calls)
 		if err != nil {
 			return out, fmt.Errorf("reflect on the %s: %w", doc, err)
 		}
 		for _, ed := range edits {
-			trial, applied, unmatched, refused, err := psleep.ApplyDocEdits(doc, text, []psleep.Edit{ed}, pkg, in.PackageLimits)
+			trial, applied, unmatched, refused, err := nightly.ApplyDocEdits(doc, text, []nightly.Edit{ed}, pkg, in.PackageLimits)
 			if err != nil {
 				return out, fmt.Errorf("%s: %w", doc, err)
 			}
@@ -365,7 +365,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 			} else {
 				tm = trial
 			}
-			vrs, err := n.replay(ctx, "gate_"+doc, psleep.ComposeDocs(ts, tm), val, 0)
+			vrs, err := n.replay(ctx, "gate_"+doc, nightly.ComposeDocs(ts, tm), val, 0)
 			if err != nil {
 				return out, err
 			}
@@ -398,7 +398,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 	}
 	// The final check: new attempts of the val tasks under the final
 	// documents (fresh samples, never a result measured before).
-	frs, err := n.replay(ctx, "final_fresh", psleep.ComposeDocs(skill, memory), val, FreshSample)
+	frs, err := n.replay(ctx, "final_fresh", nightly.ComposeDocs(skill, memory), val, FreshSample)
 	if err != nil {
 		return out, err
 	}
@@ -410,7 +410,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 	final, _ := n.score(frs)
 	out.Final = &final
 	if len(test) > 0 {
-		if trs, err := n.replay(ctx, "test", psleep.ComposeDocs(skill, memory), test, FreshSample); err == nil {
+		if trs, err := n.replay(ctx, "test", nightly.ComposeDocs(skill, memory), test, FreshSample); err == nil {
 			ts, _ := n.score(trs)
 			out.Test = &ts
 		} else {
@@ -432,7 +432,7 @@ func (n *night) run(ctx context.Context, in Input) (*Outcome, error) {
 		out.ProposedSkill, out.ProposedMemory = skill, memory
 		out.SkillChanged, out.MemoryChanged = skill != in.Skill, memory != in.Memory
 		if in.Package && out.SkillChanged {
-			out.FilesChanged = psleep.PackageFiles(in.Skill, skill)
+			out.FilesChanged = nightly.PackageFiles(in.Skill, skill)
 		}
 	} else {
 		for i := range out.Trials {
@@ -456,7 +456,7 @@ func regressed(before, after map[string]float64) string {
 	return ""
 }
 
-func wanted(j psleep.Judge) string {
+func wanted(j nightly.Judge) string {
 	var parts []string
 	if j.Reference != "" {
 		parts = append(parts, "the answer "+j.Reference)
@@ -464,7 +464,7 @@ func wanted(j psleep.Judge) string {
 	for _, c := range j.Checks {
 		parts = append(parts, c.Op+" "+c.Arg)
 	}
-	if j.Kind == psleep.JudgeRubric {
+	if j.Kind == nightly.JudgeRubric {
 		parts = append(parts, "rubric: "+j.Rubric)
 	}
 	return strings.Join(parts, "; ")
@@ -481,7 +481,7 @@ func firstErr(rs []Replay) string {
 
 // reflectEstimate is a reflection's expected tokens: its document, the
 // failures shown (at most 8) and a reply allowance.
-func reflectEstimate(doc string, fails []psleep.Failure) int64 {
+func reflectEstimate(doc string, fails []nightly.Failure) int64 {
 	n := len(doc) + 1200
 	for i, f := range fails {
 		if i == 8 {

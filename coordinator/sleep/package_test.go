@@ -8,15 +8,15 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
-	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
 )
 
 // personaPackage is researcher-package's seed package as a night reads it.
 func personaPackage(t *testing.T) string {
 	t.Helper()
-	_, files, ok := psleep.PersonaPackage(psleep.PersonaResearcherPackage)
+	_, files, ok := nightly.PersonaPackage(nightly.PersonaResearcherPackage)
 	if !ok {
 		t.Fatal("no package for researcher-package")
 	}
@@ -24,7 +24,7 @@ func personaPackage(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := psleep.EnsureSkillBlock(skillpkg.Encode(p))
+	text, err := nightly.EnsureSkillBlock(skillpkg.Encode(p))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,11 +34,11 @@ func personaPackage(t *testing.T) string {
 func TestConsolidatePersonaPackage(t *testing.T) {
 	m := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
 	tasks := personaTasks(t, m)
-	rep := &LocalReplayer{Model: m, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	rep := &LocalReplayer{Model: m, Name: "sim", Env: nightly.NewEnv(nightly.EnvConfig{})}
 	skill := personaPackage(t)
 	s := Settings{EvolveSkill: true, EvolveMemory: true, NoRegression: true}
 	out, err := Consolidate(t.Context(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
-		Input{Tasks: tasks, Skill: skill, Memory: psleep.ScaffoldMemory(), Package: true})
+		Input{Tasks: tasks, Skill: skill, Memory: nightly.ScaffoldMemory(), Package: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestConsolidatePersonaPackage(t *testing.T) {
 		if tr.Edit.File == "references/arxiv.md" && tr.Accepted {
 			refAccepted = true
 		}
-		if tr.Edit.Content == psleep.HabitHarmful && tr.Accepted {
+		if tr.Edit.Content == nightly.HabitHarmful && tr.Accepted {
 			t.Fatal("the gate let the harmful rule in")
 		}
 	}
@@ -67,16 +67,16 @@ func TestConsolidatePersonaPackage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if psleep.OutsideBlock(after.Entry()) != psleep.OutsideBlock(before.Entry()) {
+	if nightly.OutsideBlock(after.Entry()) != nightly.OutsideBlock(before.Entry()) {
 		t.Fatalf("SKILL.md changed outside the learned block:\n%s", after.Entry())
 	}
 	if a, _ := after.File("references/doi.md"); a != func() string { b, _ := before.File("references/doi.md"); return b }() {
 		t.Fatal("references/doi.md changed")
 	}
-	if ref, _ := after.File("references/arxiv.md"); !strings.Contains(ref, psleep.HabitArxivID) {
+	if ref, _ := after.File("references/arxiv.md"); !strings.Contains(ref, nightly.HabitArxivID) {
 		t.Fatalf("references/arxiv.md = %q", ref)
 	}
-	if lines := psleep.LearnedLines(after.Entry()); len(lines) != 1 || lines[0] != psleep.HabitWrap {
+	if lines := nightly.LearnedLines(after.Entry()); len(lines) != 1 || lines[0] != nightly.HabitWrap {
 		t.Fatalf("learned lines %q: want only the wrap habit (the arXiv rule lives in references/)", lines)
 	}
 	if out.MemoryChanged {
@@ -87,7 +87,7 @@ func TestConsolidatePersonaPackage(t *testing.T) {
 	// reference file is the package's doing.
 	plain := personaTasks(t, m)
 	outPlain, err := Consolidate(t.Context(), s, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
-		Input{Tasks: plain, Skill: psleep.ScaffoldSkill(), Memory: psleep.ScaffoldMemory()})
+		Input{Tasks: plain, Skill: nightly.ScaffoldSkill(), Memory: nightly.ScaffoldMemory()})
 	if err != nil || outPlain.Package || len(outPlain.FilesChanged) != 0 || skillpkg.IsBundle(outPlain.ProposedSkill) {
 		t.Fatalf("single-file night: %v, %+v", err, outPlain)
 	}
@@ -99,10 +99,10 @@ type hostileReflector struct{ base llm.Model }
 
 func (h hostileReflector) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	kind, _, err := prompts.ExtractPayload(req.Messages[len(req.Messages)-1].Text())
-	if err != nil || kind != psleep.KindReflect {
+	if err != nil || kind != nightly.KindReflect {
 		return h.base.Chat(ctx, req)
 	}
-	edits := []psleep.Edit{
+	edits := []nightly.Edit{
 		{File: "../escape.md", Op: "create_file", Content: "x"},
 		{File: "/etc/cron.d/x", Op: "create_file", Content: "x"},
 		{File: "scripts/run.sh", Op: "create_file", Content: "echo hi\n"},
@@ -111,21 +111,21 @@ func (h hostileReflector) Chat(ctx context.Context, req *llm.Request) (*llm.Resp
 		{File: "references/blob.md", Op: "create_file", Content: "a\x00b"},
 		{File: "references/key.md", Op: "append", Content: "key sk-proj-PlantedKey0123456789abcdefXYZ"},
 		{File: "references/huge.md", Op: "create_file", Content: strings.Repeat("x", 70<<10)},
-		{File: "references/marker.md", Op: "create_file", Content: psleep.LearnedEnd},
+		{File: "references/marker.md", Op: "create_file", Content: nightly.LearnedEnd},
 		{File: "references/missing.md", Op: "append", Content: "- more"},
 	}
-	b, _ := json.Marshal(psleep.ReflectReply{Edits: edits})
+	b, _ := json.Marshal(nightly.ReflectReply{Edits: edits})
 	return &llm.Response{Content: string(b), Attempts: 1}, nil
 }
 
 func TestConsolidateCountsRefusedPackageEdits(t *testing.T) {
 	sim := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
 	tasks := personaTasks(t, sim)
-	rep := &LocalReplayer{Model: sim, Name: "sim", Env: psleep.NewEnv(psleep.EnvConfig{})}
+	rep := &LocalReplayer{Model: sim, Name: "sim", Env: nightly.NewEnv(nightly.EnvConfig{})}
 	skill := personaPackage(t)
 	out, err := Consolidate(t.Context(), Settings{EvolveSkill: true, EvolveMemory: true, EditBudget: 20},
 		Deps{Replayer: rep, Optimizer: hostileReflector{sim}, OptimizerName: "sim"},
-		Input{Tasks: tasks, Skill: skill, Memory: psleep.ScaffoldMemory(), Package: true})
+		Input{Tasks: tasks, Skill: skill, Memory: nightly.ScaffoldMemory(), Package: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,10 +134,10 @@ func TestConsolidateCountsRefusedPackageEdits(t *testing.T) {
 	}
 	want := map[string]int{
 		// the skill's ten edits
-		"path_escape": 1, "absolute_path": 1, psleep.RefuseNotAReference: 1, psleep.RefuseFileOp: 1, "file_exists": 1,
-		"binary": 1, psleep.RefuseSecret: 1, "file_too_large": 1, psleep.RefuseMarker: 1, "no_such_file": 1,
+		"path_escape": 1, "absolute_path": 1, nightly.RefuseNotAReference: 1, nightly.RefuseFileOp: 1, "file_exists": 1,
+		"binary": 1, nightly.RefuseSecret: 1, "file_too_large": 1, nightly.RefuseMarker: 1, "no_such_file": 1,
 		// the memory file's ten: one file, so none is a package edit
-		psleep.RefuseNotAPackage: 10,
+		nightly.RefuseNotAPackage: 10,
 	}
 	for reason, n := range want {
 		if out.RefusedByReason[reason] != n {

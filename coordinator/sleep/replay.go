@@ -1,10 +1,10 @@
 // Package sleep drives a skillfleet sleep night's replay and consolidation:
 // mined tasks are replayed as ordinary rollout tasks on the fleet (the
-// "sleep" benchmark of pkg/sleep), and one gated epoch edits the learned
+// "sleep" benchmark of pkg/nightly), and one gated epoch edits the learned
 // block of the skill and, if enabled, of the memory file. A skill that is a
 // package travels as its bundle (the replays give the target the whole
 // package), and its edits may also create or append reference files.
-// Harvest, mining, staging and adoption are pkg/sleep's; this package only
+// Harvest, mining, staging and adoption are pkg/nightly's; this package only
 // decides.
 package sleep
 
@@ -21,7 +21,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/llm"
-	psleep "github.com/skillfleet/skillfleet/pkg/sleep"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -44,11 +44,11 @@ type Replay struct {
 }
 
 // ReplayRequest asks for one attempt at each task under a document
-// ([psleep.ComposeDocs] of skill and memory).
+// ([nightly.ComposeDocs] of skill and memory).
 type ReplayRequest struct {
 	Stage  string
 	Doc    string
-	Tasks  []psleep.Task
+	Tasks  []nightly.Task
 	Sample int
 }
 
@@ -93,7 +93,7 @@ func (h *HubReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, er
 		id := hashHex([]byte(docHash), item, []byte(fmt.Sprint(r.Sample)), target, h.BenchConfig)[:24]
 		tasks[i] = &pb.Task{
 			Id: h.RunID + "/rollout/" + id, RunId: h.RunID, Stage: r.Stage, TimeoutMs: h.Timeout.Milliseconds(),
-			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{Target: h.Target, Bench: psleep.EnvName, BenchConfig: h.BenchConfig,
+			Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{Target: h.Target, Bench: nightly.EnvName, BenchConfig: h.BenchConfig,
 				Item: item, Split: t.Split, SkillHash: docHash, Sample: int32(r.Sample)}},
 		}
 		_, seen := h.Hub.D.Lookup(tasks[i].GetId())
@@ -130,7 +130,7 @@ func (h *HubReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, er
 type LocalReplayer struct {
 	Model llm.Model
 	Name  string
-	Env   *psleep.Env
+	Env   *nightly.Env
 }
 
 // Replay implements Replayer.

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package sleep
+package nightly
 
 import "errors"
 

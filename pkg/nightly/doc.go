@@ -1,4 +1,4 @@
-// Package sleep is the deployment-time half of SkillOpt ("SkillOpt-Sleep")
+// Package nightly is the deployment-time half of SkillOpt ("SkillOpt-Sleep")
 // for skillfleet: it harvests a user's own agent transcripts (Claude Code,
 // Codex, Cursor), mines the recurring tasks in them, judges replies to those
 // tasks, edits the learned block of a skill document, stages a night's
@@ -31,4 +31,4 @@
 // since staging, through a symlink, or outside the allowed roots.
 // It imports nothing from coordinator or worker: the night's replay and
 // consolidation driver lives in coordinator/sleep.
-package sleep
+package nightly
