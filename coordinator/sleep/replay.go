@@ -1,11 +1,3 @@
-// Package sleep drives a skillfleet sleep night's replay and consolidation:
-// mined tasks are replayed as ordinary rollout tasks on the fleet (the
-// "sleep" benchmark of pkg/nightly), and one gated epoch edits the learned
-// block of the skill and, if enabled, of the memory file. A skill that is a
-// package travels as its bundle (the replays give the target the whole
-// package), and its edits may also create or append reference files.
-// Harvest, mining, staging and adoption are pkg/nightly's; this package only
-// decides.
 package sleep
 
 import (

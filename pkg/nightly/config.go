@@ -43,7 +43,9 @@ type Config struct {
 	BaseURL        string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the key.
 	APIKeyEnv string `yaml:"api_key_env"`
-	// GateMetric is hard, soft or mixed; GateMixedWeight weighs hard in mixed.
+	// GateMetric is hard, soft or mixed; GateMixedWeight is the weight of
+	// the soft score in mixed, (1-w)*hard + w*soft, as the trainer's
+	// evaluation.gate_mixed_weight.
 	GateMetric      string  `yaml:"gate_metric"`
 	GateMixedWeight float64 `yaml:"gate_mixed_weight"`
 	// GateNoRegression refuses an edit under which any val task scores lower.

@@ -1,0 +1,84 @@
+package sleep
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
+)
+
+// charge adds a usage of role's model to the night's spend.
+func (n *night) charge(role string, u llm.Usage, calls int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.out.Spend.Tokens += u.InputTokens + u.OutputTokens
+	n.out.Spend.Calls += calls
+	if n.s.Cost != nil {
+		n.out.Spend.USD += n.s.Cost(role, u)
+	}
+}
+
+// afford refuses work the budget cannot pay for: est is its expected
+// tokens (0 = unknown: only the spend so far is checked).
+func (n *night) afford(stage, role string, est int64) error {
+	sp := n.out.Spend
+	if n.s.MaxTokens > 0 && sp.Tokens+est > n.s.MaxTokens {
+		return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent, the %s stage needs about %d more", ErrBudget, n.s.MaxTokens, sp.Tokens, stage, est)
+	}
+	if n.s.MaxUSD > 0 {
+		next := 0.0
+		if n.s.Cost != nil {
+			next = n.s.Cost(role, llm.Usage{InputTokens: est})
+		}
+		if sp.USD+next > n.s.MaxUSD || sp.USD >= n.s.MaxUSD {
+			return fmt.Errorf("%w: max_usd_per_night $%.4f: $%.4f spent, the %s stage needs about $%.4f more", ErrBudget, n.s.MaxUSD, sp.USD, stage, next)
+		}
+	}
+	return nil
+}
+
+// replay runs one wave of replays after checking the budget can pay for
+// it, and charges what it spent.
+func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.Task, sample int) ([]Replay, error) {
+	if len(tasks) == 0 {
+		return nil, nil
+	}
+	skill, memory := nightly.SplitDocs(doc)
+	var est int64
+	for _, t := range tasks {
+		est += nightly.EstimateReplay(t, skill, memory)
+	}
+	est = max(est, int64(n.perTask*float64(len(tasks))))
+	if err := n.afford(stage, "target", est); err != nil {
+		return nil, err
+	}
+	rs, err := n.d.Replayer.Replay(ctx, ReplayRequest{Stage: stage, Doc: doc, Tasks: tasks, Sample: sample})
+	if err != nil {
+		return nil, err
+	}
+	var tok int64
+	for _, r := range rs {
+		n.charge("target", r.Usage, r.Calls)
+		tok += r.Usage.InputTokens + r.Usage.OutputTokens
+	}
+	n.mu.Lock()
+	n.perTask = (n.perTask*float64(n.replayed) + float64(tok)) / float64(n.replayed+len(rs))
+	n.replayed += len(rs)
+	n.mu.Unlock()
+	n.out.Replays = append(n.out.Replays, rs...)
+	return rs, nil
+}
+
+// reflectEstimate is a reflection's expected tokens: its document, the
+// failures shown (at most 8) and a reply allowance.
+func reflectEstimate(doc string, fails []nightly.Failure) int64 {
+	n := len(doc) + 1200
+	for i, f := range fails {
+		if i == 8 {
+			break
+		}
+		n += min(len(f.Intent), 400) + min(len(f.Wanted), 400) + min(len(f.Got), 600) + min(len(f.Why), 300) + 80
+	}
+	return int64(n/4) + 800
+}
