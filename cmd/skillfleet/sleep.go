@@ -1,18 +1,16 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,8 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
-	"github.com/skillfleet/skillfleet/pkg/pricing"
-	"github.com/skillfleet/skillfleet/pkg/skillpkg"
+	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -144,63 +141,79 @@ func (o *sleepOpts) register(fs *flag.FlagSet, night bool) {
 	fs.BoolVar(&o.keepRun, "keep-run", false, "keep the night's run dir (result journal, NATS store)")
 }
 
-// resolved is a night's resolved setup.
-type resolved struct {
-	cfg                 nightly.Config
-	statePath           string
-	project             string
-	skillPath, memPath  string
-	stagingRoot         string
-	claude, codex, curs string
-	persona             string
-	// adoptCmd is the adopt command line for this project.
-	adoptCmd string
-	// skillDir is the live skill package directory (absolute, symlinks
-	// resolved) when the night trains a package; skillPath is then its
-	// SKILL.md.
-	skillDir string
-}
-
-func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
+// resolve turns the flags over the config file into a night's setup:
+// the config (defaults, then the file, then the flags that were set) and
+// every path. persona, for --persona, is the sandbox directory.
+func (o *sleepOpts) resolve(fs *flag.FlagSet) (n sleepdrv.Night, persona string, err error) {
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
-	r := &resolved{}
 	if o.persona != "" {
-		if !contains(nightly.Personas(), o.persona) {
-			return nil, usageError{fmt.Errorf("--persona %q: want one of %s", o.persona, strings.Join(nightly.Personas(), ", "))}
-		}
-		if !o.set["state-dir"] {
-			dir, err := os.MkdirTemp("", "skillfleet-sleep-persona-")
-			if err != nil {
-				return nil, err
-			}
-			o.stateDir = dir
-		}
-		box := filepath.Join(o.stateDir, "persona-"+o.persona)
-		r.persona = box
-		o.claudeHome = filepath.Join(box, "claude")
-		o.project = filepath.Join(box, "project")
-		o.source = nightly.SourceClaude
-		if name, _, ok := nightly.PersonaPackage(o.persona); ok {
-			if o.skillDir == "" && o.skillPath == "" {
-				o.skillDir = filepath.Join(box, "skills", name)
-			}
-		} else if o.skillPath == "" && o.skillDir == "" {
-			o.skillPath = filepath.Join(box, "skills", nightly.ManagedSkillName, "SKILL.md")
+		if persona, err = o.personaSandbox(); err != nil {
+			return n, "", err
 		}
 	}
-	abs, err := filepath.Abs(o.stateDir)
+	if o.stateDir, err = filepath.Abs(o.stateDir); err != nil {
+		return n, "", err
+	}
+	cfg, err := o.config()
 	if err != nil {
-		return nil, err
+		return n, "", err
 	}
-	o.stateDir = abs
+	n = sleepdrv.Night{Config: cfg, StatePath: filepath.Join(o.stateDir, "state.json"), Persona: o.persona, TasksFile: o.tasksFile,
+		ClaudeHome: o.claudeHome, CodexHome: o.codexHome, CursorHome: o.cursorHome}
+	home, _ := os.UserHomeDir()
+	n.Project = o.project
+	if err := n.ResolvePaths(home); err != nil {
+		return n, "", usageError{err}
+	}
+	n.AdoptCmd = "skillfleet sleep adopt --project " + n.Project
+	switch {
+	case o.persona != "":
+		n.AdoptCmd = "skillfleet sleep adopt --persona " + o.persona + " --state-dir " + o.stateDir
+	case n.SkillDir != "" && (o.set["skill-dir"] || o.set["skill-path"] || o.set["memory-path"]):
+		n.AdoptCmd += " --skill-dir " + n.SkillDir + " --memory-path " + n.MemoryPath
+	case o.set["skill-path"] || o.set["memory-path"]:
+		n.AdoptCmd += " --skill-path " + n.SkillPath + " --memory-path " + n.MemoryPath
+	}
+	return n, persona, nil
+}
+
+// personaSandbox points the flags at --persona's sandbox: its Claude home
+// and project, and its skill (a package for a persona that has one).
+func (o *sleepOpts) personaSandbox() (string, error) {
+	if !slices.Contains(nightly.Personas(), o.persona) {
+		return "", usageError{fmt.Errorf("--persona %q: want one of %s", o.persona, strings.Join(nightly.Personas(), ", "))}
+	}
+	if !o.set["state-dir"] {
+		dir, err := os.MkdirTemp("", "skillfleet-sleep-persona-")
+		if err != nil {
+			return "", err
+		}
+		o.stateDir = dir
+	}
+	box := filepath.Join(o.stateDir, "persona-"+o.persona)
+	o.claudeHome, o.project, o.source = filepath.Join(box, "claude"), filepath.Join(box, "project"), nightly.SourceClaude
+	if name, _, ok := nightly.PersonaPackage(o.persona); ok {
+		if o.skillDir == "" && o.skillPath == "" {
+			o.skillDir = filepath.Join(box, "skills", name)
+		}
+	} else if o.skillPath == "" && o.skillDir == "" {
+		o.skillPath = filepath.Join(box, "skills", nightly.ManagedSkillName, "SKILL.md")
+	}
+	return box, nil
+}
+
+// config is the sleep config: the built-in defaults, the config file
+// (--config, else <state-dir>/config.yaml if present), then the flags
+// that were set.
+func (o *sleepOpts) config() (nightly.Config, error) {
 	cp, explicit := o.configPath, true
 	if cp == "" {
 		cp, explicit = filepath.Join(o.stateDir, "config.yaml"), false
 	}
 	cfg, err := nightly.LoadConfig(cp, explicit)
 	if err != nil {
-		return nil, usageError{err}
+		return cfg, usageError{err}
 	}
 	set := func(name string, apply func()) {
 		if o.set[name] {
@@ -242,107 +255,31 @@ func (o *sleepOpts) resolve(fs *flag.FlagSet) (*resolved, error) {
 	if o.persona != "" && cfg.SkillPath == "" && cfg.SkillDir == "" {
 		cfg.SkillPath, cfg.SkillDir = o.skillPath, o.skillDir
 	}
+	f := false
 	if o.noMemory {
-		f := false
 		cfg.EvolveMemory = &f
 	}
 	if o.heuristicMine {
-		f := false
 		cfg.LLMMine = &f
 	}
 	if err := cfg.Validate(); err != nil {
-		return nil, usageError{fmt.Errorf("flags: %w", err)}
+		return cfg, usageError{fmt.Errorf("flags: %w", err)}
 	}
-	if cfg.Backend != "" && !contains(backends.Implementations(), cfg.Backend) {
+	if cfg.Backend != "" && !slices.Contains(backends.Implementations(), cfg.Backend) {
 		from := "flags"
 		if !o.set["backend"] {
 			from = "config " + cp
 		}
-		return nil, usageError{fmt.Errorf("%s: backend: %q is not a known backend (want one of %s)", from, cfg.Backend, strings.Join(backends.Implementations(), ", "))}
+		return cfg, usageError{fmt.Errorf("%s: backend: %q is not a known backend (want one of %s)", from, cfg.Backend, strings.Join(backends.Implementations(), ", "))}
 	}
 	if cfg.Model == "" && cfg.Backend == backends.BackendSim {
 		cfg.Model = "sim"
 	}
-	r.cfg = cfg
-	r.statePath = filepath.Join(o.stateDir, "state.json")
-	proj := o.project
-	if proj == "" {
-		if proj, err = os.Getwd(); err != nil {
-			return nil, err
-		}
-	}
-	if r.project, err = filepath.Abs(proj); err != nil {
-		return nil, err
-	}
-	home, _ := os.UserHomeDir()
-	r.skillPath = cmp.Or(cfg.SkillPath, filepath.Join(home, ".claude", "skills", nightly.ManagedSkillName, "SKILL.md"))
-	r.memPath = cmp.Or(cfg.MemoryPath, filepath.Join(r.project, "CLAUDE.md"))
-	for _, p := range []*string{&r.skillPath, &r.memPath} {
-		if *p, err = filepath.Abs(*p); err != nil {
-			return nil, err
-		}
-	}
-	// The skill is a package when skill_dir names one, or skill_path
-	// names a directory (a file path never does). skill_path naming a
-	// SKILL.md is that one file, as always, even in a package directory.
-	dir := cfg.SkillDir
-	if st, err := os.Stat(r.skillPath); dir == "" && err == nil && st.IsDir() {
-		dir = r.skillPath
-	}
-	if dir != "" {
-		if r.skillDir, err = packageDir(dir); err != nil {
-			return nil, usageError{err}
-		}
-		r.skillPath = filepath.Join(r.skillDir, skillpkg.EntryFile)
-	}
-	r.stagingRoot = filepath.Join(r.project, ".skillfleet-sleep", "staging")
-	r.claude, r.codex, r.curs = o.claudeHome, o.codexHome, o.cursorHome
-	r.adoptCmd = "skillfleet sleep adopt --project " + r.project
-	switch {
-	case o.persona != "":
-		r.adoptCmd = "skillfleet sleep adopt --persona " + o.persona + " --state-dir " + o.stateDir
-	case r.skillDir != "" && (o.set["skill-dir"] || o.set["skill-path"] || o.set["memory-path"]):
-		r.adoptCmd += " --skill-dir " + r.skillDir + " --memory-path " + r.memPath
-	case o.set["skill-path"] || o.set["memory-path"]:
-		r.adoptCmd += " --skill-path " + r.skillPath + " --memory-path " + r.memPath
-	}
-	return r, nil
-}
-
-// packageDir returns a skill package directory's absolute path with its
-// symlinks resolved (a skills directory often links to a checkout; adopt
-// swaps the real directory, and the link keeps pointing at it). A path
-// that does not exist yet is kept: the night starts it from a scaffold.
-func packageDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", err
-	}
-	target, err := filepath.EvalSymlinks(abs)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return abs, nil
-	case err != nil:
-		return "", fmt.Errorf("skill_dir %s: %w", dir, err)
-	}
-	if st, err := os.Stat(target); err != nil || !st.IsDir() {
-		return "", fmt.Errorf("skill_dir %s: not a directory", dir)
-	}
-	return target, nil
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
+	return cfg, nil
 }
 
 // modelSpec is the proto spec of a role.
-func (r *resolved) modelSpec(optimizer bool) (*pb.ModelSpec, error) {
-	c := r.cfg
+func modelSpec(c nightly.Config, optimizer bool) (*pb.ModelSpec, error) {
 	if c.Backend == "" {
 		return nil, usageError{errors.New("--backend is required (or backend: in the config): " + strings.Join(backends.Implementations(), ", "))}
 	}
@@ -356,44 +293,13 @@ func (r *resolved) modelSpec(optimizer bool) (*pb.ModelSpec, error) {
 	return &pb.ModelSpec{Backend: c.Backend, Model: model, BaseUrl: c.BaseURL, ApiKeyEnv: c.APIKeyEnv, TimeoutMs: (5 * time.Minute).Milliseconds()}, nil
 }
 
-func readDoc(path string) (string, string, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", "", nil
-	}
+// newModel builds the optimizer role's model for this process.
+func newModel(spec *pb.ModelSpec) (llm.Model, error) {
+	m, err := modelFactory(nil, backends.NewLimiter(nil, nil))(spec)
 	if err != nil {
-		return "", "", err
+		return nil, usageError{fmt.Errorf("backend %s: %w", spec.GetBackend(), err)}
 	}
-	return string(b), nightly.SHA256Hex(b), nil
-}
-
-// nightReport is report.json.
-type nightReport struct {
-	Night       int                `json:"night"`
-	Project     string             `json:"project"`
-	Started     time.Time          `json:"started"`
-	Backend     string             `json:"backend"`
-	Model       string             `json:"model"`
-	DryRun      bool               `json:"dry_run,omitempty"`
-	Sessions    int                `json:"sessions"`
-	Skipped     nightly.Skipped    `json:"skipped"`
-	Tasks       int                `json:"tasks"`
-	Splits      map[string]int     `json:"splits"`
-	MineDropped []string           `json:"mine_dropped,omitempty"`
-	Outcome     *sleepdrv.Outcome  `json:"outcome"`
-	SkillPath   string             `json:"skill_path"`
-	SkillDir    string             `json:"skill_dir,omitempty"`
-	MemoryPath  string             `json:"memory_path"`
-	Staging     string             `json:"staging,omitempty"`
-	AdoptCmd    string             `json:"adopt_command,omitempty"`
-	TaskList    []sleepTaskSummary `json:"task_list"`
-}
-
-type sleepTaskSummary struct {
-	ID     string `json:"id"`
-	Split  string `json:"split"`
-	Judge  string `json:"judge"`
-	Intent string `json:"intent"`
+	return m, nil
 }
 
 func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr io.Writer) error {
@@ -407,474 +313,96 @@ func sleepNight(ctx context.Context, mode string, args []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	r, err := o.resolve(fs)
+	n, persona, err := o.resolve(fs)
 	if err != nil {
 		return err
 	}
-	dry := mode == "dry-run"
-	target, err := r.modelSpec(false)
+	n.DryRun = mode == "dry-run"
+	target, err := modelSpec(n.Config, false)
 	if err != nil {
 		return err
 	}
-	optSpec, err := r.modelSpec(true)
+	optSpec, err := modelSpec(n.Config, true)
 	if err != nil {
 		return err
 	}
-	cost, err := sleepCost(r.cfg, o.prices, target, optSpec)
-	if err != nil {
+	n.TargetModel, n.OptimizerModel = target.GetModel(), optSpec.GetModel()
+	if n.Cost, err = sleepdrv.PriceFunc(n.Config, o.prices, n.TargetModel, n.OptimizerModel); err != nil {
 		return usageError{err}
 	}
-	unlock, err := nightly.LockState(r.statePath)
-	if err != nil {
-		if errors.Is(err, nightly.ErrLocked) {
-			return codedError{exitLocked, err}
-		}
-		return err
-	}
-	defer unlock()
-	st, err := nightly.LoadState(r.statePath)
-	if err != nil {
-		return err
-	}
-	started := time.Now().UTC()
-	nightNo := st.Night + 1
-	modelKey := r.cfg.Backend + "/" + target.GetModel() + "/" + optSpec.GetModel()
-	if st.LastModelKey != "" && st.LastModelKey != modelKey {
-		log.Warn("the backend or model changed since the last night; scores do not compare across models", "was", st.LastModelKey, "now", modelKey)
-	}
-	if r.persona != "" {
-		if ents, _ := os.ReadDir(filepath.Join(r.claude, "projects")); len(ents) == 0 {
-			if err := nightly.WritePersonaTranscripts(o.persona, r.claude, r.project, started); err != nil {
-				return err
-			}
-		}
-		if err := os.MkdirAll(r.project, 0o755); err != nil {
-			return err
-		}
-		if err := seedPersonaPackage(o.persona, r.skillDir); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "skillfleet sleep: persona %s sandbox %s\n", o.persona, r.persona)
-	}
-	optimizer, err := modelFactory(nil, backends.NewLimiter(nil, nil))(optSpec)
-	if err != nil {
-		return usageError{fmt.Errorf("backend %s: %w", r.cfg.Backend, err)}
-	}
-
-	rep := &nightReport{Night: nightNo, Project: r.project, Started: started, Backend: r.cfg.Backend, Model: target.GetModel(),
-		DryRun: dry, SkillPath: r.skillPath, SkillDir: r.skillDir, MemoryPath: r.memPath, Splits: map[string]int{}, AdoptCmd: r.adoptCmd}
-	spent := sleepdrv.Spend{}
-	var tasks []nightly.Task
-	if o.tasksFile != "" {
-		tf, err := nightly.LoadTasksFile(o.tasksFile)
+	if n.TasksFile != "" {
+		tf, err := nightly.LoadTasksFile(n.TasksFile)
 		if err != nil {
 			return usageError{fmt.Errorf("--tasks-file: %w", err)}
 		}
-		if !tf.Reviewed && r.cfg.Backend != "sim" {
-			return usageError{fmt.Errorf("--tasks-file %s: \"reviewed\" is false; read the tasks, then set it to true", o.tasksFile)}
-		}
-		tasks = tf.Tasks
-	} else {
-		ds, sk, err := nightly.Harvest(nightly.HarvestOptions{
-			Source: r.cfg.Source, ClaudeHome: r.claude, CodexHome: r.codex, CursorHome: r.curs,
-			Projects: []string{r.project}, Cursors: st.LastHarvest, Now: started,
-			Lookback:    time.Duration(r.cfg.LookbackHours * float64(time.Hour)),
-			MaxSessions: cmp.Or(r.cfg.MaxSessions, 3*r.cfg.MaxTasks),
-		})
-		if err != nil {
-			return usageError{err}
-		}
-		rep.Sessions, rep.Skipped = len(ds), sk
-		log.Info("harvested", "sessions", len(ds), "malformed_lines", sk.MalformedLines, "headless", sk.Headless, "subagent", sk.SubAgent)
-		if *r.cfg.LLMMine {
-			res, err := nightly.MineLLM(ctx, optimizer, optSpec.GetModel(), ds, func(u llm.Usage, next int64) error {
-				if used := u.InputTokens + u.OutputTokens; r.cfg.MaxTokens > 0 && used+next > r.cfg.MaxTokens {
-					return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent mining, the next session needs about %d more", sleepdrv.ErrBudget, r.cfg.MaxTokens, used, next)
-				}
-				if u := (llm.Usage{InputTokens: u.InputTokens + next}); cost != nil && r.cfg.MaxUSD > 0 && cost("optimizer", u) >= r.cfg.MaxUSD {
-					return fmt.Errorf("%w: max_usd_per_night $%.4f reached while mining", sleepdrv.ErrBudget, r.cfg.MaxUSD)
-				}
-				return nil
-			})
-			if res != nil {
-				spent.Tokens += res.Usage.InputTokens + res.Usage.OutputTokens
-				spent.Calls += res.Calls
-				if cost != nil {
-					spent.USD += cost("optimizer", res.Usage)
-				}
-				tasks, rep.MineDropped = res.Tasks, res.Dropped
-			}
-			if err != nil {
-				if errors.Is(err, sleepdrv.ErrBudget) {
-					out := &sleepdrv.Outcome{Action: sleepdrv.ActionStoppedBudget, Reason: err.Error(), Spend: spent}
-					return finishNight(ctx, o, r, st, rep, out, nil, nil, started, dry, stdout, log, err)
-				}
-				return err
-			}
-		} else {
-			tasks = nightly.MineHeuristic(ds)
+		if !tf.Reviewed && n.Config.Backend != backends.BackendSim {
+			return usageError{fmt.Errorf("--tasks-file %s: \"reviewed\" is false; read the tasks, then set it to true", n.TasksFile)}
 		}
 	}
-	tasks = nightly.Dedup(tasks)
-	if len(tasks) > r.cfg.MaxTasks {
-		tasks = tasks[:r.cfg.MaxTasks]
-	}
-	nightly.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
-	rep.Tasks = len(tasks)
-	for _, t := range tasks {
-		rep.Splits[t.Split]++
-		rep.TaskList = append(rep.TaskList, sleepTaskSummary{ID: t.ID, Split: t.Split, Judge: t.Judge.Kind, Intent: clipRunes(t.Intent, 120)})
-	}
-
-	var (
-		skill, skillPin string
-		live            *nightly.LivePackage
-	)
-	if r.skillDir != "" {
-		if live, err = nightly.ReadPackage(r.skillDir, skillpkg.Limits{}); err != nil {
-			return err
-		}
-		skill = live.Text
-	} else {
-		if skill, skillPin, err = readDoc(r.skillPath); err != nil {
-			return err
-		}
-		if skill, err = nightly.EnsureBlock(skill, nightly.ScaffoldSkill); err != nil {
-			return fmt.Errorf("%s: %w", r.skillPath, err)
-		}
-		if hasPackageFiles(filepath.Dir(r.skillPath)) {
-			log.Warn("the skill's directory holds references/ or scripts/; this night trains SKILL.md alone (pass --skill-dir to train the whole package)", "skill_path", r.skillPath)
-		}
-	}
-	memory, memPin, err := readDoc(r.memPath)
+	optimizer, err := newModel(optSpec)
 	if err != nil {
 		return err
 	}
-	if memory, err = nightly.EnsureBlock(memory, nightly.ScaffoldMemory); err != nil {
-		return fmt.Errorf("%s: %w", r.memPath, err)
-	}
-	if len(tasks) == 0 {
-		out := &sleepdrv.Outcome{Action: sleepdrv.ActionNoTasks, Reason: "no new sessions with tasks to learn from", Spend: spent}
-		return finishNight(ctx, o, r, st, rep, out, nil, nil, started, dry, stdout, log, nil)
-	}
-
-	// The replays run on the fleet: an embedded NATS server with
-	// in-process workers, or --nats with external ones.
-	runDir := filepath.Join(o.stateDir, "runs", fmt.Sprintf("night-%04d-%s-%d", nightNo, started.Format("20060102-150405"), os.Getpid()))
-	if !o.keepRun {
-		defer os.RemoveAll(runDir)
-	}
-	runID := filepath.Base(runDir)
-	var to trainOpts
-	tfs := flag.NewFlagSet("sleep-session", flag.ContinueOnError)
-	tfs.SetOutput(io.Discard)
-	to.register(tfs, false)
-	_ = tfs.Parse(nil)
-	to.natsURL, to.workers, to.concurrency, to.logLevel = o.natsURL, o.workers, o.concurrency, o.logLevel
-	to.noSync, to.nats.replicas = true, o.natsReplicas
-	ccfg := &config.Config{}
-	ccfg.Runtime.Workers, ccfg.Runtime.RolloutConcurrency, ccfg.Runtime.OptimizerConcurrency, ccfg.Runtime.MaxDeliveries = o.workers, o.concurrency, 1, 3
-	sess, err := startSession(ctx, to, ccfg, runDir, runID, &trainer.Settings{}, nil, log, stderr)
-	if err != nil {
+	rep, err := sleepdrv.RunNight(ctx, n, sleepdrv.NightDeps{Optimizer: optimizer, Logger: log, Fleet: o.fleet(target, log, stderr)})
+	switch {
+	case errors.Is(err, nightly.ErrLocked):
+		return codedError{exitLocked, err}
+	case errors.Is(err, sleepdrv.ErrStopped):
+		return codedError{exitStopped, err}
+	case rep == nil:
 		return err
 	}
-	benchCfg, _ := json.Marshal(nightly.EnvConfig{JudgeModel: optSpec.GetModel()})
-	replayer := &sleepdrv.HubReplayer{Hub: sess.hub, RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}
-	settings := sleepdrv.Settings{
-		EditBudget: r.cfg.EditBudget, GateMetric: r.cfg.GateMetric, MixedWeight: r.cfg.GateMixedWeight, NoRegression: r.cfg.GateNoRegression,
-		EvolveSkill: *r.cfg.EvolveSkill, EvolveMemory: *r.cfg.EvolveMemory, MaxTokens: r.cfg.MaxTokens, MaxUSD: r.cfg.MaxUSD,
-		Spent: spent, Cost: cost, Preferences: r.cfg.Preferences,
-	}
-	out, cerr := sleepdrv.Consolidate(ctx, settings, sleepdrv.Deps{Replayer: replayer, Optimizer: optimizer, OptimizerName: optSpec.GetModel(), Logger: log},
-		sleepdrv.Input{Tasks: tasks, Skill: skill, Memory: memory, Package: live != nil})
-	sess.close()
-	if cerr != nil && ctx.Err() != nil {
-		return codedError{exitStopped, fmt.Errorf("night %d stopped on request; nothing was staged and the state is unchanged", nightNo)}
-	}
-	if cerr != nil && !errors.Is(cerr, sleepdrv.ErrBudget) {
-		return cerr
-	}
-	var props []nightly.Proposal
-	if out.Accepted {
-		switch {
-		case out.SkillChanged && live != nil:
-			props = append(props, nightly.Proposal{Name: "skill", Package: true, LivePath: live.Dir, LiveExisted: live.Existed, LiveFiles: live.Pins, Text: out.ProposedSkill})
-		case out.SkillChanged:
-			props = append(props, nightly.Proposal{Name: "skill", LivePath: r.skillPath, LiveSHA256: skillPin, Text: out.ProposedSkill})
-		}
-		if out.MemoryChanged {
-			props = append(props, nightly.Proposal{Name: "memory", LivePath: r.memPath, LiveSHA256: memPin, Text: out.ProposedMemory})
-		}
-	}
-	return finishNight(ctx, o, r, st, rep, out, props, tasks, started, dry, stdout, log, cerr)
-}
-
-// finishNight stages the night, updates the state, adopts if asked, and
-// reports. cause is the night's budget error, if any.
-func finishNight(_ context.Context, o sleepOpts, r *resolved, st *nightly.State, rep *nightReport, out *sleepdrv.Outcome, props []nightly.Proposal,
-	archived []nightly.Task, started time.Time, dry bool, stdout io.Writer, log *slog.Logger, cause error) error {
-	rep.Outcome = out
-	if !dry {
-		if err := os.MkdirAll(filepath.Dir(r.stagingRoot), 0o755); err != nil {
-			return err
-		}
-		var ev []any
-		for _, rp := range out.Replays {
-			ev = append(ev, rp)
-		}
-		for _, tr := range out.Trials {
-			ev = append(ev, map[string]any{"trial": tr})
-		}
-		for _, d := range rep.MineDropped {
-			ev = append(ev, map[string]any{"mine_dropped": d})
-		}
-		dir, err := nightly.Stage(nightly.StageInput{Root: r.stagingRoot, Night: rep.Night, Started: started, Accepted: out.Accepted && len(props) > 0,
-			Action: out.Action, Reason: out.Reason, Proposals: props, ReportJSON: rep, ReportMD: reportMD(rep), Evidence: ev})
-		if err != nil {
-			return err
-		}
-		rep.Staging = dir
-		st.Night = rep.Night
-		stopped := out.Action == sleepdrv.ActionStoppedBudget
-		if !stopped {
-			// The sessions up to the night's start are learned from; a
-			// night stopped by its budget leaves them for the next one.
-			st.LastHarvest[r.project] = started
-			st.Archive(archived)
-		}
-		st.History = append(st.History, nightly.NightRecord{Night: rep.Night, Started: started, Sessions: rep.Sessions, Tasks: rep.Tasks,
-			Action: out.Action, Reason: out.Reason, Baseline: out.Baseline.Value, Final: finalValue(out), Tokens: out.Spend.Tokens, Staging: dir})
-		if len(st.History) > 100 {
-			st.History = st.History[len(st.History)-100:]
-		}
-		st.LastModelKey = r.cfg.Backend + "/" + r.cfg.Model + "/" + cmp.Or(r.cfg.OptimizerModel, r.cfg.Model)
-		if err := st.Save(r.statePath); err != nil {
-			return err
-		}
+	if persona != "" {
+		fmt.Fprintf(stdout, "skillfleet sleep: persona %s sandbox %s\n", o.persona, persona)
 	}
 	if o.jsonOut {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		fmt.Fprintln(stdout, nightly.Redact(string(b)))
 	} else {
-		fmt.Fprint(stdout, nightly.Redact(summaryText(rep)))
+		fmt.Fprint(stdout, nightly.Redact(rep.Summary()))
 	}
-	if cause != nil {
-		return codedError{exitBudget, fmt.Errorf("night %d stopped: %w; nothing was accepted (raise max_tokens_per_night / --max-tokens, or --max-usd)", rep.Night, cause)}
+	switch {
+	case errors.Is(err, sleepdrv.ErrBudget):
+		return codedError{exitBudget, fmt.Errorf("night %d stopped: %w; nothing was accepted (raise max_tokens_per_night / --max-tokens, or --max-usd)", rep.Night, err)}
+	case err != nil:
+		return err
 	}
-	if !dry && r.cfg.AutoAdopt && out.Accepted && rep.Staging != "" {
-		rec, err := nightly.Adopt(nightly.AdoptOptions{StagingDir: rep.Staging, AllowedRoots: allowedRoots(r)})
-		if err != nil {
-			return fmt.Errorf("auto-adopt: %w", err)
-		}
-		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", len(rec.Files), r.adoptCmd)
+	if rep.Adopted > 0 {
+		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", rep.Adopted, n.AdoptCmd)
 	}
-	if o.assertImproves {
-		ok := out.Accepted && out.Final != nil && out.Final.Value > out.Baseline.Value
-		if ok && r.persona != "" && strings.Contains(out.ProposedSkill+out.ProposedMemory, nightly.HabitHarmful) {
-			ok = false
-		}
-		if !ok {
-			return codedError{exitNoImprove, fmt.Errorf("--assert-improves: the night did not improve (%s: %s)", out.Action, out.Reason)}
-		}
+	if o.assertImproves && !rep.Improved(persona != "") {
+		out := rep.Outcome
+		return codedError{exitNoImprove, fmt.Errorf("--assert-improves: the night did not improve (%s: %s)", out.Action, out.Reason)}
 	}
-	log.Info("night done", "night", rep.Night, "action", out.Action)
+	log.Info("night done", "night", rep.Night, "action", rep.Outcome.Action)
 	return nil
 }
 
-func finalValue(out *sleepdrv.Outcome) float64 {
-	if out.Final != nil {
-		return out.Final.Value
-	}
-	return out.Baseline.Value
-}
-
-func allowedRoots(r *resolved) []string {
-	return []string{r.project, filepath.Dir(r.skillPath), filepath.Dir(r.memPath)}
-}
-
-func clipRunes(s string, n int) string {
-	rs := []rune(s)
-	if len(rs) <= n {
-		return s
-	}
-	return string(rs[:n]) + "…"
-}
-
-func summaryText(rep *nightReport) string {
-	out := rep.Outcome
-	var b strings.Builder
-	mode := "night"
-	if rep.DryRun {
-		mode = "dry run of night"
-	}
-	fmt.Fprintf(&b, "skillfleet sleep: %s %d of %s (%s/%s)\n", mode, rep.Night, rep.Project, rep.Backend, rep.Model)
-	fmt.Fprintf(&b, "sessions %d, tasks %d (train %d, val %d, test %d)\n", rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
-	fmt.Fprintf(&b, "val score: baseline %.3f", out.Baseline.Value)
-	if out.Final != nil {
-		fmt.Fprintf(&b, " → %.3f on fresh replays", out.Final.Value)
-	}
-	fmt.Fprintln(&b)
-	for _, tr := range out.Trials {
-		mark := "rejected"
-		if tr.Accepted {
-			mark = "accepted"
+// fleet starts a night's replays on an embedded NATS server with
+// in-process workers, or on --nats with external ones; its run dir is
+// removed afterwards unless --keep-run.
+func (o *sleepOpts) fleet(target *pb.ModelSpec, log *slog.Logger, stderr io.Writer) func(context.Context, int, time.Time, []byte) (sleepdrv.Replayer, func(), error) {
+	return func(ctx context.Context, night int, started time.Time, benchCfg []byte) (sleepdrv.Replayer, func(), error) {
+		runDir := filepath.Join(o.stateDir, "runs", fmt.Sprintf("night-%04d-%s-%d", night, started.Format("20060102-150405"), os.Getpid()))
+		runID := filepath.Base(runDir)
+		removeRun := func() {
+			if !o.keepRun {
+				_ = os.RemoveAll(runDir)
+			}
 		}
-		fmt.Fprintf(&b, "  %-8s %s %s %q: %s\n", mark, editDoc(tr.Document, tr.Edit), tr.Edit.Op, clipRunes(cmp.Or(tr.Edit.Content, tr.Edit.Anchor), 80), tr.Why)
-	}
-	if len(out.Refused) > 0 {
-		fmt.Fprintf(&b, "refused: %d edits (%s)\n", len(out.Refused), reasonCounts(out.RefusedByReason))
-	}
-	fmt.Fprintf(&b, "action: %s (%s)\n", out.Action, out.Reason)
-	if out.Package {
-		fmt.Fprintf(&b, "package: %s", rep.SkillDir)
-		if len(out.FilesChanged) > 0 {
-			fmt.Fprintf(&b, " (files changed: %s)", strings.Join(out.FilesChanged, ", "))
+		cfg := config.Default()
+		cfg.Runtime.Workers, cfg.Runtime.RolloutConcurrency, cfg.Runtime.OptimizerConcurrency, cfg.Runtime.MaxDeliveries = o.workers, o.concurrency, 1, 3
+		to := trainOpts{natsURL: o.natsURL, workers: o.workers, concurrency: o.concurrency, logLevel: o.logLevel, noSync: true,
+			grpcAddr: "127.0.0.1:0", ackWait: queue.DefaultAckWait, weight: 1}
+		to.nats.replicas = o.natsReplicas
+		sess, err := startSession(ctx, to, cfg, runDir, runID, &trainer.Settings{}, nil, log, stderr)
+		if err != nil {
+			removeRun()
+			return nil, nil, err
 		}
-		fmt.Fprintln(&b)
+		r := &sleepdrv.HubReplayer{Hub: sess.hub, RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}
+		return r, func() { sess.close(); removeRun() }, nil
 	}
-	fmt.Fprintf(&b, "spent: %d tokens, %d calls", out.Spend.Tokens, out.Spend.Calls)
-	if out.Spend.USD > 0 {
-		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
-	}
-	fmt.Fprintln(&b)
-	if rep.Staging != "" {
-		fmt.Fprintf(&b, "staged: %s\n", rep.Staging)
-		if out.Accepted {
-			fmt.Fprintf(&b, "adopt with: %s\n", rep.AdoptCmd)
-		}
-	}
-	return b.String()
-}
-
-func reportMD(rep *nightReport) string {
-	out := rep.Outcome
-	var b strings.Builder
-	fmt.Fprintf(&b, "# skillfleet sleep — night %d\n\n", rep.Night)
-	fmt.Fprintf(&b, "- project: `%s`\n- started: %s\n- backend: %s, model %s\n- sessions: %d; tasks: %d (train %d, val %d, test %d)\n",
-		rep.Project, rep.Started.Format(time.RFC3339), rep.Backend, rep.Model, rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
-	fmt.Fprintf(&b, "- skipped: %d malformed lines, %d huge lines, %d headless and %d sub-agent sessions\n",
-		rep.Skipped.MalformedLines, rep.Skipped.HugeLines, rep.Skipped.Headless, rep.Skipped.SubAgent)
-	fmt.Fprintf(&b, "\n## Decision: %s\n\n%s\n\n", out.Action, out.Reason)
-	fmt.Fprintf(&b, "| | score | hard | soft | tasks |\n|---|---|---|---|---|\n| baseline | %.3f | %.3f | %.3f | %d |\n", out.Baseline.Value, out.Baseline.Hard, out.Baseline.Soft, out.Baseline.N)
-	if out.Final != nil {
-		fmt.Fprintf(&b, "| final (fresh replays) | %.3f | %.3f | %.3f | %d |\n", out.Final.Value, out.Final.Hard, out.Final.Soft, out.Final.N)
-	}
-	if len(out.Trials) > 0 {
-		b.WriteString("\n## Edits tried\n\n| document | op | text | before | after | kept | why |\n|---|---|---|---|---|---|---|\n")
-		for _, tr := range out.Trials {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %t | %s |\n", editDoc(tr.Document, tr.Edit), tr.Edit.Op, mdCell(cmp.Or(tr.Edit.Content, tr.Edit.Anchor)), tr.Before, tr.After, tr.Accepted, tr.Why)
-		}
-	}
-	if out.Package {
-		fmt.Fprintf(&b, "\n## Skill package\n\n`%s`; files the proposal changes: %s\n", rep.SkillDir, cmp.Or(strings.Join(out.FilesChanged, ", "), "none"))
-	}
-	if len(out.Refused) > 0 {
-		fmt.Fprintf(&b, "\n## Edits refused (%s)\n\n| document | file | op | reason | detail |\n|---|---|---|---|---|\n", reasonCounts(out.RefusedByReason))
-		for _, r := range out.Refused {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Document, mdCell(r.Edit.File), mdCell(r.Edit.Op), r.Reason, mdCell(r.Detail))
-		}
-	}
-	if len(out.Unmatched) > 0 {
-		b.WriteString("\n## Edits that matched nothing\n\n")
-		for _, u := range out.Unmatched {
-			fmt.Fprintf(&b, "- %s %q: %s\n", u.Edit.Op, cmp.Or(u.Edit.Content, u.Edit.Anchor), u.Reason)
-		}
-	}
-	fmt.Fprintf(&b, "\n## Spend\n\n%d tokens in %d calls", out.Spend.Tokens, out.Spend.Calls)
-	if out.Spend.USD > 0 {
-		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
-	}
-	b.WriteString("\n")
-	if out.Accepted {
-		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
-	}
-	return b.String()
-}
-
-// editDoc names the document an edit touches: "skill", or "skill FILE"
-// for a package file.
-func editDoc(doc string, e nightly.Edit) string {
-	if nightly.IsFileEdit(e) {
-		return doc + " " + e.File
-	}
-	return doc
-}
-
-// mdCell is text for one cell of a Markdown table.
-func mdCell(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
-}
-
-// reasonCounts renders refusal counts as "reason n, ...", by reason.
-func reasonCounts(m map[string]int) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	parts := make([]string, len(ks))
-	for i, k := range ks {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// hasPackageFiles reports whether dir holds references/ or scripts/.
-func hasPackageFiles(dir string) bool {
-	for _, sub := range []string{"references", "scripts"} {
-		if st, err := os.Stat(filepath.Join(dir, sub)); err == nil && st.IsDir() {
-			return true
-		}
-	}
-	return false
-}
-
-// seedPersonaPackage writes a persona's starting skill package to dir
-// when the persona has one and dir does not exist yet.
-func seedPersonaPackage(persona, dir string) error {
-	_, files, ok := nightly.PersonaPackage(persona)
-	if !ok || dir == "" {
-		return nil
-	}
-	if _, err := os.Lstat(dir); err == nil {
-		return nil
-	}
-	p, err := skillpkg.New(files, skillpkg.Limits{})
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return err
-	}
-	return skillpkg.Write(p, dir)
-}
-
-// sleepCost prices a role's usage for --max-usd; nil when there is no
-// dollar budget. A model without a price is refused, not guessed.
-func sleepCost(c nightly.Config, pricesPath string, target, opt *pb.ModelSpec) (func(string, llm.Usage) float64, error) {
-	if c.MaxUSD <= 0 {
-		return nil, nil
-	}
-	t := pricing.Default()
-	if pricesPath != "" {
-		var err error
-		if t, err = pricing.Load(pricesPath); err != nil {
-			return nil, fmt.Errorf("--prices: %w", err)
-		}
-	}
-	for _, m := range []string{target.GetModel(), opt.GetModel()} {
-		if _, _, ok := t.Lookup(m); !ok {
-			return nil, fmt.Errorf("max_usd_per_night: the price table %s has no price for model %q; pass one that has with --prices FILE", t.Source(), m)
-		}
-	}
-	return func(role string, u llm.Usage) float64 {
-		m := target.GetModel()
-		if role == "optimizer" {
-			m = opt.GetModel()
-		}
-		v, _ := t.Cost(m, u.InputTokens, u.CacheReadTokens, u.OutputTokens)
-		return v
-	}, nil
 }
 
 func sleepStatus(args []string, stdout, stderr io.Writer) error {
@@ -884,72 +412,20 @@ func sleepStatus(args []string, stdout, stderr io.Writer) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	r, err := o.resolve(fs)
+	n, _, err := o.resolve(fs)
 	if err != nil {
 		return err
 	}
-	st, err := nightly.LoadState(r.statePath)
+	s, err := sleepdrv.ReadStatus(n)
 	if err != nil {
 		return err
 	}
-	type status struct {
-		State       string                `json:"state"`
-		Nights      int                   `json:"nights"`
-		Cursors     map[string]string     `json:"cursors"`
-		Recent      []nightly.NightRecord `json:"recent"`
-		Latest      string                `json:"latest_staging,omitempty"`
-		LatestState string                `json:"latest_action,omitempty"`
-		Adoptions   []nightly.Receipt     `json:"adoptions,omitempty"`
-		Interrupted bool                  `json:"interrupted_adopt,omitempty"`
-		Archive     int                   `json:"archived_tasks"`
-	}
-	s := status{State: r.statePath, Nights: st.Night, Cursors: map[string]string{}, Archive: len(st.TaskArchive)}
-	for p, t := range st.LastHarvest {
-		s.Cursors[p] = t.Format(time.RFC3339)
-	}
-	if n := len(st.History); n > 0 {
-		s.Recent = st.History[max(0, n-5):]
-	}
-	if dir, err := nightly.Latest(r.stagingRoot); err == nil {
-		s.Latest = dir
-		if m, err := nightly.ReadManifest(dir); err == nil {
-			s.LatestState = fmt.Sprintf("%s (accepted: %t) %s", m.Action, m.Accepted, m.Reason)
-		} else {
-			s.LatestState = err.Error()
-		}
-	}
-	s.Adoptions, _ = nightly.Receipts(r.stagingRoot)
-	s.Interrupted = nightly.PendingTransaction(r.stagingRoot)
 	if o.jsonOut {
 		b, _ := json.MarshalIndent(s, "", "  ")
 		fmt.Fprintln(stdout, string(b))
 		return nil
 	}
-	fmt.Fprintf(stdout, "state: %s (%d nights, %d archived tasks)\n", s.State, s.Nights, s.Archive)
-	var ps []string
-	for p := range s.Cursors {
-		ps = append(ps, p)
-	}
-	sort.Strings(ps)
-	for _, p := range ps {
-		fmt.Fprintf(stdout, "cursor: %s harvested up to %s\n", p, s.Cursors[p])
-	}
-	for _, h := range s.Recent {
-		fmt.Fprintf(stdout, "night %d %s: %s, val %.3f → %.3f, %d tokens (%s)\n", h.Night, h.Started.Format(time.RFC3339), h.Action, h.Baseline, h.Final, h.Tokens, h.Reason)
-	}
-	if s.Latest != "" {
-		fmt.Fprintf(stdout, "latest staging: %s: %s\n", s.Latest, s.LatestState)
-	}
-	for _, a := range s.Adoptions {
-		undone := ""
-		if a.UndoneAt != nil {
-			undone = ", undone " + a.UndoneAt.Format(time.RFC3339)
-		}
-		fmt.Fprintf(stdout, "adopted %s at %s (%d files%s)\n", a.Staging, a.AdoptedAt.Format(time.RFC3339), len(a.Files), undone)
-	}
-	if s.Interrupted {
-		fmt.Fprintln(stdout, "an adopt was interrupted; the next adopt or undo rolls it back")
-	}
+	fmt.Fprint(stdout, s.Text())
 	return nil
 }
 
@@ -964,58 +440,37 @@ func sleepHarvest(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *output == "" {
 		return usageError{errors.New("sleep harvest: --output is required")}
 	}
-	r, err := o.resolve(fs)
+	n, _, err := o.resolve(fs)
 	if err != nil {
 		return err
 	}
-	st, err := nightly.LoadState(r.statePath)
+	var optimizer llm.Model
+	if n.Config.Backend != "" && *n.Config.LLMMine {
+		spec, err := modelSpec(n.Config, true)
+		if err != nil {
+			return err
+		}
+		if optimizer, err = newModel(spec); err != nil {
+			return err
+		}
+		n.OptimizerModel = spec.GetModel()
+	}
+	h, err := sleepdrv.Harvest(ctx, n, optimizer)
 	if err != nil {
 		return err
 	}
-	if r.persona != "" {
-		if err := nightly.WritePersonaTranscripts(o.persona, r.claude, r.project, time.Now()); err != nil {
-			return err
-		}
-	}
-	ds, sk, err := nightly.Harvest(nightly.HarvestOptions{Source: r.cfg.Source, ClaudeHome: r.claude, CodexHome: r.codex, CursorHome: r.curs,
-		Projects: []string{r.project}, Cursors: st.LastHarvest, Lookback: time.Duration(r.cfg.LookbackHours * float64(time.Hour)),
-		MaxSessions: cmp.Or(r.cfg.MaxSessions, 3*r.cfg.MaxTasks)})
-	if err != nil {
-		return usageError{err}
-	}
-	var tasks []nightly.Task
-	var dropped []string
-	if r.cfg.Backend != "" && *r.cfg.LLMMine {
-		spec, err := r.modelSpec(true)
-		if err != nil {
-			return err
-		}
-		m, err := modelFactory(nil, backends.NewLimiter(nil, nil))(spec)
-		if err != nil {
-			return usageError{fmt.Errorf("backend %s: %w", r.cfg.Backend, err)}
-		}
-		res, err := nightly.MineLLM(ctx, m, spec.GetModel(), ds, nil)
-		if err != nil {
-			return err
-		}
-		tasks, dropped = res.Tasks, res.Dropped
-	} else {
-		tasks = nightly.MineHeuristic(ds)
-	}
-	tasks = nightly.Dedup(tasks)
-	nightly.AssignSplits(tasks, r.cfg.Seed, r.cfg.ValFraction, r.cfg.TestFraction)
-	if err := nightly.WriteTasksFile(*output, nightly.TasksFile{Reviewed: false, Tasks: tasks}); err != nil {
+	if err := nightly.WriteTasksFile(*output, nightly.TasksFile{Reviewed: false, Tasks: h.Tasks}); err != nil {
 		return err
 	}
+	sk := h.Skipped
 	fmt.Fprintf(stdout, "harvested %d sessions (skipped: %d malformed lines, %d huge lines, %d headless, %d sub-agent, %d older than the cursor)\n",
-		len(ds), sk.MalformedLines, sk.HugeLines, sk.Headless, sk.SubAgent, sk.Old)
-	for _, d := range dropped {
+		h.Sessions, sk.MalformedLines, sk.HugeLines, sk.Headless, sk.SubAgent, sk.Old)
+	for _, d := range h.Dropped {
 		fmt.Fprintln(stdout, "dropped:", d)
 	}
-	fmt.Fprintf(stdout, "wrote %d tasks to %s; review them, set \"reviewed\": true, then: skillfleet sleep run --tasks-file %s\n", len(tasks), *output, *output)
+	fmt.Fprintf(stdout, "wrote %d tasks to %s; review them, set \"reviewed\": true, then: skillfleet sleep run --tasks-file %s\n", len(h.Tasks), *output, *output)
 	return nil
 }
-
 func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 	var o sleepOpts
 	fs := newFlagSet("sleep adopt", "sleep adopt [--staging DIR] [--undo] [flags]", stderr)
@@ -1027,11 +482,11 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	r, err := o.resolve(fs)
+	n, _, err := o.resolve(fs)
 	if err != nil {
 		return err
 	}
-	ao := nightly.AdoptOptions{StagingDir: *staging, AllowedRoots: append(allowedRoots(r), extra...), Receipts: filepath.Join(r.stagingRoot, "adopted.json")}
+	ao := nightly.AdoptOptions{StagingDir: *staging, AllowedRoots: append(n.AllowedRoots, extra...), Receipts: filepath.Join(n.StagingRoot, "adopted.json")}
 	if *undo {
 		rec, err := nightly.Undo(ao)
 		if err != nil {
@@ -1050,7 +505,7 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	if ao.StagingDir == "" {
-		if ao.StagingDir, err = nightly.Latest(r.stagingRoot); err != nil {
+		if ao.StagingDir, err = nightly.Latest(n.StagingRoot); err != nil {
 			return err
 		}
 	}
@@ -1068,7 +523,7 @@ func sleepAdopt(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "adopted %s %s\n", f.LivePath, b)
 	}
-	fmt.Fprintf(stdout, "undo with: %s --undo\n", r.adoptCmd)
+	fmt.Fprintf(stdout, "undo with: %s --undo\n", n.AdoptCmd)
 	return nil
 }
 
@@ -1085,7 +540,7 @@ func sleepSchedule(cmdName string, args []string, stdout, stderr io.Writer) erro
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
-	r, err := o.resolve(fs)
+	n, _, err := o.resolve(fs)
 	if err != nil {
 		return err
 	}
@@ -1099,23 +554,23 @@ func sleepSchedule(cmdName string, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintln(stdout, msg)
 		return nil
 	}
-	if r.cfg.Backend == "" {
+	if n.Config.Backend == "" {
 		return usageError{errors.New("sleep schedule: --backend is required (or backend: in the config)")}
 	}
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	argv := []string{exe, "sleep", "run", "--project", r.project, "--state-dir", o.stateDir, "--backend", r.cfg.Backend}
-	if r.cfg.Model != "" {
-		argv = append(argv, "--model", r.cfg.Model)
+	argv := []string{exe, "sleep", "run", "--project", n.Project, "--state-dir", o.stateDir, "--backend", n.Config.Backend}
+	if n.Config.Model != "" {
+		argv = append(argv, "--model", n.Config.Model)
 	}
 	if o.configPath != "" {
 		abs, _ := filepath.Abs(o.configPath)
 		argv = append(argv, "--config", abs)
 	}
 	if o.set["skill-dir"] {
-		argv = append(argv, "--skill-dir", r.skillDir)
+		argv = append(argv, "--skill-dir", n.SkillDir)
 	}
 	if *autoAdopt {
 		argv = append(argv, "--auto-adopt")

@@ -6,6 +6,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/pricing"
 )
 
 // charge adds a usage of role's model to the night's spend.
@@ -81,4 +82,34 @@ func reflectEstimate(doc string, fails []nightly.Failure) int64 {
 		n += min(len(f.Intent), 400) + min(len(f.Wanted), 400) + min(len(f.Got), 600) + min(len(f.Why), 300) + 80
 	}
 	return int64(n/4) + 800
+}
+
+// PriceFunc prices a role's usage ("target" or "optimizer") for
+// max_usd_per_night, with the price table at pricesPath (default: the
+// built-in one); nil when the night has no dollar budget. A model without
+// a price is refused, not guessed.
+func PriceFunc(c nightly.Config, pricesPath, target, optimizer string) (func(string, llm.Usage) float64, error) {
+	if c.MaxUSD <= 0 {
+		return nil, nil
+	}
+	t := pricing.Default()
+	if pricesPath != "" {
+		var err error
+		if t, err = pricing.Load(pricesPath); err != nil {
+			return nil, fmt.Errorf("--prices: %w", err)
+		}
+	}
+	for _, m := range []string{target, optimizer} {
+		if _, _, ok := t.Lookup(m); !ok {
+			return nil, fmt.Errorf("max_usd_per_night: the price table %s has no price for model %q; pass one that has with --prices FILE", t.Source(), m)
+		}
+	}
+	return func(role string, u llm.Usage) float64 {
+		m := target
+		if role == "optimizer" {
+			m = optimizer
+		}
+		v, _ := t.Cost(m, u.InputTokens, u.CacheReadTokens, u.OutputTokens)
+		return v
+	}, nil
 }

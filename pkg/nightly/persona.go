@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // Paper is one entry of the researcher persona's reading list.
@@ -131,4 +133,24 @@ func PaperByTitle(text string) (Paper, bool) {
 		}
 	}
 	return Paper{}, false
+}
+
+// SeedPersonaPackage writes a persona's starting skill package to dir
+// when the persona has one and dir does not exist yet.
+func SeedPersonaPackage(persona, dir string) error {
+	_, files, ok := PersonaPackage(persona)
+	if !ok || dir == "" {
+		return nil
+	}
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	p, err := skillpkg.New(files, skillpkg.Limits{})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return err
+	}
+	return skillpkg.Write(p, dir)
 }

@@ -1,0 +1,185 @@
+package sleep
+
+import (
+	"cmp"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/nightly"
+)
+
+// Report is a night's report: report.json, report.md and the summary
+// the command prints.
+type Report struct {
+	Night       int             `json:"night"`
+	Project     string          `json:"project"`
+	Started     time.Time       `json:"started"`
+	Backend     string          `json:"backend"`
+	Model       string          `json:"model"`
+	DryRun      bool            `json:"dry_run,omitempty"`
+	Sessions    int             `json:"sessions"`
+	Skipped     nightly.Skipped `json:"skipped"`
+	Tasks       int             `json:"tasks"`
+	Splits      map[string]int  `json:"splits"`
+	MineDropped []string        `json:"mine_dropped,omitempty"`
+	Outcome     *Outcome        `json:"outcome"`
+	SkillPath   string          `json:"skill_path"`
+	SkillDir    string          `json:"skill_dir,omitempty"`
+	MemoryPath  string          `json:"memory_path"`
+	Staging     string          `json:"staging,omitempty"`
+	AdoptCmd    string          `json:"adopt_command,omitempty"`
+	TaskList    []TaskSummary   `json:"task_list"`
+	// Adopted counts the files an auto-adopt installed.
+	Adopted int `json:"-"`
+}
+
+// TaskSummary is one task in the report.
+type TaskSummary struct {
+	ID     string `json:"id"`
+	Split  string `json:"split"`
+	Judge  string `json:"judge"`
+	Intent string `json:"intent"`
+}
+
+func clipRunes(s string, n int) string {
+	rs := []rune(s)
+	if len(rs) <= n {
+		return s
+	}
+	return string(rs[:n]) + "…"
+}
+
+// Summary is the text the command prints after a night.
+func (rep *Report) Summary() string {
+	out := rep.Outcome
+	var b strings.Builder
+	mode := "night"
+	if rep.DryRun {
+		mode = "dry run of night"
+	}
+	fmt.Fprintf(&b, "skillfleet sleep: %s %d of %s (%s/%s)\n", mode, rep.Night, rep.Project, rep.Backend, rep.Model)
+	fmt.Fprintf(&b, "sessions %d, tasks %d (train %d, val %d, test %d)\n", rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
+	fmt.Fprintf(&b, "val score: baseline %.3f", out.Baseline.Value)
+	if out.Final != nil {
+		fmt.Fprintf(&b, " → %.3f on fresh replays", out.Final.Value)
+	}
+	fmt.Fprintln(&b)
+	for _, tr := range out.Trials {
+		mark := "rejected"
+		if tr.Accepted {
+			mark = "accepted"
+		}
+		fmt.Fprintf(&b, "  %-8s %s %s %q: %s\n", mark, editDoc(tr.Document, tr.Edit), tr.Edit.Op, clipRunes(cmp.Or(tr.Edit.Content, tr.Edit.Anchor), 80), tr.Why)
+	}
+	if len(out.Refused) > 0 {
+		fmt.Fprintf(&b, "refused: %d edits (%s)\n", len(out.Refused), reasonCounts(out.RefusedByReason))
+	}
+	fmt.Fprintf(&b, "action: %s (%s)\n", out.Action, out.Reason)
+	if out.Package {
+		fmt.Fprintf(&b, "package: %s", rep.SkillDir)
+		if len(out.FilesChanged) > 0 {
+			fmt.Fprintf(&b, " (files changed: %s)", strings.Join(out.FilesChanged, ", "))
+		}
+		fmt.Fprintln(&b)
+	}
+	fmt.Fprintf(&b, "spent: %d tokens, %d calls", out.Spend.Tokens, out.Spend.Calls)
+	if out.Spend.USD > 0 {
+		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
+	}
+	fmt.Fprintln(&b)
+	if rep.Staging != "" {
+		fmt.Fprintf(&b, "staged: %s\n", rep.Staging)
+		if out.Accepted {
+			fmt.Fprintf(&b, "adopt with: %s\n", rep.AdoptCmd)
+		}
+	}
+	return b.String()
+}
+
+// Markdown is report.md.
+func (rep *Report) Markdown() string {
+	out := rep.Outcome
+	var b strings.Builder
+	fmt.Fprintf(&b, "# skillfleet sleep — night %d\n\n", rep.Night)
+	fmt.Fprintf(&b, "- project: `%s`\n- started: %s\n- backend: %s, model %s\n- sessions: %d; tasks: %d (train %d, val %d, test %d)\n",
+		rep.Project, rep.Started.Format(time.RFC3339), rep.Backend, rep.Model, rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
+	fmt.Fprintf(&b, "- skipped: %d malformed lines, %d huge lines, %d headless and %d sub-agent sessions\n",
+		rep.Skipped.MalformedLines, rep.Skipped.HugeLines, rep.Skipped.Headless, rep.Skipped.SubAgent)
+	fmt.Fprintf(&b, "\n## Decision: %s\n\n%s\n\n", out.Action, out.Reason)
+	fmt.Fprintf(&b, "| | score | hard | soft | tasks |\n|---|---|---|---|---|\n| baseline | %.3f | %.3f | %.3f | %d |\n", out.Baseline.Value, out.Baseline.Hard, out.Baseline.Soft, out.Baseline.N)
+	if out.Final != nil {
+		fmt.Fprintf(&b, "| final (fresh replays) | %.3f | %.3f | %.3f | %d |\n", out.Final.Value, out.Final.Hard, out.Final.Soft, out.Final.N)
+	}
+	if len(out.Trials) > 0 {
+		b.WriteString("\n## Edits tried\n\n| document | op | text | before | after | kept | why |\n|---|---|---|---|---|---|---|\n")
+		for _, tr := range out.Trials {
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %t | %s |\n", editDoc(tr.Document, tr.Edit), tr.Edit.Op, mdCell(cmp.Or(tr.Edit.Content, tr.Edit.Anchor)), tr.Before, tr.After, tr.Accepted, tr.Why)
+		}
+	}
+	if out.Package {
+		fmt.Fprintf(&b, "\n## Skill package\n\n`%s`; files the proposal changes: %s\n", rep.SkillDir, cmp.Or(strings.Join(out.FilesChanged, ", "), "none"))
+	}
+	if len(out.Refused) > 0 {
+		fmt.Fprintf(&b, "\n## Edits refused (%s)\n\n| document | file | op | reason | detail |\n|---|---|---|---|---|\n", reasonCounts(out.RefusedByReason))
+		for _, r := range out.Refused {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Document, mdCell(r.Edit.File), mdCell(r.Edit.Op), r.Reason, mdCell(r.Detail))
+		}
+	}
+	if len(out.Unmatched) > 0 {
+		b.WriteString("\n## Edits that matched nothing\n\n")
+		for _, u := range out.Unmatched {
+			fmt.Fprintf(&b, "- %s %q: %s\n", u.Edit.Op, cmp.Or(u.Edit.Content, u.Edit.Anchor), u.Reason)
+		}
+	}
+	fmt.Fprintf(&b, "\n## Spend\n\n%d tokens in %d calls", out.Spend.Tokens, out.Spend.Calls)
+	if out.Spend.USD > 0 {
+		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
+	}
+	b.WriteString("\n")
+	if out.Accepted {
+		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
+	}
+	return b.String()
+}
+
+// editDoc names the document an edit touches: "skill", or "skill FILE"
+// for a package file.
+func editDoc(doc string, e nightly.Edit) string {
+	if nightly.IsFileEdit(e) {
+		return doc + " " + e.File
+	}
+	return doc
+}
+
+// mdCell is text for one cell of a Markdown table.
+func mdCell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", "\\|"), "\n", " ")
+}
+
+// reasonCounts renders refusal counts as "reason n, ...", by reason.
+func reasonCounts(m map[string]int) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	parts := make([]string, len(ks))
+	for i, k := range ks {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Improved reports whether the night was accepted with a higher fresh val
+// score than its baseline and, for a persona's night, without the
+// persona's harmful rule (`--assert-improves`).
+func (rep *Report) Improved(persona bool) bool {
+	out := rep.Outcome
+	ok := out != nil && out.Accepted && out.Final != nil && out.Final.Value > out.Baseline.Value
+	if ok && persona && strings.Contains(out.ProposedSkill+out.ProposedMemory, nightly.HabitHarmful) {
+		return false
+	}
+	return ok
+}

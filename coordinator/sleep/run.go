@@ -1,0 +1,160 @@
+package sleep
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
+)
+
+// ErrStopped is returned when a night's context ends during its replays:
+// nothing was staged and the state is unchanged.
+var ErrStopped = errors.New("night stopped on request")
+
+// Night is one night's resolved setup: the config and every path the
+// command resolved from its flags.
+type Night struct {
+	Config nightly.Config
+	// StatePath is the state file (locked for the night).
+	StatePath string
+	// Project is the project whose sessions are learned from.
+	Project string
+	// SkillPath is the live skill file; with SkillDir set, the night trains
+	// that package directory and SkillPath is its SKILL.md. MemoryPath is
+	// the live memory file.
+	SkillPath, SkillDir, MemoryPath string
+	// StagingRoot is where the night's proposal is staged.
+	StagingRoot string
+	// The agents' homes the harvest reads ("" = the default).
+	ClaudeHome, CodexHome, CursorHome string
+	// TasksFile replaces the harvest with a reviewed tasks file.
+	TasksFile string
+	// Persona names a built-in persona whose sessions (written into
+	// ClaudeHome when it holds none) and starting package the night uses.
+	Persona string
+	// DryRun stages nothing and leaves the state as it was.
+	DryRun bool
+	// TargetModel and OptimizerModel name the two roles' models.
+	TargetModel, OptimizerModel string
+	// Cost prices a role's usage for max_usd_per_night (nil: no dollar
+	// budget).
+	Cost func(role string, u llm.Usage) float64
+	// AdoptCmd is the command line that adopts this night's proposal.
+	AdoptCmd string
+	// AllowedRoots are the directories auto-adopt may write under.
+	AllowedRoots []string
+}
+
+// NightDeps are a night's collaborators.
+type NightDeps struct {
+	// Optimizer mines, reflects and judges.
+	Optimizer llm.Model
+	// Fleet starts what the replays run on for the night (numbered n,
+	// started at start), with the sleep benchmark's config; stop ends it.
+	Fleet  func(ctx context.Context, n int, start time.Time, benchConfig []byte) (r Replayer, stop func(), err error)
+	Logger *slog.Logger
+}
+
+// RunNight runs one night under the state file's lock: the tasks (a
+// harvest and mining, or a tasks file), the live documents, the
+// consolidation on the fleet, then, unless a dry run, the staged proposal,
+// the state and an opted-in adoption. The report is returned whenever the
+// night got as far as deciding, also with a budget error (wrapping
+// [ErrBudget]: nothing accepted, the sessions left for the next night) or
+// an auto-adopt error. A locked state is [nightly.ErrLocked]; a context
+// ended during the replays is [ErrStopped].
+func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	unlock, err := nightly.LockState(n.StatePath)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	st, err := nightly.LoadState(n.StatePath)
+	if err != nil {
+		return nil, err
+	}
+	started := time.Now().UTC()
+	rep := &Report{Night: st.Night + 1, Project: n.Project, Started: started, Backend: n.Config.Backend, Model: n.TargetModel,
+		DryRun: n.DryRun, SkillPath: n.SkillPath, SkillDir: n.SkillDir, MemoryPath: n.MemoryPath, Splits: map[string]int{}, AdoptCmd: n.AdoptCmd}
+	if key := n.modelKey(); st.LastModelKey != "" && st.LastModelKey != key {
+		d.Logger.Warn("the backend or model changed since the last night; scores do not compare across models", "was", st.LastModelKey, "now", key)
+	}
+	if n.Persona != "" {
+		if err := n.preparePersona(started); err != nil {
+			return nil, err
+		}
+	}
+	tasks, spent, err := n.tasks(ctx, d, st, rep)
+	if errors.Is(err, ErrBudget) {
+		out := &Outcome{Action: ActionStoppedBudget, Reason: err.Error(), Spend: spent}
+		return rep, n.finish(st, rep, out, nil, nil, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	docs, err := n.readDocs(d.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if len(tasks) == 0 {
+		out := &Outcome{Action: ActionNoTasks, Reason: "no new sessions with tasks to learn from", Spend: spent}
+		return rep, n.finish(st, rep, out, nil, nil, nil)
+	}
+	out, err := n.consolidate(ctx, d, rep.Night, started, tasks, docs, spent)
+	if err != nil && !errors.Is(err, ErrBudget) {
+		return nil, err
+	}
+	return rep, n.finish(st, rep, out, docs.proposals(n, out), tasks, err)
+}
+
+// modelKey names the backend and models in the state, to warn when they
+// change between nights.
+func (n Night) modelKey() string {
+	return n.Config.Backend + "/" + n.TargetModel + "/" + cmp.Or(n.OptimizerModel, n.TargetModel)
+}
+
+// consolidate starts the fleet and runs the night's gated epoch on it.
+func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started time.Time, tasks []nightly.Task, docs liveDocs, spent Spend) (*Outcome, error) {
+	benchCfg, err := json.Marshal(nightly.EnvConfig{JudgeModel: n.OptimizerModel})
+	if err != nil {
+		return nil, err
+	}
+	replayer, stop, err := d.Fleet(ctx, night, started, benchCfg)
+	if err != nil {
+		return nil, err
+	}
+	s := SettingsFromConfig(n.Config)
+	s.Spent, s.Cost = spent, n.Cost
+	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger},
+		Input{Tasks: tasks, Skill: docs.skill, Memory: docs.memory, Package: docs.pkg != nil})
+	stop()
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%w: night %d: nothing was staged and the state is unchanged", ErrStopped, night)
+	}
+	return out, err
+}
+
+// preparePersona writes the persona's sessions when its Claude home holds
+// none yet, its project directory, and its starting package.
+func (n Night) preparePersona(started time.Time) error {
+	if ents, _ := os.ReadDir(filepath.Join(n.ClaudeHome, "projects")); len(ents) == 0 {
+		if err := nightly.WritePersonaTranscripts(n.Persona, n.ClaudeHome, n.Project, started); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(n.Project, 0o755); err != nil {
+		return err
+	}
+	return nightly.SeedPersonaPackage(n.Persona, n.SkillDir)
+}
