@@ -184,21 +184,29 @@ func ApplyDocEdits(document, doc string, edits []Edit, pkg bool, lim skillpkg.Li
 }
 
 // onEntry runs f on the SKILL.md of a skill carried as text (a bundle or
-// a plain SKILL.md) and puts the result back; the other files are kept.
+// a plain SKILL.md) and puts the result back ([skillpkg.OnEntry]); the
+// other files are kept.
 func onEntry(doc string, f func(string) (string, []Edit, []Unmatched, error)) (string, []Edit, []Unmatched, error) {
-	entry, err := skillpkg.EntryText(doc)
+	var (
+		applied   []Edit
+		unmatched []Unmatched
+		ferr      error
+	)
+	out, err := skillpkg.OnEntry(doc, func(entry string) string {
+		next, a, u, err := f(entry)
+		applied, unmatched, ferr = a, u, err
+		if err != nil {
+			return entry
+		}
+		return next
+	})
+	if ferr != nil {
+		return doc, applied, unmatched, ferr
+	}
 	if err != nil {
 		return doc, nil, nil, err
 	}
-	out, a, u, err := f(entry)
-	if err != nil || out == entry {
-		return doc, a, u, err
-	}
-	next, err := skillpkg.WithEntry(doc, out)
-	if err != nil {
-		return doc, nil, nil, err
-	}
-	return next, a, u, nil
+	return out, applied, unmatched, nil
 }
 
 // SkillEntry returns the SKILL.md of a skill carried as text: the text

@@ -1,12 +1,10 @@
 package nightly
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // PromptMarker opens every prompt this package builds for a model. A
@@ -16,18 +14,16 @@ const PromptMarker = "[skillfleet-sleep]"
 
 // payloadMessages builds a prompt: a system message opening with
 // [PromptMarker], and a user message with the instructions and the inputs
-// as a fenced JSON payload whose "kind" names the prompt. Every string in
+// as pkg/prompts' fenced JSON payload ([prompts.JSONFence]), whose "kind"
+// names the prompt. Every string in
 // the payload has already been redacted by the caller; the rendered text is
 // checked once more, and a secret-shaped string is an error, never sent.
 func payloadMessages(role, instructions string, payload any) ([]llm.Message, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(payload); err != nil {
+	fenced, err := prompts.JSONFence(payload)
+	if err != nil {
 		return nil, err
 	}
-	user := PromptMarker + " " + instructions + "\n\n```json\n" + strings.TrimRight(buf.String(), "\n") + "\n```\n"
+	user := PromptMarker + " " + instructions + "\n\n" + fenced
 	if ContainsSecret(user) {
 		return nil, errors.New("prompt: a secret-shaped string reached a prompt; refusing to send it")
 	}

@@ -443,6 +443,17 @@ func marshalPayload(x any, indent bool) ([]byte, error) {
 
 var fence = []byte("```")
 
+// JSONFence renders payload as an indented ```json fence, as the last
+// block of a user message whose payload [ExtractPayload] reads back: no
+// HTML escaping, and every run of three backticks inside it escaped.
+func JSONFence(payload any) (string, error) {
+	js, err := marshalPayload(payload, true)
+	if err != nil {
+		return "", err
+	}
+	return "```json\n" + string(js) + "\n```\n", nil
+}
+
 // ExtractPayload returns the last ```json fence of a rendered user message
 // and its "kind".
 func ExtractPayload(user string) (kind string, payload json.RawMessage, err error) {
