@@ -17,7 +17,7 @@ import (
 
 // ErrStopped is returned when a night's context ends during its replays:
 // nothing was staged and the state is unchanged.
-var ErrStopped = errors.New("night stopped on request")
+var ErrStopped = errors.New("stopped on request")
 
 // Night is one night's resolved setup: the config and every path the
 // command resolved from its flags.
@@ -140,7 +140,7 @@ func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started 
 		Input{Tasks: tasks, Skill: docs.skill, Memory: docs.memory, Package: docs.pkg != nil})
 	stop()
 	if err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("%w: night %d: nothing was staged and the state is unchanged", ErrStopped, night)
+		return nil, fmt.Errorf("night %d %w; nothing was staged and the state is unchanged", night, ErrStopped)
 	}
 	return out, err
 }
