@@ -66,6 +66,30 @@ func retry[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) 
 	}
 }
 
+// placementGrace is how long a placement error is retried: the servers
+// of a cluster that started together take a few seconds to learn of each
+// other, and until then a replicated stream cannot be placed.
+const placementGrace = 10 * time.Second
+
+// place is [retry] that also retries a placement error (see [replicasErr])
+// for placementGrace.
+func place[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	start := time.Now()
+	for {
+		v, err := retry(ctx, fn)
+		var jsErr jetstream.JetStreamError
+		single := errors.As(err, &jsErr) && jsErr.APIError() != nil && jsErr.APIError().ErrorCode == errCodeReplicasNotSupported
+		if err == nil || single || !placementErr(err) || time.Since(start) > placementGrace {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // PublishAgain publishes a task message whose asynchronous publish failed
 // with first, synchronously, until the stream acks it. It gives up on an
 // error that is not [Transient], when ctx ends, or after [FailoverFor].

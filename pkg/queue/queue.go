@@ -58,7 +58,7 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 		Duplicates:  o.Duplicates,
 		Replicas:    replicas,
 	}
-	s, err := retry(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, cfg) })
+	s, err := place(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, cfg) })
 	if err != nil {
 		return nil, replicasErr("create stream "+StreamName, replicas, err)
 	}
@@ -102,14 +102,23 @@ func replicasFor(ctx context.Context, js jetstream.JetStream, stream string, n i
 // that many replicas: more than the cluster has JetStream servers up, or
 // more than one on a server that is not clustered.
 func replicasErr(what string, n int, err error) error {
+	if placementErr(err) {
+		return fmt.Errorf("%s with %d replicas: the NATS servers cannot place that many (lower --nats-replicas or runtime.nats_replicas to at most the JetStream servers of the cluster that are up, or start the missing ones): %w", what, n, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// placementErr reports whether err is JetStream refusing to place the
+// replicas asked for.
+func placementErr(err error) bool {
 	var jsErr jetstream.JetStreamError
 	if errors.As(err, &jsErr) && jsErr.APIError() != nil {
 		switch jsErr.APIError().ErrorCode {
 		case errCodeNoPeers, errCodeInsufficientResources, errCodeReplicasNotSupported:
-			return fmt.Errorf("%s with %d replicas: the NATS servers cannot place that many (lower --nats-replicas or runtime.nats_replicas to at most the JetStream servers of the cluster that are up, or start the missing ones): %w", what, n, err)
+			return true
 		}
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return false
 }
 
 // JetStream API error codes of a failed placement.

@@ -48,7 +48,7 @@ func RunsKV(ctx context.Context, js jetstream.JetStream, replicas int) (jetstrea
 		TTL:         time.Hour,
 		Replicas:    n,
 	}
-	kv, err := retry(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateOrUpdateKeyValue(ctx, cfg) })
+	kv, err := place(ctx, func(ctx context.Context) (jetstream.KeyValue, error) { return js.CreateOrUpdateKeyValue(ctx, cfg) })
 	if err != nil {
 		return nil, replicasErr("run directory "+RunsBucket, n, err)
 	}
