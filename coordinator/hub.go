@@ -19,6 +19,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -109,8 +110,14 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 		_, port, _ := net.SplitHostPort(o.GRPCListener.Addr().String())
 		o.Advertise = net.JoinHostPort(o.Advertise, port)
 	}
-	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("run dir: %w", err)
+	// The run dir's format is checked (and a legacy one migrated) before
+	// the journal or any other of its files is read.
+	mig, err := rundir.Prepare(o.RunDir)
+	if err != nil {
+		return nil, err
+	}
+	if mig != nil {
+		o.Logger.Info("run dir migrated", "run_dir", mig.Dir, "from_format", mig.From, "to_format", mig.To)
 	}
 	j, recorded, err := dispatch.OpenJournal(filepath.Join(o.RunDir, "results.journal"), o.NoSync)
 	if err != nil {

@@ -517,7 +517,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		}
 	}
 	t := &pb.Task{}
-	if err := proto.Unmarshal(msg.Data(), t); err != nil || t.GetId() == "" || queue.KindOf(t) == "" {
+	if err := proto.Unmarshal(msg.Data(), t); err != nil || t.GetId() == "" || (queue.KindOf(t) == "" && !newerKind(t)) {
 		reason := "task without id or kind"
 		if err != nil {
 			reason = "undecodable task: " + err.Error()
@@ -617,7 +617,15 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		}
 	}()
 	start := time.Now()
-	res := w.deps.Handler.Handle(tctx, t)
+	var res *pb.Result
+	if why := unservable(t); why != "" {
+		// Told to the coordinator, which leaves the task in the queue for
+		// a worker that can serve it (its answer is STATUS_RETRY).
+		log.Warn("task this worker cannot serve returned to the queue", "reason", why)
+		res = &pb.Result{Outcome: pb.Outcome_OUTCOME_UNSUPPORTED, Error: why}
+	} else {
+		res = w.deps.Handler.Handle(tctx, t)
+	}
 	if s != nil {
 		s.moveTo(s.reporting)
 	}
@@ -626,6 +634,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	}
 	res.TaskId = t.GetId()
 	res.WorkerId = w.cfg.ID
+	res.WireVersion = pb.WireVersion
 	outcome = outcomeName(res.GetOutcome())
 	res.Attempt = int32(delivered)
 	if res.DurationMs == 0 {

@@ -28,9 +28,6 @@ const (
 	exitLocked    = 7
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 type command struct {
 	name, summary string
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
@@ -52,10 +49,8 @@ func commands() []command {
 		{"loadtest", "dispatch no-op tasks through the queue and measure (operators, tests)", runLoadtest},
 		{"healthcheck", "GET a health URL; exit 0 on a 2xx answer (container healthchecks)", runHealthcheck},
 		{"sandbox", "check this host's isolation for generated code (sandbox check), or run one program in it (sandbox run)", runSandbox},
-		{"version", "print the version", func(_ context.Context, _ []string, stdout, _ io.Writer) error {
-			fmt.Fprintln(stdout, "skillfleet", version)
-			return nil
-		}},
+		{"migrate", "bring run dirs of an earlier release to this release's run-dir format", runMigrate},
+		{"version", "print the version, commit, and the run-dir and wire formats", runVersion},
 	}
 }
 

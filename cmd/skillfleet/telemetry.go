@@ -38,7 +38,7 @@ func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, 
 		}
 	}
 	o := telemetry.Options{
-		ServiceName: service, ServiceVersion: version, InstanceID: instance, TraceContent: traceContent,
+		ServiceName: service, ServiceVersion: build().Version, InstanceID: instance, TraceContent: traceContent,
 		Secrets: secrets, MetricsAddr: metricsAddr, SetGlobal: true, Logger: log,
 	}
 	for _, f := range opts {

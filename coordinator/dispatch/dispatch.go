@@ -24,8 +24,12 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// coordinatorField is the field number of Task.coordinator.
-const coordinatorField = 6
+// coordinatorField and wireVersionField are the field numbers of
+// Task.coordinator and Task.wire_version.
+const (
+	coordinatorField = 6
+	wireVersionField = 7
+)
 
 // ErrClosed is returned by Submit after the dispatcher stopped.
 var ErrClosed = errors.New("dispatcher closed")
@@ -113,6 +117,9 @@ type Dispatcher struct {
 	held     []heldTask
 	bulkOut  map[string]bool
 	pumpBell chan struct{}
+
+	// refusals are the workers that said they cannot serve a task.
+	refusals refusals
 }
 
 // Future is the eventual result of one task.
@@ -273,6 +280,16 @@ func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliver
 		}
 		// The lost-task sweep republishes it once the stream answers again.
 		d.log.Warn("task ran out of deliveries; queueing it again failed", "task_id", id, "err", err)
+		return
+	}
+	if why := d.refusal(id); why != "" {
+		// Every worker that took it said it cannot serve it: the run is
+		// told which task and which versions, and no result is invented.
+		msg := fmt.Sprintf("task %s: no live worker can serve it after %d deliveries in each of %d generations (%s); upgrade the workers (docs/upgrades.md)",
+			id, a.Deliveries, d.generations(), why)
+		d.log.Error("task no live worker can serve", "task_id", id, "err", msg)
+		d.Record(&pb.Result{TaskId: id, Outcome: pb.Outcome_OUTCOME_UNSUPPORTED, Error: msg, WireVersion: pb.WireVersion,
+			Attempt: int32(a.Deliveries) * int32(d.generations())}, func(pb.ReportAck_Status, error) {})
 		return
 	}
 	d.log.Warn("task ran out of deliveries", "task_id", id, "deliveries", a.Deliveries)
@@ -483,6 +500,11 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "encode task: "+err.Error())
 			continue
 		}
+		if t.GetWireVersion() == 0 {
+			// Stamped on the encoding, as the address below is.
+			data = protowire.AppendTag(data, wireVersionField, protowire.VarintType)
+			data = protowire.AppendVarint(data, uint64(pb.WireVersion))
+		}
 		if t.GetCoordinator() == "" && d.o.Addr != "" {
 			// Appended to the encoding rather than set on t, which the
 			// trainer may be reading elsewhere: a later field wins.
@@ -633,6 +655,11 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		done(pb.ReportAck_STATUS_UNKNOWN, nil)
 		return
 	}
+	if res.GetOutcome() == pb.Outcome_OUTCOME_UNSUPPORTED && res.GetWorkerId() != "" {
+		d.refused(res)
+		done(pb.ReportAck_STATUS_RETRY, nil)
+		return
+	}
 	d.mu.Lock()
 	if _, ok := d.recorded[id]; ok {
 		spent, stage := d.spent, d.stages[id]
@@ -682,6 +709,7 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		cacheKey := d.cacheKeys[id]
 		delete(d.cacheKeys, id)
 		d.mu.Unlock()
+		d.refusal(id)
 		if d.o.Cache != nil {
 			d.o.Cache.store(cacheKey, res)
 		}

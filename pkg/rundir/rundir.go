@@ -103,8 +103,12 @@ type Dir struct {
 // Open opens (or creates) the run directory dir for a run whose config
 // hashes to configHash. Recorded events are kept for replay; a torn last
 // line (a crash mid-write) is cut off. A directory whose state.json names
-// another config hash is refused with [ErrConfigChanged].
+// another config hash is refused with [ErrConfigChanged]; one of another
+// run-dir format is migrated or refused first ([Prepare]).
 func Open(dir, configHash string) (*Dir, error) {
+	if _, err := Prepare(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, SkillsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("run dir: %w", err)
 	}

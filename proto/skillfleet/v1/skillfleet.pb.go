@@ -45,6 +45,10 @@ const (
 	// provider rejected the request itself as invalid (HTTP 400, 404, 413,
 	// 422). It is terminated, never retried.
 	Outcome_OUTCOME_BAD_TASK Outcome = 7
+	// This worker cannot serve the task: it needs a newer wire version, or
+	// is of a kind the worker does not know. The worker returns the task to
+	// the queue for another worker; the coordinator records nothing.
+	Outcome_OUTCOME_UNSUPPORTED Outcome = 8
 )
 
 // Enum value maps for Outcome.
@@ -58,6 +62,7 @@ var (
 		5: "OUTCOME_INVALID_REPLY",
 		6: "OUTCOME_CANCELLED",
 		7: "OUTCOME_BAD_TASK",
+		8: "OUTCOME_UNSUPPORTED",
 	}
 	Outcome_value = map[string]int32{
 		"OUTCOME_UNSPECIFIED":   0,
@@ -68,6 +73,7 @@ var (
 		"OUTCOME_INVALID_REPLY": 5,
 		"OUTCOME_CANCELLED":     6,
 		"OUTCOME_BAD_TASK":      7,
+		"OUTCOME_UNSUPPORTED":   8,
 	}
 )
 
@@ -418,6 +424,10 @@ type Task struct {
 	TimeoutMs int64  `protobuf:"varint,5,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
 	// Address of the coordinator that awaits the result (informational).
 	Coordinator string `protobuf:"bytes,6,opt,name=coordinator,proto3" json:"coordinator,omitempty"`
+	// The wire version the task is written in (WireVersion in wire.go). A
+	// worker serves a task of its own wire version or an older one; zero is
+	// a task from a build before this field, which speaks version 1.
+	WireVersion uint32 `protobuf:"varint,7,opt,name=wire_version,json=wireVersion,proto3" json:"wire_version,omitempty"`
 	// Types that are valid to be assigned to Kind:
 	//
 	//	*Task_Rollout
@@ -505,6 +515,13 @@ func (x *Task) GetCoordinator() string {
 		return x.Coordinator
 	}
 	return ""
+}
+
+func (x *Task) GetWireVersion() uint32 {
+	if x != nil {
+		return x.WireVersion
+	}
+	return 0
 }
 
 func (x *Task) GetKind() isTask_Kind {
@@ -947,6 +964,9 @@ type Result struct {
 	// cache: no call was made for this task, and usage is what the run that
 	// measured it spent (the tokens this hit saved).
 	Cached bool `protobuf:"varint,8,opt,name=cached,proto3" json:"cached,omitempty"`
+	// The wire version of the worker that produced the result (zero: a
+	// build before this field, version 1).
+	WireVersion uint32 `protobuf:"varint,9,opt,name=wire_version,json=wireVersion,proto3" json:"wire_version,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Result_Rollout
@@ -1040,6 +1060,13 @@ func (x *Result) GetCached() bool {
 		return x.Cached
 	}
 	return false
+}
+
+func (x *Result) GetWireVersion() uint32 {
+	if x != nil {
+		return x.WireVersion
+	}
+	return 0
 }
 
 func (x *Result) GetBody() isResult_Body {
@@ -1822,7 +1849,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\rfailed_causes\x18\v \x03(\v2&.skillfleet.v1.Usage.FailedCausesEntryR\ffailedCauses\x1a?\n" +
 	"\x11FailedCausesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xcc\x05\n" +
+	"\x05value\x18\x02 \x01(\x05R\x05value:\x028\x01\"\xef\x05\n" +
 	"\x04Task\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x15\n" +
 	"\x06run_id\x18\x02 \x01(\tR\x05runId\x12\x12\n" +
@@ -1830,7 +1857,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x05stage\x18\x04 \x01(\tR\x05stage\x12\x1d\n" +
 	"\n" +
 	"timeout_ms\x18\x05 \x01(\x03R\ttimeoutMs\x12 \n" +
-	"\vcoordinator\x18\x06 \x01(\tR\vcoordinator\x126\n" +
+	"\vcoordinator\x18\x06 \x01(\tR\vcoordinator\x12!\n" +
+	"\fwire_version\x18\a \x01(\rR\vwireVersion\x126\n" +
 	"\arollout\x18\n" +
 	" \x01(\v2\x1a.skillfleet.v1.RolloutTaskH\x00R\arollout\x128\n" +
 	"\areflect\x18\v \x01(\v2\x1c.skillfleet.v1.OptimizerTaskH\x00R\areflect\x124\n" +
@@ -1867,7 +1895,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12extra_skill_hashes\x18\a \x03(\tR\x10extraSkillHashes\"?\n" +
 	"\bNoopTask\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x19\n" +
-	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\x87\x03\n" +
+	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xaa\x03\n" +
 	"\x06Result\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x120\n" +
@@ -1877,7 +1905,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\vduration_ms\x18\x06 \x01(\x03R\n" +
 	"durationMs\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x16\n" +
-	"\x06cached\x18\b \x01(\bR\x06cached\x128\n" +
+	"\x06cached\x18\b \x01(\bR\x06cached\x12!\n" +
+	"\fwire_version\x18\t \x01(\rR\vwireVersion\x128\n" +
 	"\arollout\x18\n" +
 	" \x01(\v2\x1c.skillfleet.v1.RolloutResultH\x00R\arollout\x12>\n" +
 	"\toptimizer\x18\v \x01(\v2\x1e.skillfleet.v1.OptimizerResultH\x00R\toptimizerB\x06\n" +
@@ -1943,7 +1972,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x04hash\x18\x01 \x01(\tR\x04hash\":\n" +
 	"\x10GetSkillResponse\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\tR\x04hash\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text*\xc2\x01\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text*\xdb\x01\n" +
 	"\aOutcome\x12\x17\n" +
 	"\x13OUTCOME_UNSPECIFIED\x10\x00\x12\x0e\n" +
 	"\n" +
@@ -1953,7 +1982,8 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x14OUTCOME_RATE_LIMITED\x10\x04\x12\x19\n" +
 	"\x15OUTCOME_INVALID_REPLY\x10\x05\x12\x15\n" +
 	"\x11OUTCOME_CANCELLED\x10\x06\x12\x14\n" +
-	"\x10OUTCOME_BAD_TASK\x10\a2\xb6\x02\n" +
+	"\x10OUTCOME_BAD_TASK\x10\a\x12\x17\n" +
+	"\x13OUTCOME_UNSUPPORTED\x10\b2\xb6\x02\n" +
 	"\vCoordinator\x12K\n" +
 	"\bRegister\x12\x1e.skillfleet.v1.RegisterRequest\x1a\x1f.skillfleet.v1.RegisterResponse\x12N\n" +
 	"\tHeartbeat\x12\x1f.skillfleet.v1.HeartbeatRequest\x1a .skillfleet.v1.HeartbeatResponse\x12=\n" +
