@@ -61,20 +61,21 @@ if [[ -x $out/$host ]]; then
   fi
 fi
 
-image="not built"
+image="not built: no Docker engine answers here (run again where one does)"
+status=0
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
   echo "release: building image skillfleet:$tag" >&2
-  if docker build --build-arg "VERSION=$tag" --build-arg "COMMIT=$sha" -t "skillfleet:$tag" "$src" >&2; then
+  if docker build --build-arg "VERSION=$tag" --build-arg "COMMIT=$sha" -t "skillfleet:$tag" "$src" >&2 &&
+    docker run --rm "skillfleet:$tag" version | head -1 | grep -qx "skillfleet $tag"; then
     image="skillfleet:$tag"
   else
-    echo "release: docker build failed (its base images must be pullable); binaries and checksums are done" >&2
-    exit 1
+    image="FAILED: docker build (its base images must be pullable from this host) or the image's version check"
+    status=1
   fi
-else
-  echo "release: no Docker engine answers here: image not built (run again where one does)" >&2
 fi
 
 echo "release $tag ($sha)"
 echo "  binaries: $out"
 sed 's/^/    /' "$out/SHA256SUMS"
 echo "  image: $image"
+exit $status
