@@ -714,8 +714,23 @@ func (c *Campaign) cellRun(cell Cell, dir string, logf io.Writer, r *running) Ce
 			r.accts = append(r.accts, a)
 			c.mu.Unlock()
 		},
-		Stop: c.budgetErr,
+		Stop: c.stopRule,
 	}
+}
+
+// stopRule is the campaign's stop rule for its runs: once the budget is
+// reached, the campaign stops (a stopped cell's spend is not all in its
+// run dir, so a later look at the records could undercount it).
+func (c *Campaign) stopRule() error {
+	err := c.budgetErr()
+	if err != nil {
+		c.mu.Lock()
+		if c.stopped == nil {
+			c.stopped = err
+		}
+		c.mu.Unlock()
+	}
+	return err
 }
 
 func (c *Campaign) trainCell(ctx context.Context, cell Cell, cellDir string, logf io.Writer, r *running) error {
@@ -783,6 +798,28 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 		state, msg = StateFailed, firstLine(err.Error())
 	}
 	res := ReadResults(cellDir, cell, c.cfg.Prices)
+	if state != StateDone {
+		// A run that did not finish wrote no tokens.json: its spend is
+		// what its accounting counted (and never less than recorded).
+		c.mu.Lock()
+		live := c.liveSpend(r)
+		c.mu.Unlock()
+		r.mu.Lock()
+		prev := r.status
+		r.mu.Unlock()
+		res.Calls = max(res.Calls, live.Calls, prev.Calls)
+		res.Tokens = max(res.Tokens, live.Tokens, prev.Tokens)
+		if prev.USD != nil || c.cfg.Prices != nil {
+			usd := live.USD
+			if res.USD != nil {
+				usd = max(usd, *res.USD)
+			}
+			if prev.USD != nil {
+				usd = max(usd, *prev.USD)
+			}
+			res.USD = &usd
+		}
+	}
 	end := time.Now().UTC()
 	perr := c.putMine(ctx, cell.Name, r, func(s *CellStatus) {
 		s.State, s.Error, s.Ended, s.Owner = state, msg, &end, ""

@@ -70,10 +70,11 @@ func (f *fakeRuns) run(ctx context.Context, r CellRun) error {
 		}
 		acct.Add("step", "target", "m", &pb.Result{TaskId: fmt.Sprintf("%s-%d", r.Dir, i),
 			Usage: &pb.Usage{InputTokens: f.perPhase, Calls: 1}})
-		b, _ := json.Marshal(acct.Report())
-		if err := os.WriteFile(filepath.Join(r.Dir, "tokens.json"), b, 0o644); err != nil {
-			return err
-		}
+	}
+	// As a real run, tokens.json is written when the run ends.
+	b, _ := json.Marshal(acct.Report())
+	if err := os.WriteFile(filepath.Join(r.Dir, "tokens.json"), b, 0o644); err != nil {
+		return err
 	}
 	if r.Eval != nil {
 		text, err := os.ReadFile(r.Eval.Skill)
@@ -149,7 +150,8 @@ func TestCampaignAloneRunsEveryCell(t *testing.T) {
 }
 
 // TestCampaignAloneBudget: the campaign's token budget stops it: no cell
-// starts once it is spent, and running cells stop at a phase boundary.
+// starts once it is spent, and running cells stop at a phase boundary. A
+// stopped run writes no tokens.json: its spend still counts.
 func TestCampaignAloneBudget(t *testing.T) {
 	runs := newFakeRuns(4, 10, 5*time.Millisecond)
 	c, err := New(Config{Spec: writeSpec(t, specOf(6, 1, "budget: {max_tokens: 100}\n")), Dir: t.TempDir()}, Deps{Run: runs.run})
