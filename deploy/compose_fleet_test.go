@@ -224,7 +224,6 @@ func TestComposeFleetGrowsAndLosesWorkers(t *testing.T) {
 	tUp := time.Since(t0)
 	t.Logf("%.1fs: up -d --scale worker=2 returned", tUp.Seconds())
 
-
 	vol := docker(t, "volume", "inspect", "-f", "{{.Mountpoint}}", c.project+"_runs")
 	dir := filepath.Join(vol, "campaigns", "sim-demo")
 	campaign := c.containers("campaign")

@@ -179,10 +179,10 @@ type member struct {
 	name   string
 	nc     *nats.Conn
 	cancel context.CancelFunc
-	c    *Campaign
-	f    *File
-	err  error
-	done chan struct{}
+	c      *Campaign
+	f      *File
+	err    error
+	done   chan struct{}
 }
 
 func startMember(t *testing.T, emb *queue.Embedded, spec *Spec, dir, name string, runs *fakeRuns, sel func(Cell) bool) *member {
