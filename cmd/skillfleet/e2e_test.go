@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "skillfleet")
-	cmd := exec.Command("go", "build", "-o", binary, ".")
+	cmd := exec.Command("go", "build", "-tags", "crashhook", "-o", binary, ".")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		panic("build skillfleet: " + err.Error())

@@ -21,9 +21,9 @@ func estimate(o trainOpts, cfg *config.Config, stdout io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	splits, err := loadSplits(cfg, tmp)
+	splits, err := coordinator.LoadSplits(cfg, tmp)
 	if err != nil {
-		return err
+		return startError(err)
 	}
 	s, err := coordinator.FromConfig(cfg, "estimate", tmp)
 	if err != nil {

@@ -31,8 +31,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // evalSkill scores the skill file on a split (with the no-skill and seed
 // baselines when baseline is set) and writes eval_summary.json in the run dir.
-func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, baselineToo bool, stdout, stderr io.Writer) error {
-	split, baseline := &splitName, &baselineToo
+func evalSkill(ctx context.Context, o trainOpts, skillPath, split string, baseline bool, stdout, stderr io.Writer) error {
 	// A skill file verbatim, or a skill package directory as its bundle.
 	text, err := skillpkg.ReadInit(skillPath, skillpkg.Limits{})
 	if err != nil {
@@ -49,39 +48,21 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, ba
 	if o.out == "" {
 		o.out = filepath.Join("runs", "eval-"+cfg.Env.Name)
 	}
-	runDir, runID, err := runIdentity(cfg, o.out)
+	rc, err := o.runConfig(cfg, log)
 	if err != nil {
 		return err
 	}
-	splits, err := loadSplits(cfg, runDir)
+	rc.Eval = &coordinator.Eval{Split: split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: baseline}
+	rc.Progress = coordinator.NewProgress(stdout, isTTY(stdout))
+	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
+	if err != nil {
+		return startError(err)
+	}
+	out, err := run.Wait()
 	if err != nil {
 		return err
 	}
-	if _, err := splits.Get(*split); err != nil {
-		return usageError{fmt.Errorf("eval: --split: %w", err)}
-	}
-	s, err := coordinator.FromConfig(cfg, runID, runDir)
-	if err != nil {
-		return err
-	}
-	sess, err := startSession(ctx, o, cfg, runDir, runID, &s, nil, log, stderr)
-	if err != nil {
-		return err
-	}
-	defer sess.close()
-	tr, err := coordinator.NewTrainer(s, sess.hub, splits, log, coordinator.NewProgress(stdout, isTTY(stdout)))
-	if err != nil {
-		return err
-	}
-	names, skills := []string{"skill"}, []string{string(text)}
-	if *baseline {
-		names = append([]string{"no_skill", "seed_skill"}, names...)
-		skills = append([]string{"", s.SkillInit}, skills...)
-	}
-	res, err := tr.Evaluate(ctx, *split, names, skills)
-	if err != nil {
-		return err
-	}
+	res := out.Eval
 	types := map[string]bool{}
 	for _, r := range res {
 		for k := range r.ByType {
@@ -96,7 +77,7 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, ba
 	}
 	sort.Strings(tt)
 	tt = append(tt, "overall")
-	fmt.Fprintf(stdout, "\n%-24s", "task type ("+*split+")")
+	fmt.Fprintf(stdout, "\n%-24s", "task type ("+split+")")
 	for _, r := range res {
 		fmt.Fprintf(stdout, " %12s", r.Name)
 	}
@@ -108,7 +89,7 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, splitName string, ba
 		}
 		fmt.Fprintln(stdout)
 	}
-	fmt.Fprintf(stdout, "\nwritten: %s\n", filepath.Join(runDir, "eval_summary.json"))
+	fmt.Fprintf(stdout, "\nwritten: %s\n", filepath.Join(run.Dir(), "eval_summary.json"))
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
@@ -130,6 +131,9 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &ue):
 		fmt.Fprintln(stderr, "skillfleet:", err)
 		return exitUsage
+	case errors.Is(err, coordinator.ErrLocked):
+		fmt.Fprintln(stderr, "skillfleet:", err)
+		return exitLocked
 	}
 	fmt.Fprintln(stderr, "skillfleet:", err)
 	return exitError

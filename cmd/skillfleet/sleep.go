@@ -15,12 +15,10 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/coordinator"
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
-	"github.com/skillfleet/skillfleet/coordinator/trainer"
-	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
-	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -390,18 +388,15 @@ func (o *sleepOpts) fleet(target *pb.ModelSpec, log *slog.Logger, stderr io.Writ
 				_ = os.RemoveAll(runDir)
 			}
 		}
-		cfg := config.Default()
-		cfg.Runtime.Workers, cfg.Runtime.RolloutConcurrency, cfg.Runtime.OptimizerConcurrency, cfg.Runtime.MaxDeliveries = o.workers, o.concurrency, 1, 3
-		to := trainOpts{natsURL: o.natsURL, workers: o.workers, concurrency: o.concurrency, logLevel: o.logLevel, noSync: true,
-			grpcAddr: "127.0.0.1:0", ackWait: queue.DefaultAckWait, weight: 1}
-		to.nats.replicas = o.natsReplicas
-		sess, err := startSession(ctx, to, cfg, runDir, runID, &trainer.Settings{}, nil, log, stderr)
+		to := trainOpts{logLevel: o.logLevel}
+		fleet, err := coordinator.Start(ctx, coordinator.Config{Dir: runDir, ID: runID, NATSURL: o.natsURL, NATSReplicas: o.natsReplicas,
+			Workers: o.workers, Concurrency: o.concurrency, NoSync: true, Logger: log}, to.runDeps(log))
 		if err != nil {
 			removeRun()
 			return nil, nil, err
 		}
-		r := &sleepdrv.HubReplayer{Hub: sess.hub, RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}
-		return r, func() { sess.close(); removeRun() }, nil
+		r := &sleepdrv.HubReplayer{Hub: fleet.Hub(), RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}
+		return r, func() { fleet.Stop(); _, _ = fleet.Wait(); removeRun() }, nil
 	}
 }
 

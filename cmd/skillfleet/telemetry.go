@@ -71,15 +71,6 @@ func grpcClientTracing(tel *telemetry.Telemetry) []grpc.DialOption {
 		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
 }
 
-// grpcServerTracing traces the coordinator's side of those calls.
-func grpcServerTracing(tel *telemetry.Telemetry) []grpc.ServerOption {
-	if tel == nil {
-		return nil
-	}
-	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
-}
-
 // workerTracing is what a worker needs to trace its tasks.
 func workerTracing(tel *telemetry.Telemetry, d worker.Deps) worker.Deps {
 	if tel != nil {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -21,50 +20,12 @@ import (
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
-	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"
 )
-
-// loadSplits loads the benchmark's split directory. The sim benchmark
-// writes its generated world into the run dir when no split_dir is given.
-func loadSplits(cfg *config.Config, runDir string) (*bench.Splits, error) {
-	dir := cfg.Env.SplitDir
-	if dir == "" && cfg.Env.Name == "sim" {
-		var sc simbench.Config
-		if err := cfg.Env.DecodeExtra(&sc); err != nil {
-			return nil, usageError{err}
-		}
-		dir = filepath.Join(runDir, "_generated_splits", fmt.Sprintf("sim_%s_seed%d", sc.PresetName(), sc.WorldSeed()))
-		if _, err := os.Stat(filepath.Join(dir, "split_manifest.json")); err != nil {
-			if err := simbench.WriteSplits(dir, sc.PresetName(), sc.WorldSeed()); err != nil {
-				return nil, fmt.Errorf("generate sim splits: %w", err)
-			}
-		}
-	}
-	if dir == "" && cfg.Env.DataPath != "" && cfg.Env.SplitMode != "split_dir" {
-		out := cfg.Env.SplitOutputDir
-		if out == "" {
-			out = filepath.Join(runDir, "_generated_splits", bench.RatioDirName(cfg.Env.Name, cfg.Env.SplitRatio, cfg.Env.SplitSeed))
-		}
-		if _, err := bench.WriteRatioSplit(bench.RatioOptions{DataPath: cfg.Env.DataPath, Ratio: cfg.Env.SplitRatio, Seed: cfg.Env.SplitSeed, OutDir: out}); err != nil {
-			return nil, fmt.Errorf("config: %s: env.data_path: %w", cfg.File, err)
-		}
-		dir = out
-	}
-	if dir == "" {
-		return nil, usageError{fmt.Errorf("config: %s: env.split_dir: required (a directory with train/, val/ and test/), or env.data_path with split_mode: ratio", cfg.File)}
-	}
-	s, err := registry.LoadSplitsIDField(cfg.Env.Name, dir, cfg.Env.Limit, cfg.Env.IDField)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
 
 // modelFactory builds a model for a task's spec: the backend, wrapped with
 // retries (backends' table, sim included), then with telemetry: a

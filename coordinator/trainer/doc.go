@@ -19,6 +19,6 @@
 // split), optimize.go and rollout.go (building tasks), speculate.go and
 // idlefill.go (work started early whose results a later decision may use),
 // epoch.go (slow update and the meta skill at epoch ends).
-// A run is assembled by package coordinator, which wires
+// A run is started by coordinator.Start, which wires
 // the dispatcher, run dir and stop rules.
 package trainer

@@ -7,6 +7,6 @@ import (
 )
 
 func init() {
-	register(alfworld.Name, entry{notes: envserver.Notes, idFields: []string{"id"}, normalize: alfworld.Normalize,
+	register(alfworld.Name, entry{items: alfworld.Items, notes: envserver.Notes, idFields: []string{"id"}, normalize: alfworld.Normalize,
 		newEnv: configured(alfworld.Name, func(c envserver.Config) (bench.Env, error) { return alfworld.New(c) })})
 }

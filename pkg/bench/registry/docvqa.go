@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(docvqa.Name, entry{notes: (&docvqa.Env{}).AnalystNotes(), idFields: []string{"id", "questionId"}, files: []string{"*.csv"},
+	register(docvqa.Name, entry{items: docvqa.Items, notes: (&docvqa.Env{}).AnalystNotes(), idFields: []string{"id", "questionId"}, files: []string{"*.csv"},
 		normalize: docvqa.Normalize,
 		newEnv:    configured(docvqa.Name, func(c docvqa.Config) (bench.Env, error) { return docvqa.New(c), nil })})
 }

@@ -6,6 +6,6 @@ import (
 )
 
 func init() {
-	register(livemath.Name, entry{notes: (&livemath.Env{}).AnalystNotes(), idFields: []string{"id"},
+	register(livemath.Name, entry{items: livemath.Items, notes: (&livemath.Env{}).AnalystNotes(), idFields: []string{"id"},
 		newEnv: configured(livemath.Name, func(c livemath.Config) (bench.Env, error) { return livemath.New(c), nil })})
 }

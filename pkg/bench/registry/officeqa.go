@@ -6,7 +6,7 @@ import (
 )
 
 func init() {
-	register(officeqa.Name, entry{notes: (&officeqa.Env{}).AnalystNotes(), idFields: []string{"id", "uid"}, files: []string{"*.csv", "*.json"},
+	register(officeqa.Name, entry{items: officeqa.Items, notes: (&officeqa.Env{}).AnalystNotes(), idFields: []string{"id", "uid"}, files: []string{"*.csv", "*.json"},
 		normalize: officeqa.Normalize,
 		newEnv:    configured(officeqa.Name, func(c officeqa.Config) (bench.Env, error) { return officeqa.New(c) })})
 }

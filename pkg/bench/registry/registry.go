@@ -6,6 +6,8 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -25,6 +27,11 @@ type entry struct {
 	// notes are the benchmark's additions to the analyst prompts (its
 	// failure taxonomy).
 	notes string
+	// items is what `skillfleet data check` verifies of an item.
+	items bench.ItemCheck
+	// generate, for a benchmark that makes its own world, writes the split
+	// directory its config names under root and returns it.
+	generate func(cfg json.RawMessage, root string) (string, error)
 }
 
 // known holds every benchmark, filled by register calls in this package's
@@ -41,7 +48,36 @@ func register(name string, e entry) {
 
 func init() {
 	register(sim.Name, entry{idFields: []string{"id"},
-		newEnv: configured(sim.Name, func(c sim.Config) (bench.Env, error) { return sim.New(c), nil })})
+		newEnv:   configured(sim.Name, func(c sim.Config) (bench.Env, error) { return sim.New(c), nil }),
+		generate: generateSim})
+}
+
+// generateSim writes the sim world a config names (preset and seed) under
+// root, once: a later run on the same root reads what is there.
+func generateSim(cfg json.RawMessage, root string) (string, error) {
+	var c sim.Config
+	if err := bench.DecodeConfig(cfg, &c); err != nil {
+		return "", fmt.Errorf("%s benchmark config: %w", sim.Name, err)
+	}
+	dir := filepath.Join(root, fmt.Sprintf("sim_%s_seed%d", c.PresetName(), c.WorldSeed()))
+	if _, err := os.Stat(filepath.Join(dir, "split_manifest.json")); err == nil {
+		return dir, nil
+	}
+	if err := sim.WriteSplits(dir, c.PresetName(), c.WorldSeed()); err != nil {
+		return "", fmt.Errorf("generate sim splits: %w", err)
+	}
+	return dir, nil
+}
+
+// GenerateSplits writes, for a benchmark that makes its own world, the
+// split directory its config (JSON) names under root and returns it; ""
+// for a benchmark whose items come from files.
+func GenerateSplits(name string, cfg json.RawMessage, root string) (string, error) {
+	e, ok := entries()[name]
+	if !ok || e.generate == nil {
+		return "", nil
+	}
+	return e.generate(cfg, root)
 }
 
 func entries() map[string]entry { return known }
@@ -132,4 +168,30 @@ func configured[C any](name string, build func(C) (bench.Env, error)) func(json.
 		}
 		return build(c)
 	}
+}
+
+// CheckItems runs a benchmark's item checks (see [bench.ItemCheck]) on
+// every split of the split directory dir, as loaded into s, and names the
+// first bad item's file, id and field. It returns what was checked, in
+// words; "" for a benchmark without item checks.
+func CheckItems(name, dir string, s *bench.Splits) (string, error) {
+	e, ok := entries()[name]
+	if !ok || e.items.Check == nil {
+		return e.items.Fields, nil
+	}
+	for _, sp := range []struct {
+		name  string
+		items []bench.Item
+	}{{"train", s.Train}, {"val", s.Val}, {"test", s.Test}} {
+		for _, it := range sp.items {
+			var m map[string]any
+			if err := json.Unmarshal(it.Raw, &m); err != nil {
+				return "", fmt.Errorf("%s: item %s: %w", s.Files[sp.name], it.ID, err)
+			}
+			if err := e.items.Check(dir, sp.name, m); err != nil {
+				return "", fmt.Errorf("%s: item %s: %w", s.Files[sp.name], it.ID, err)
+			}
+		}
+	}
+	return e.items.Fields, nil
 }

@@ -6,6 +6,6 @@ import (
 )
 
 func init() {
-	register(searchqa.Name, entry{notes: (&searchqa.Env{}).AnalystNotes(), idFields: []string{"id"},
+	register(searchqa.Name, entry{items: searchqa.Items, notes: (&searchqa.Env{}).AnalystNotes(), idFields: []string{"id"},
 		newEnv: configured(searchqa.Name, func(c searchqa.Config) (bench.Env, error) { return searchqa.New(c), nil })})
 }

@@ -6,6 +6,6 @@ import (
 )
 
 func init() {
-	register(spreadsheet.Name, entry{notes: (&spreadsheet.Env{}).AnalystNotes(), idFields: []string{"id"},
+	register(spreadsheet.Name, entry{items: spreadsheet.Items, notes: (&spreadsheet.Env{}).AnalystNotes(), idFields: []string{"id"},
 		newEnv: configured(spreadsheet.Name, func(c spreadsheet.Config) (bench.Env, error) { return spreadsheet.New(c) })})
 }

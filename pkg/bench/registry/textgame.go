@@ -7,6 +7,6 @@ import (
 )
 
 func init() {
-	register("textgame", entry{notes: envserver.Notes, idFields: []string{"id"}, normalize: textgame.NormalizeItem,
+	register("textgame", entry{items: textgame.Items, notes: envserver.Notes, idFields: []string{"id"}, normalize: textgame.NormalizeItem,
 		newEnv: configured("textgame", func(c envserver.Config) (bench.Env, error) { return envserver.New("textgame", c, envserver.Notes) })})
 }

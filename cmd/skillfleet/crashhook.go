@@ -1,0 +1,28 @@
+//go:build crashhook
+
+package main
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// crashHook kills this process with SIGKILL when the n-th task of a stage
+// finishes (SKILLFLEET_CRASH_AT=stage:n). Only binaries built with
+// -tags crashhook have it: the crash-and-resume tests build one.
+func crashHook() func(stage string, done int) {
+	spec := os.Getenv("SKILLFLEET_CRASH_AT")
+	if spec == "" {
+		return nil
+	}
+	stage, nstr, _ := strings.Cut(spec, ":")
+	n, _ := strconv.Atoi(nstr)
+	n = max(n, 1)
+	return func(s string, done int) {
+		if strings.HasPrefix(s, stage) && done >= n {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+}
