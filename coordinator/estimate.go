@@ -3,11 +3,18 @@ package coordinator
 import (
 	"cmp"
 	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // StageEstimate is the expected work of one stage of a run, from the
@@ -124,4 +131,76 @@ func Estimate(s trainer.Settings, splits *bench.Splits) []StageEstimate {
 			Note: "seed, best and final skills; the same skill is measured once"})
 	}
 	return out
+}
+
+// WriteEstimate writes to w the expected calls, tokens and dollars (at
+// prices) of each stage of a run of cfg, before any call is made. Nothing
+// of the run is written: a generated world goes to a temporary directory.
+func WriteEstimate(w io.Writer, cfg *config.Config, prices *pricing.Table) error {
+	tmp, err := os.MkdirTemp("", "skillfleet-estimate-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	splits, err := LoadSplits(cfg, tmp)
+	if err != nil {
+		return err
+	}
+	s, err := FromConfig(cfg, "estimate", tmp)
+	if err != nil {
+		return configErr(err)
+	}
+	stages := Estimate(s, splits)
+	fmt.Fprintf(w, "estimate for %s: %s on %s (%d train / %d val / %d test items), %d epochs × batch %d\n\n",
+		cfg.File, cfg.Env.Name, s.Target.GetModel(), len(splits.Train), len(splits.Val), len(splits.Test), s.NumEpochs, s.BatchSize)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "stage\trole\tcalls (low)\texpected\t(high)\tinput tokens (expected)\toutput tokens (expected, range)\t")
+	var calls [3]int64
+	var inTok, outLo, outHi int64
+	var usdLo, usdHi float64
+	priced := true
+	for _, e := range stages {
+		model := s.Target.GetModel()
+		if e.Role == "optimizer" {
+			model = s.Optimizer.GetModel()
+		}
+		in := e.Exp * e.InPerCall
+		oLo, oHi := e.Exp*e.OutLo, e.Exp*e.OutHi
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s–%s\t\n", e.Stage, e.Role, e.Lo, e.Exp, e.Hi, usage.FormatCount(in), usage.FormatCount(oLo), usage.FormatCount(oHi))
+		calls[0] += e.Lo
+		calls[1] += e.Exp
+		calls[2] += e.Hi
+		inTok += in
+		outLo += oLo
+		outHi += oHi
+		lo, err1 := prices.Cost(model, e.Lo*e.InPerCall, 0, e.Lo*e.OutLo)
+		hi, err2 := prices.Cost(model, e.Hi*e.InPerCall, 0, e.Hi*e.OutHi)
+		if err1 != nil || err2 != nil {
+			priced = false
+		}
+		usdLo += lo
+		usdHi += hi
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%s\t%s–%s\t\n", calls[0], calls[1], calls[2], usage.FormatCount(inTok), usage.FormatCount(outLo), usage.FormatCount(outHi))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	if priced {
+		fmt.Fprintf(w, "cost: $%.2f – $%.2f (low calls and short replies to high calls and replies at the output cap; prices of %s as of %s)\n",
+			usdLo, usdHi, prices.Source(), prices.AsOf())
+	} else {
+		fmt.Fprintf(w, "cost: not priced (%s or %s is not in the price table; give one with --prices)\n", s.Target.GetModel(), s.Optimizer.GetModel())
+	}
+	fmt.Fprintln(w, "\nassumptions:")
+	for _, e := range stages {
+		if e.Note != "" {
+			fmt.Fprintf(w, "  %-15s %s\n", e.Stage, e.Note)
+		}
+	}
+	fmt.Fprintln(w, "  tokens          about four characters a token; items and the seed skill measured on the data")
+	fmt.Fprintln(w, strings.TrimSpace(`
+Gate and merge counts depend on what the model does (patches found, early stop, accepted edits); the expected column
+assumes every step is gated on the whole selection split, so it is an upper estimate there.`))
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/ui"
+	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // Progress prints what a run is doing. On a terminal it keeps one status
@@ -130,7 +131,7 @@ func (p *Progress) tokenText() string {
 	if p.tokens == nil {
 		return ""
 	}
-	return fmt.Sprintf(" tokens=%s", humanCount(p.tokens()))
+	return fmt.Sprintf(" tokens=%s", usage.FormatCount(p.tokens()))
 }
 
 func (p *Progress) draw(force bool) {
@@ -155,15 +156,4 @@ func (p *Progress) println(s string) {
 		p.lineOpen = false
 	}
 	fmt.Fprintln(p.w, s)
-}
-
-func humanCount(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1_000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	default:
-		return fmt.Sprint(n)
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
+	usagepkg "github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // trainOpts are the flags shared by train and coordinator.
@@ -350,12 +351,5 @@ func printSummary(w io.Writer, sum *trainer.Summary, runDir string) {
 	fmt.Fprintf(w, "best skill: %s\n", filepath.Join(runDir, "best_skill.md"))
 }
 
-func fmtTokens(n int64) string {
-	switch {
-	case n >= 1_000_000:
-		return fmt.Sprintf("%.2fM", float64(n)/1e6)
-	case n >= 1000:
-		return fmt.Sprintf("%.1fk", float64(n)/1e3)
-	}
-	return fmt.Sprint(n)
-}
+// fmtTokens renders a token count for people.
+func fmtTokens(n int64) string { return usagepkg.FormatCount(n) }
