@@ -87,7 +87,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&o.sticky, "sticky", false, "with --member: a gone member's cells wait for it to come back (each member's run dirs on its own volume) instead of resuming elsewhere (run dirs on a shared volume)")
 	fs.StringVar(&o.cells, "cells", "", "with --member: serve only the cells whose names match one of these comma-separated globs (e.g. 'eval-*')")
 	fs.BoolVar(&o.stay, "stay", false, "once the campaign has ended (or stopped), stay up idle until stopped instead of exiting (a StatefulSet member that exits is restarted)")
-	fs.IntVar(&o.replicas, "state-replicas", 1, "with --member: replicas of the campaign's state bucket on a clustered NATS")
+	fs.IntVar(&o.replicas, "state-replicas", 1, "with --member: replicas of the campaign's state bucket on a clustered NATS (at least --nats-replicas)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
@@ -243,7 +243,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cfg.ProgressEvery = time.Second
 	}
 	if o.member != "" {
-		store, err := campaign.NewKVStore(ctx, js, cmp.Or(spec.Name, strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))), o.replicas)
+		store, err := campaign.NewKVStore(ctx, js, cmp.Or(spec.Name, strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))), max(o.replicas, o.nats.replicas))
 		if err != nil {
 			return err
 		}
