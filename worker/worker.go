@@ -246,8 +246,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	hbCtx, hbStop := context.WithCancel(ctx)
-	defer hbStop()
-	go w.heartbeat(hbCtx)
+	var hb sync.WaitGroup
+	stopHeartbeat := func() { hbStop(); hb.Wait() }
+	defer stopHeartbeat()
+	hb.Go(func() { w.heartbeat(hbCtx) })
 
 	// Tasks run on their own context so that shutdown can let them finish.
 	taskCtx, cancelTasks := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -276,6 +278,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		cancelTasks(errShutdown)
 		<-done
 	}
+	// No heartbeat may be in flight when the coordinator clients close.
+	stopHeartbeat()
 	w.coords.close()
 	w.log.Info("worker stopped", "completed", w.completed.Load())
 	return nil
