@@ -1,0 +1,13 @@
+package rpcserver
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when one leaves a goroutine running:
+// the gRPC server's goroutines must end when their owner stops.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}

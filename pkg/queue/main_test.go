@@ -1,0 +1,13 @@
+package queue
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package's tests when one leaves a goroutine running:
+// the embedded server's and the consumers' goroutines must end when their owner stops.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
