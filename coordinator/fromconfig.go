@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/backends/exec"
@@ -232,5 +231,3 @@ func decisionHash(s trainer.Settings) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
-
-var _ = time.Second

@@ -15,9 +15,8 @@ import (
 )
 
 // The package world: the sim benchmark's questions answered under a skill
-// package (pkg/skillpkg) instead of one SKILL.md. It is the sim world of
-// issue #25, where the rules an item needs live in three places, as they
-// do in a real skill directory:
+// package (pkg/skillpkg) instead of one SKILL.md, where the rules an item
+// needs live in three places, as they do in a real skill directory:
 //
 //   - Answer-writing rules (the format and hedging pitfalls) are the
 //     procedure: the agent follows them from SKILL.md, or from a reference

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 )
@@ -59,7 +58,5 @@ func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "sim-llm (a deterministic test double, not a real model) listening on http://%s/v1\n", bound)
-	err = wait()
-	_ = time.Second
-	return err
+	return wait()
 }

@@ -12,10 +12,9 @@ type TestingM interface {
 // and a memory file system has room, that directory is on it and is also
 // where the test binary's temporary directories go (t.TempDir: run dirs,
 // JetStream stores). A run writes every record atomically (a temporary
-// file, then a rename), and on a disk mounted with discard each removal
-// of a test's directory tree costs the kernel more than the run's own
-// work: the trainer tests spent 1.7-1.9 CPU-s in the kernel with their run
-// dirs on /tmp (ext4, discard) and 0.3 on /dev/shm.
+// file, then a rename), and on a disk mounted with discard removing a
+// test's directory tree can cost the kernel more than the run's own work;
+// on a memory file system it costs little.
 func InMemory(m TestingM) TestingM {
 	return inMemory{m}
 }

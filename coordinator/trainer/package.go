@@ -8,10 +8,9 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
-// Skill packages (pkg/skillpkg, issue #25). The trainer carries a skill as
-// text: a plain SKILL.md, or a package's bundle. A plain skill takes
-// exactly the single-file paths of before; what follows only changes a
-// bundle's handling.
+// Skill packages (pkg/skillpkg). The trainer carries a skill as text: a
+// plain SKILL.md, or a package's bundle. A plain skill takes the
+// single-file paths; what follows only changes a bundle's handling.
 
 // applyEdits applies patch-mode items to the current skill: each item
 // names its file (none = SKILL.md); refusals (an unsafe path, a binary

@@ -9,9 +9,8 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
-// The reflect and aggregate stages of a step run as a stream (issue #18
-// item 3): each accumulation batch's analysts start as soon as its
-// rollouts are in — SkillOpt's minibatches are cut from the batch's whole
+// The reflect and aggregate stages of a step run as a stream: each
+// accumulation batch's analysts start as soon as its rollouts are in — SkillOpt's minibatches are cut from the batch's whole
 // partition, so they need every rollout of the batch and no other — and
 // each merge starts as soon as the patches it merges exist. The patches,
 // their order, the merge groups and every payload are exactly those of the
