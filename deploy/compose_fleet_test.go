@@ -169,7 +169,8 @@ func composeCommand(t *testing.T, service string) []string {
 // fleet as shipped: two worker containers at first, six once results come
 // in, then two of them killed (SIGKILL) while they hold tasks. The
 // campaign service runs its shipped command with one change, --config
-// naming fleetCampaign (mounted beside the shipped configs). Every cell
+// naming fleetCampaign (mounted beside the shipped configs), and sim-llm
+// answers with a fixed latency. Every cell
 // must make the decisions it makes alone (the same campaign run by the
 // skillfleet binary on this host, in-process workers), every result must
 // be recorded once, the added workers must take work, and the campaign
@@ -203,10 +204,16 @@ func TestComposeFleetGrowsAndLosesWorkers(t *testing.T) {
 	if !replaced {
 		t.Fatalf("campaign command %v has no --config=", cmd)
 	}
+	// The simulated model answers after 250 ms, as a remote model would:
+	// two workers' 48 slots then bound the campaign's pace, so the fleet
+	// grows while most of the work is still queued, however fast this
+	// machine runs the model. Latency changes no answer.
+	sim := append(composeCommand(t, "sim-llm"), "--latency=250ms")
 	override := filepath.Join(tmp, "fleet.yml")
-	ov, _ := json.Marshal(map[string]any{"services": map[string]any{"campaign": map[string]any{
-		"command": cmd, "volumes": []string{extra + ":/extra:ro"},
-	}}})
+	ov, _ := json.Marshal(map[string]any{"services": map[string]any{
+		"campaign": map[string]any{"command": cmd, "volumes": []string{extra + ":/extra:ro"}},
+		"sim-llm":  map[string]any{"command": sim},
+	}})
 	if err := os.WriteFile(override, ov, 0o644); err != nil {
 		t.Fatal(err)
 	}
