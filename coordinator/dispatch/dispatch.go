@@ -465,7 +465,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 				// Recorded (journaled) like a worker's result; the
 				// pending future resolves when it is durable.
 				f := futs[i]
-				d.Record(hits[j], func(st pb.ReportAck_Status, err error) {
+				d.Record(hits[j], func(_ pb.ReportAck_Status, err error) {
 					if err != nil {
 						// The journal failed: the run cannot record anything;
 						// the task fails rather than waiting forever.
@@ -555,15 +555,15 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			// while this run's coordinator was away: JetStream's
 			// de-duplication would drop this one too, so it goes out
 			// under a fresh message id.
-			if seq, err := d.republish(ctx, p.msg); err != nil {
+			seq, err := d.republish(ctx, p.msg)
+			if err != nil {
 				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
 				if firstErr == nil {
 					firstErr = err
 				}
 				continue
-			} else {
-				ack.Sequence = seq
 			}
+			ack.Sequence = seq
 		}
 		d.mu.Lock()
 		p.f.seq = ack.Sequence

@@ -34,7 +34,7 @@ func TestJournalSurvivesReopenAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j2.Close()
+	defer func() { _ = j2.Close() }()
 	if len(got) != 100 {
 		t.Fatalf("reopened journal has %d results, want 100", len(got))
 	}
@@ -67,7 +67,7 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { _ = j.Close() }()
 	d := dispatch.New(dispatch.Options{Journal: j})
 	traj := make([]byte, 2048)
 	var wg sync.WaitGroup

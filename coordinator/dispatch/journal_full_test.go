@@ -91,7 +91,7 @@ func TestJournalFullDiskFailsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer j.Close()
+	defer func() { _ = j.Close() }()
 	if len(got) != acked {
 		t.Fatalf("reopened journal holds %d results, want the %d acknowledged", len(got), acked)
 	}
