@@ -70,7 +70,8 @@ func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, script string, c
 			return nil, nil, fmt.Errorf("sandbox: %s: %w", name, err)
 		}
 	}
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(attr)
 	if os.Geteuid() == 0 {
 		attr.Credential = &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}
 		filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {

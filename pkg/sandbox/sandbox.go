@@ -42,8 +42,6 @@ import (
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // WorkDir is the program's working directory inside the sandbox.
@@ -376,7 +374,8 @@ func (s *Sandbox) hostUID() int {
 }
 
 func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
-	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	attr := &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(attr)
 	if os.Geteuid() == 0 {
 		// A root worker starts bwrap as nobody: the sandbox is nobody on
 		// the host too, not root mapped to 65534.
@@ -704,24 +703,6 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
-}
-
-// memFile is an anonymous in-memory file holding data, at offset 0.
-func memFile(name string, data []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate("sandbox-"+path.Base(name), unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("sandbox: memfd for %s: %w", name, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("sandbox: memfd for %s: %w", name, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
 }
 
 // readCollected reads the tar stream of collected entries; only regular
