@@ -71,7 +71,7 @@ func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, script string, c
 		}
 	}
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(attr)
+	DieWithParent(attr)
 	if os.Geteuid() == 0 {
 		attr.Credential = &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}
 		filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {

@@ -10,9 +10,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dieWithParent has the kernel kill the child when the process that
+// DieWithParent has the kernel kill the child when the process that
 // started it dies, so no sandboxed command outlives its worker.
-func dieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
+func DieWithParent(attr *syscall.SysProcAttr) { attr.Pdeathsig = syscall.SIGKILL }
 
 // memFile is an anonymous in-memory file holding data, at offset 0.
 func memFile(name string, data []byte) (*os.File, error) {

@@ -9,9 +9,9 @@ import (
 	"syscall"
 )
 
-// dieWithParent does nothing here: only Linux kills a child with its
+// DieWithParent does nothing here: only Linux kills a child with its
 // parent.
-func dieWithParent(*syscall.SysProcAttr) {}
+func DieWithParent(*syscall.SysProcAttr) {}
 
 // memFile needs Linux's memfd; the sandbox (bubblewrap) runs only there,
 // so on other systems it says so.

@@ -375,7 +375,7 @@ func (s *Sandbox) hostUID() int {
 
 func (s *Sandbox) sysProcAttr() *syscall.SysProcAttr {
 	attr := &syscall.SysProcAttr{Setpgid: true}
-	dieWithParent(attr)
+	DieWithParent(attr)
 	if os.Geteuid() == 0 {
 		// A root worker starts bwrap as nobody: the sandbox is nobody on
 		// the host too, not root mapped to 65534.
