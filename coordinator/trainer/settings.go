@@ -96,8 +96,10 @@ type Settings struct {
 	EarlyStop     bool
 	// IdleFill: see config runtime.idle_fill.
 	IdleFill bool
-	// GateWindow: see config runtime.gate_window.
-	GateWindow bool
+	// GateWindow: see config runtime.gate_window. It never changes a
+	// decision, so it is left out of the decision hash (and of JSON): a
+	// run dir made before the setting existed resumes with it.
+	GateWindow bool `json:"-"`
 	// Speculate: see config runtime.speculate.
 	Speculate   bool
 	MinCoverage float64
