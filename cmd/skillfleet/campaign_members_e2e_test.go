@@ -74,14 +74,9 @@ func waitProc(t *testing.T, p *proc, timeout time.Duration) (string, error) {
 	}
 }
 
-func twelveCells() []testCell {
-	var cells []testCell
-	for _, seed := range []string{"1", "2", "3", "4", "5"} {
-		cells = append(cells, testCell{"t-s" + seed, []string{"train.seed=" + seed}})
-		cells = append(cells, testCell{"t-mb4-s" + seed, []string{"gradient.minibatch_size=4", "train.seed=" + seed}})
-	}
-	return cells
-}
+// twelveCells are the ten training cells of the members campaign (its two
+// eval-only cells are added by writeMemberCampaign).
+func twelveCells() []testCell { return demoCells("t-", "1", "2", "3", "4", "5") }
 
 // TestCampaignServedByThreeProcesses: twelve cells served by three
 // campaign processes on one NATS with two worker processes. Members a and

@@ -142,11 +142,15 @@ func checkCells(t *testing.T, out string, cells []testCell) {
 	}
 }
 
-func sixCells() []testCell {
+func sixCells() []testCell { return demoCells("", "1", "2", "3") }
+
+// demoCells are two demo cells per seed, named prefix+"s"+seed and
+// prefix+"mb4-s"+seed (the second with minibatches of 4).
+func demoCells(prefix string, seeds ...string) []testCell {
 	var cells []testCell
-	for _, seed := range []string{"1", "2", "3"} {
-		cells = append(cells, testCell{"s" + seed, []string{"train.seed=" + seed}})
-		cells = append(cells, testCell{"mb4-s" + seed, []string{"gradient.minibatch_size=4", "train.seed=" + seed}})
+	for _, seed := range seeds {
+		cells = append(cells, testCell{prefix + "s" + seed, []string{"train.seed=" + seed}})
+		cells = append(cells, testCell{prefix + "mb4-s" + seed, []string{"gradient.minibatch_size=4", "train.seed=" + seed}})
 	}
 	return cells
 }
