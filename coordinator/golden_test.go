@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 var updateGolden = flag.Bool("update-golden", false, "rewrite coordinator/testdata/golden from this run")

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/skillfleet/skillfleet/pkg/ui"
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/usage"
 )
 

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 // TestFullDiskStopsCleanlyAndResumes trains the demo into a run dir on a

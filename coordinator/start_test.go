@@ -10,8 +10,8 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 	"github.com/skillfleet/skillfleet/worker"

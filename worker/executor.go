@@ -12,9 +12,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/catalogue"
-	"github.com/skillfleet/skillfleet/pkg/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"

@@ -16,7 +16,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends/backendtest"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 

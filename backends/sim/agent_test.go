@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 

@@ -1,6 +1,6 @@
 // Package sim is the simulated model: a deterministic test double of both
 // the target LLM and the optimizer LLM, over the simulated benchmark in
-// pkg/bench/sim. Every test, the demo and the load tests run against it,
+// pkg/bench/simbench. Every test, the demo and the load tests run against it,
 // because no machine here reaches a hosted model. SIMULATOR.md specifies it.
 //
 // # What it owns

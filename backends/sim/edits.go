@@ -3,7 +3,7 @@ package sim
 import (
 	"strings"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 

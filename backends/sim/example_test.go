@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/skillfleet/skillfleet/backends/sim"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 

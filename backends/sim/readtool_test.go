@@ -10,7 +10,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )

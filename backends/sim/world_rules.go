@@ -1,7 +1,7 @@
 package sim
 
 import (
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/bench/synth"
 )
 

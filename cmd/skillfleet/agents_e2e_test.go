@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
 // requireAgents skips when the agent CLIs are not installed
@@ -237,7 +237,7 @@ var (
 	agentWorldPitfalls = []string{"units_km", "rounding_tens", "approx_prefix", "thousands_sep", "negative_sign", "off_by_one"}
 	agentWorldSizes    = map[string]int{"train": 24, "val": 8, "test": 10}
 	// agentWorldShares are the shares of items with 0, 1, 2 and 3
-	// pitfalls (pkg/bench/sim's own distribution).
+	// pitfalls (pkg/bench/simbench's own distribution).
 	agentWorldShares = []float64{0.10, 0.30, 0.35, 0.25}
 )
 

@@ -20,9 +20,9 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
-	"github.com/skillfleet/skillfleet/pkg/ui"
 )
 
 // exitCampaignFailed + N is the exit status of a campaign in which N cells

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
 func TestDataCheck(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/skillfleet/skillfleet/pkg/agentinstall"
+	"github.com/skillfleet/skillfleet/internal/agentinstall"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/pkg/agentinstall"
+	"github.com/skillfleet/skillfleet/internal/agentinstall"
 )
 
 // agentCLI is the pinned agent CLI name installed by

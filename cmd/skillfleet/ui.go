@@ -18,11 +18,11 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
-	"github.com/skillfleet/skillfleet/pkg/ui"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 

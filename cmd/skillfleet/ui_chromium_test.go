@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 )
 
 // uiTrain starts the demo training with both roles on sim at simURL and

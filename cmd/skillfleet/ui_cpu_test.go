@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/ui"
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
-	"github.com/skillfleet/skillfleet/pkg/ui"
-	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
 )
 
 // TestUICPUOverhead measures what the dashboard adds to the coordinator's

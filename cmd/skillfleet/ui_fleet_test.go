@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/ui"
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/store/storetest"
-	"github.com/skillfleet/skillfleet/pkg/ui"
-	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
 )
 
 // TestUIFleetRateLimitHeadroom: a coordinator with --ui and a worker

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 )
 
 // envUINetnsChild marks the copy of this test that runs inside the

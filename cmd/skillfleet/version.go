@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/skillfleet/skillfleet/pkg/buildinfo"
+	"github.com/skillfleet/skillfleet/internal/buildinfo"
 	"github.com/skillfleet/skillfleet/pkg/rundir"
 	skillfleetv1 "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )

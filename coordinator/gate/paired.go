@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math/big"
 
-	"github.com/skillfleet/skillfleet/pkg/pyrand"
+	"github.com/skillfleet/skillfleet/internal/pyrand"
 )
 
 // Alternative is the alternative hypothesis of a paired test.

@@ -15,7 +15,7 @@ package plan
 import (
 	"fmt"
 
-	"github.com/skillfleet/skillfleet/pkg/pyrand"
+	"github.com/skillfleet/skillfleet/internal/pyrand"
 )
 
 // FailureThreshold is the hard score below which a result counts as a

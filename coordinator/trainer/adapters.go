@@ -5,7 +5,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/plan"
 	"github.com/skillfleet/skillfleet/coordinator/schedule"
-	"github.com/skillfleet/skillfleet/pkg/jsonx"
+	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/skill"
 )
 

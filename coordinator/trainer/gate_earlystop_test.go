@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 // TestEarlyStopNeverChangesADecision trains a small cut of the paper

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 // TestPairedGateOnANoisyTarget trains the demo over 10 seeds with a target

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 // TestGateWindowKeepsDecisionsAndSavesCalls trains a cut of the paper

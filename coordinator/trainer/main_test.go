@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
 )
 
 // TestMain fails the package's tests when one leaves a goroutine running

@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
-	"github.com/skillfleet/skillfleet/coordinator/fleettest"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/internal/fleettest"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skillfleet/skillfleet/pkg/pyrand"
+	"github.com/skillfleet/skillfleet/internal/pyrand"
 )
 
 // RatioOptions describes SkillOpt's ratio split mode: one raw data file

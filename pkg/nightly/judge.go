@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/skillfleet/skillfleet/pkg/jsonx"
+	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
 

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/skillfleet/skillfleet/pkg/jsonx"
+	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )

@@ -22,7 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
 func main() {

@@ -1,8 +1,8 @@
 package docvqa
 
 import (
+	"github.com/skillfleet/skillfleet/internal/pystr"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
-	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // GoldOptions are the named deviations from SkillOpt's reading of an

@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/pyrand"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
 	"github.com/skillfleet/skillfleet/pkg/llm"
-	"github.com/skillfleet/skillfleet/pkg/pyrand"
 )
 
 // Name is the benchmark's registry key.

@@ -6,12 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/pyrand"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/benchtest"
 	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
-	"github.com/skillfleet/skillfleet/pkg/pyrand"
 )
 
 func TestPermuteFollowsCPythonShuffle(t *testing.T) {

@@ -3,8 +3,8 @@ package officeqa
 import (
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/pystr"
 	"github.com/skillfleet/skillfleet/pkg/bench/score"
-	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // ScoreOptions are the named deviations from SkillOpt's OfficeQA scoring;

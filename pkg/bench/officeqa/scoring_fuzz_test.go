@@ -5,9 +5,9 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/internal/pystr"
 	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
 	"github.com/skillfleet/skillfleet/pkg/bench/score/scorecorpus"
-	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // fuzzSeedsPerScorer bounds the corpus seeds taken from each scorer, so

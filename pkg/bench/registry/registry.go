@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
-	"github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
 type entry struct {
@@ -47,23 +47,23 @@ func register(name string, e entry) {
 }
 
 func init() {
-	register(sim.Name, entry{idFields: []string{"id"},
-		newEnv:   configured(sim.Name, func(c sim.Config) (bench.Env, error) { return sim.New(c), nil }),
+	register(simbench.Name, entry{idFields: []string{"id"},
+		newEnv:   configured(simbench.Name, func(c simbench.Config) (bench.Env, error) { return simbench.New(c), nil }),
 		generate: generateSim})
 }
 
 // generateSim writes the sim world a config names (preset and seed) under
 // root, once: a later run on the same root reads what is there.
 func generateSim(cfg json.RawMessage, root string) (string, error) {
-	var c sim.Config
+	var c simbench.Config
 	if err := bench.DecodeConfig(cfg, &c); err != nil {
-		return "", fmt.Errorf("%s benchmark config: %w", sim.Name, err)
+		return "", fmt.Errorf("%s benchmark config: %w", simbench.Name, err)
 	}
 	dir := filepath.Join(root, fmt.Sprintf("sim_%s_seed%d", c.PresetName(), c.WorldSeed()))
 	if _, err := os.Stat(filepath.Join(dir, "split_manifest.json")); err == nil {
 		return dir, nil
 	}
-	if err := sim.WriteSplits(dir, c.PresetName(), c.WorldSeed()); err != nil {
+	if err := simbench.WriteSplits(dir, c.PresetName(), c.WorldSeed()); err != nil {
 		return "", fmt.Errorf("generate sim splits: %w", err)
 	}
 	return dir, nil

@@ -9,7 +9,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/skillfleet/skillfleet/pkg/pystr"
+	"github.com/skillfleet/skillfleet/internal/pystr"
 )
 
 // LastNonEmptyLine returns the last line of s (lines as str.splitlines()

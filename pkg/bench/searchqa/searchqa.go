@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/pystr"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
-	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // Name is the benchmark's registry key.

@@ -32,7 +32,7 @@ import (
 	"strconv"
 	"strings"
 
-	simbench "github.com/skillfleet/skillfleet/pkg/bench/sim"
+	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
 // Preset names.

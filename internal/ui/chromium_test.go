@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/skillfleet/skillfleet/pkg/ui/uitest"
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 )
 
 // TestUntrustedContentRendersAsText: a skill holding <script> and an edit

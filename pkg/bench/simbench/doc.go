@@ -34,4 +34,4 @@
 // The coverage helpers ([Covered], [Harmful], [IdentifyPitfall],
 // [PitfallsInQuestion], [SpillDraw], [Lure]) are what the simulated model
 // uses; nothing outside the sim packages may rely on them.
-package sim
+package simbench

@@ -5,7 +5,7 @@
 // for tests of the training loop's decisions that do not need that path,
 // on [memdispatch] (the worker's executor in-process, no NATS or gRPC).
 //
-// [memdispatch]: github.com/skillfleet/skillfleet/coordinator/trainer/memdispatch
+// [memdispatch]: github.com/skillfleet/skillfleet/internal/memdispatch
 package fleettest
 
 import (

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/skillfleet/skillfleet/internal/pystr"
 	"github.com/skillfleet/skillfleet/pkg/bench/score/scorecorpus"
-	"github.com/skillfleet/skillfleet/pkg/pystr"
 )
 
 // fuzzSeedsPerScorer bounds the corpus seeds taken from each scorer, so
@@ -16,7 +16,7 @@ const fuzzSeedsPerScorer = 300
 
 func corpusSeeds(f *testing.F, field string, scorers ...string) {
 	f.Helper()
-	cases, err := scorecorpus.Load(scorecorpus.Path("../bench/score/testdata/skillopt-scores.jsonl.gz"))
+	cases, err := scorecorpus.Load(scorecorpus.Path("../../pkg/bench/score/testdata/skillopt-scores.jsonl.gz"))
 	if err != nil {
 		f.Fatal(err)
 	}
