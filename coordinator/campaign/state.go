@@ -86,6 +86,9 @@ func (c CellStatus) DeltaNoSkill() *float64 {
 // FileName is the state file's name in the campaign dir.
 const FileName = "campaign.json"
 
+// FileVersion is the campaign.json schema this build writes and reads.
+const FileVersion = 1
+
 // Read loads a campaign dir's campaign.json.
 func Read(dir string) (*File, error) {
 	b, err := os.ReadFile(filepath.Join(dir, FileName))
@@ -96,12 +99,16 @@ func Read(dir string) (*File, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, FileName), err)
 	}
+	if f.Version > FileVersion {
+		return nil, fmt.Errorf("%s has campaign format %d, newer than this skillfleet's %d: read or resume it with a skillfleet whose campaign format is %d (see docs/upgrades.md)",
+			filepath.Join(dir, FileName), f.Version, FileVersion, f.Version)
+	}
 	return &f, nil
 }
 
 // Write stores f in dir atomically (temp file, fsync, rename).
 func Write(dir string, f *File) error {
-	f.Version = 1
+	f.Version = FileVersion
 	f.Updated = time.Now().UTC()
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

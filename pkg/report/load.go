@@ -97,6 +97,9 @@ type Report struct {
 
 // Load reads the run dir. prices may be nil (no dollars).
 func Load(dir string, prices *pricing.Table) (*Report, error) {
+	if err := rundir.CheckReadable(dir); err != nil {
+		return nil, err
+	}
 	r := &Report{Steps: map[int]StepRecord{}}
 	evs, err := readEvents(filepath.Join(dir, rundir.EventsFile))
 	if err != nil {

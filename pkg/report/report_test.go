@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -280,5 +282,25 @@ func TestCacheSavingsLine(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), "rollout cache") {
 		t.Error("a run without cache hits mentions the cache")
+	}
+}
+
+func TestLoadRefusesANewerRunDirFormat(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		rundir.FormatFile: `{"run_dir_format":"2.0"}` + "\n",
+		rundir.EventsFile: `{"type":"something_format_2_writes"}` + "\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := Load(dir, nil)
+	var fe *rundir.FormatError
+	if !errors.As(err, &fe) {
+		t.Fatalf("Load of a format 2.0 run dir = %v, want a *rundir.FormatError", err)
+	}
+	if !strings.Contains(err.Error(), "run-dir format 2.0") {
+		t.Errorf("refusal %q does not name the run dir's format", err)
 	}
 }

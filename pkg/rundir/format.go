@@ -158,6 +158,22 @@ func Migrate(dir string) (*Migration, error) {
 	return nil, &FormatError{Dir: dir, Found: found, Want: FormatVersion}
 }
 
+// CheckReadable says whether a reader that leaves the run dir as it is
+// (report, the dashboard) understands dir's files: a run dir of this
+// build's major or of the legacy format is readable, and so is a directory
+// no run has stamped yet; another major is refused with a [*FormatError]
+// before any of its files is misread.
+func CheckReadable(dir string) error {
+	found, err := ReadFormat(dir)
+	if err != nil {
+		return err
+	}
+	if found == "" || found == legacyFormat || major(found) == major(FormatVersion) {
+		return nil
+	}
+	return &FormatError{Dir: dir, Found: found, Want: FormatVersion}
+}
+
 // checkLegacy verifies that a legacy run dir's versioned records are the
 // ones format 1.0 reads: state.json and summary.json at schema version 1
 // (or without one).
