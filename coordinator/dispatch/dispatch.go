@@ -6,6 +6,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -343,20 +344,19 @@ func (d *Dispatcher) sweepEvery(ctx context.Context, every time.Duration) {
 // Tasks published within minAge are left alone. It returns how many tasks
 // it republished.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
-	type cand struct {
-		f   *Future
-		seq uint64
-	}
-	var cands []cand
+	var cands []sweepCand
 	d.mu.Lock()
 	for id, f := range d.pending {
 		if f.seq != 0 && f.msg != nil && !d.recording[id] && time.Since(f.published) >= minAge {
-			cands = append(cands, cand{f, f.seq})
+			cands = append(cands, sweepCand{f: f, seq: f.seq, filter: runFilter(f.msg.Subject)})
 		}
 	}
 	d.mu.Unlock()
+	if len(cands) == 0 {
+		return 0
+	}
 	n := 0
-	for _, c := range cands {
+	for _, c := range d.missing(ctx, cands) {
 		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
 			continue
 		}
@@ -603,13 +603,36 @@ func (d *Dispatcher) taskMsg(ctx context.Context, t *pb.Task, class queue.Class,
 }
 
 // vanished reports whether the stream no longer holds the message at seq
-// (the original of a de-duplicated publish).
+// (the original of a de-duplicated publish, or a task the sweep found
+// missing). It asks the stream's leader: a direct get may be answered by
+// a replica that is behind.
 func (d *Dispatcher) vanished(ctx context.Context, seq uint64) bool {
 	if d.o.Stream == nil {
 		return false
 	}
-	_, err := d.o.Stream.GetMsg(ctx, seq)
-	return errors.Is(err, jetstream.ErrMsgNotFound)
+	if d.o.NC == nil || d.o.JS == nil {
+		_, err := d.o.Stream.GetMsg(ctx, seq)
+		return errors.Is(err, jetstream.ErrMsgNotFound)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	subject := d.api("STREAM.MSG.GET.")
+	req, _ := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	m, err := d.o.NC.RequestWithContext(ctx, subject, req)
+	if err != nil {
+		return false
+	}
+	var resp struct {
+		Error *struct {
+			ErrCode int `json:"err_code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(m.Data, &resp) != nil {
+		return false
+	}
+	return resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound)
 }
 
 // republish publishes msg again under a message id no earlier copy used.

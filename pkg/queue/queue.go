@@ -57,6 +57,9 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, o StreamOptions) 
 		Storage:     storage,
 		Duplicates:  o.Duplicates,
 		Replicas:    replicas,
+		// Direct gets let a coordinator's lost-task sweep read all of its
+		// run's queued messages in one request.
+		AllowDirect: true,
 	}
 	s, err := place(ctx, func(ctx context.Context) (jetstream.Stream, error) { return js.CreateOrUpdateStream(ctx, cfg) })
 	if err != nil {

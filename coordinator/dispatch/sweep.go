@@ -1,0 +1,186 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/pkg/queue"
+)
+
+// The lost-task sweep asks the stream which of a run's pending messages it
+// still holds with one batched direct get per run subject filter: the
+// server streams back every message of the run from the oldest pending
+// sequence on, and a pending sequence missing from that answer is a
+// candidate for republishing. Only those candidates — rare — are checked
+// one by one against the stream leader (a direct get may be answered by a
+// replica), so a sweep costs a constant number of round trips whatever
+// the backlog. When the stream does not allow direct gets (a stream made
+// or updated by an older process), every pending task is checked one by
+// one.
+
+// sweepTimeout bounds one batched direct get; numPendingHeader says, on a
+// batch's end, how many matching messages follow it.
+const (
+	sweepTimeout     = 10 * time.Second
+	numPendingHeader = "Nats-Num-Pending"
+)
+
+// directGetRequest is JetStream's direct get request, batched: batch
+// messages from seq on whose subject matches next_by_subj.
+type directGetRequest struct {
+	Seq        uint64 `json:"seq"`
+	NextBySubj string `json:"next_by_subj"`
+	Batch      int    `json:"batch"`
+}
+
+// sweepCand is a pending task the sweep looks at.
+type sweepCand struct {
+	f   *Future
+	seq uint64
+	// filter is the subject filter of the task's run.
+	filter string
+}
+
+// runFilter is the subject filter matching every task message of the run
+// the message on subject belongs to.
+func runFilter(subject string) string {
+	return queue.RunSubjects(subject[strings.LastIndexByte(subject, '.')+1:])
+}
+
+// missing returns the candidates whose message the stream no longer seems
+// to hold. On any failure of the batched read it returns every candidate,
+// for the caller to check one by one.
+func (d *Dispatcher) missing(ctx context.Context, cands []sweepCand) []sweepCand {
+	if !d.directGets() {
+		return cands
+	}
+	type span struct {
+		lo, hi uint64
+		n      int
+	}
+	spans := map[string]*span{}
+	for _, c := range cands {
+		s := spans[c.filter]
+		if s == nil {
+			s = &span{lo: c.seq, hi: c.seq}
+			spans[c.filter] = s
+		}
+		s.lo, s.hi = min(s.lo, c.seq), max(s.hi, c.seq)
+		s.n++
+	}
+	held := map[uint64]bool{}
+	for filter, s := range spans {
+		// The run's messages in the span are its pending tasks and the
+		// few copies a cancel or a republish left behind; the batch is
+		// sized for them so that one request usually covers the span.
+		d.mu.Lock()
+		page := len(d.pending) + 64
+		d.mu.Unlock()
+		if err := d.storedSeqs(ctx, filter, s.lo, s.hi, page, held); err != nil {
+			d.log.Debug("batched sweep read failed; checking pending tasks one by one", "err", err)
+			return cands
+		}
+	}
+	var out []sweepCand
+	for _, c := range cands {
+		if !held[c.seq] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// directGets reports whether the task stream answers direct gets.
+func (d *Dispatcher) directGets() bool {
+	if d.o.Stream == nil || d.o.NC == nil || d.o.JS == nil {
+		return false
+	}
+	info := d.o.Stream.CachedInfo()
+	return info != nil && info.Config.AllowDirect
+}
+
+// storedSeqs adds to held the sequence of every message the stream holds
+// whose subject matches filter, from lo through at least hi, reading page
+// messages per request.
+func (d *Dispatcher) storedSeqs(ctx context.Context, filter string, lo, hi uint64, page int, held map[uint64]bool) error {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	inbox := d.o.NC.NewInbox()
+	sub, err := d.o.NC.SubscribeSync(inbox)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
+		return err
+	}
+	subject := d.api("DIRECT.GET.")
+	for next := lo; next <= hi; {
+		req, _ := json.Marshal(directGetRequest{Seq: next, NextBySubj: filter, Batch: page})
+		if err := d.o.NC.PublishRequest(subject, inbox, req); err != nil {
+			return err
+		}
+		more, err := readBatch(ctx, sub, held, &next)
+		if err != nil {
+			return err
+		}
+		if !more {
+			return nil
+		}
+	}
+	return nil
+}
+
+// readBatch reads one batched direct get's answer: the messages, then an
+// end-of-batch status saying how many more match. It advances next past
+// the last message read and reports whether more remain.
+func readBatch(ctx context.Context, sub *nats.Subscription, held map[uint64]bool, next *uint64) (bool, error) {
+	for {
+		m, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return false, err
+		}
+		switch status := m.Header.Get("Status"); status {
+		case "":
+		case "204": // end of batch
+			pending, err := strconv.ParseUint(m.Header.Get(numPendingHeader), 10, 64)
+			if err != nil {
+				return false, fmt.Errorf("direct get: end of batch without a pending count: %w", err)
+			}
+			return pending > 0, nil
+		case "404": // nothing matches from the requested sequence on
+			return false, nil
+		default:
+			return false, fmt.Errorf("direct get: status %s %s", status, m.Header.Get("Description"))
+		}
+		seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+		if err != nil {
+			return false, errors.New("direct get: message without a sequence")
+		}
+		held[seq] = true
+		*next = seq + 1
+	}
+}
+
+// api is the subject of a JetStream API request about the task stream:
+// op ("STREAM.MSG.GET.", "DIRECT.GET.") under the JetStream context's
+// prefix, then the stream's name.
+func (d *Dispatcher) api(op string) string {
+	o := d.o.JS.Options()
+	prefix := jetstream.DefaultAPIPrefix
+	switch {
+	case o.Domain != "":
+		prefix = "$JS." + o.Domain + ".API."
+	case o.APIPrefix != "":
+		prefix = strings.TrimSuffix(o.APIPrefix, ".") + "."
+	}
+	return prefix + op + d.o.Stream.CachedInfo().Config.Name
+}

@@ -1,0 +1,124 @@
+package dispatch_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// TestSweepIsBatched: with 1,000 tasks pending in the stream, a lost-task
+// sweep finds the three whose messages left the stream without a result
+// and republishes exactly those, in a number of requests that does not
+// grow with the backlog; a second sweep finds nothing to do.
+func TestSweepIsBatched(t *testing.T) {
+	ctx := context.Background()
+	nc, js, stream := startQueue(t)
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+
+	const backlog = 1000
+	tasks := make([]*pb.Task, backlog)
+	for i := range tasks {
+		tasks[i] = noopTask(fmt.Sprintf("r/t%04d", i))
+		tasks[i].RunId = "r"
+	}
+	// Another run's queued tasks share the stream and must not be read.
+	other := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "o/"})
+	for i := range 200 {
+		ot := noopTask(fmt.Sprintf("o/t%04d", i))
+		ot.RunId = "o"
+		if _, err := other.Submit(ctx, ot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := d.Submit(ctx, tasks...); err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != backlog+200 {
+		t.Fatalf("stream holds %d messages, want %d", info.State.Msgs, backlog+200)
+	}
+	// Three of the run's messages leave the stream with no result (as a
+	// worker's terminate or a purge by another process would do).
+	first := info.State.FirstSeq + 200
+	lost := []uint64{first, first + 500, first + backlog - 1}
+	for _, seq := range lost {
+		m, err := stream.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Subject != queue.TaskSubject(queue.ClassOf(tasks[0]), "noop", "r") {
+			t.Fatalf("message %d is on %s, not the run's subject", seq, m.Subject)
+		}
+		if err := stream.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	before := nc.Stats().OutMsgs
+	if n := d.Sweep(ctx, 0); n != len(lost) {
+		t.Fatalf("sweep republished %d tasks, want %d", n, len(lost))
+	}
+	// One batched read, then per lost task a check with the stream's
+	// leader and a publish, and one wake-up per class.
+	sent := nc.Stats().OutMsgs - before
+	if limit := uint64(2 + 2*len(lost) + len(queue.Classes)); sent > limit {
+		t.Errorf("sweep of %d pending tasks sent %d messages, want at most %d", backlog, sent, limit)
+	}
+	info, err = stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != backlog+200 {
+		t.Errorf("after the sweep the stream holds %d messages, want %d", info.State.Msgs, backlog+200)
+	}
+
+	before = nc.Stats().OutMsgs
+	if n := d.Sweep(ctx, 0); n != 0 {
+		t.Errorf("second sweep republished %d tasks, want 0", n)
+	}
+	if sent := nc.Stats().OutMsgs - before; sent > 2 {
+		t.Errorf("second sweep sent %d messages, want at most 2", sent)
+	}
+}
+
+// TestSweepWithoutDirectGets: on a stream that does not allow direct gets
+// (made by an older process) the sweep still finds a lost task, checking
+// each pending task on its own.
+func TestSweepWithoutDirectGets(t *testing.T) {
+	ctx := context.Background()
+	nc, js, stream := startQueue(t)
+	cfg := stream.CachedInfo().Config
+	cfg.AllowDirect = false
+	stream, err := js.UpdateStream(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	var tasks []*pb.Task
+	for i := range 20 {
+		tasks = append(tasks, noopTask(fmt.Sprintf("r/t%02d", i)))
+	}
+	if _, err := d.Submit(ctx, tasks...); err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.DeleteMsg(ctx, info.State.FirstSeq+7); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Sweep(ctx, 0); n != 1 {
+		t.Fatalf("sweep republished %d tasks, want 1", n)
+	}
+	if _, err := stream.GetMsg(ctx, info.State.LastSeq+1); err != nil {
+		t.Errorf("the republished task is not in the stream: %v", err)
+	}
+}
