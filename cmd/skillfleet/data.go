@@ -2,21 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/bench/synth"
-
-	"github.com/skillfleet/skillfleet/pkg/bench"
 )
 
 func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -39,89 +33,14 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if flags.NArg() != 1 {
 		return usageError{errors.New("data check: want exactly one DIR")}
 	}
-	dir := flags.Arg(0)
-	var m struct {
-		Benchmark string         `json:"benchmark"`
-		Counts    map[string]int `json:"counts"`
+	c, err := registry.CheckDir(flags.Arg(0), *benchName, *idField)
+	if errors.Is(err, registry.ErrUnknown) {
+		return usageError{fmt.Errorf("data check: %w", err)}
 	}
-	manifest := filepath.Join(dir, "split_manifest.json")
-	data, err := os.ReadFile(manifest)
-	switch {
-	case err == nil:
-		if err := json.Unmarshal(data, &m); err != nil {
-			return fmt.Errorf("%s: %w", manifest, err)
-		}
-	case errors.Is(err, fs.ErrNotExist):
-		fmt.Fprintf(stdout, "note: no split_manifest.json in %s: counts not checked\n", dir)
-	default:
-		return err
-	}
-	name := *benchName
-	if name == "" {
-		name = m.Benchmark
-	}
-	opts := bench.LoadOptions{}
-	if name != "" {
-		if !registry.Known(name) {
-			return usageError{fmt.Errorf("data check: unknown benchmark %q (known: %s)", name, strings.Join(registry.Names(), ", "))}
-		}
-		opts = registry.LoadOptions(name, 0)
-	}
-	if *idField != "" {
-		opts.IDFields = []string{*idField}
-	}
-	s, err := bench.LoadSplitDir(dir, opts)
 	if err != nil {
 		return err
 	}
-	counts := map[string]int{"train": len(s.Train), "val": len(s.Val), "test": len(s.Test)}
-	for _, k := range []string{"train", "val", "test"} {
-		if want, ok := m.Counts[k]; ok && counts[k] != want {
-			return fmt.Errorf("%s: split %s has %d items (%s), manifest says %d", dir, k, counts[k], s.Files[k], want)
-		}
-	}
-	fields, err := registry.CheckItems(name, dir, s)
-	if err != nil {
-		return err
-	}
-	if name != "" {
-		fmt.Fprintf(stdout, "benchmark %s\n", name)
-	}
-	for _, sp := range []struct {
-		name  string
-		items []bench.Item
-	}{{"train", s.Train}, {"val", s.Val}, {"test", s.Test}} {
-		types := map[string]int{}
-		for _, it := range sp.items {
-			t := it.TaskType
-			if t == "" {
-				t = "(none)"
-			}
-			types[t]++
-		}
-		var ks []string
-		for k := range types {
-			ks = append(ks, k)
-		}
-		sort.Strings(ks)
-		fmt.Fprintf(stdout, "%-5s %5d items:", sp.name, len(sp.items))
-		for _, k := range ks {
-			fmt.Fprintf(stdout, " %s=%d", k, types[k])
-		}
-		fmt.Fprintln(stdout)
-	}
-	switch {
-	case fields != "":
-		fmt.Fprintf(stdout, "ok: every item has %s\n", fields)
-	case name != "":
-		fmt.Fprintf(stdout, "note: no field checks for %s beyond its loader's\n", name)
-	}
-	if len(m.Counts) > 0 {
-		fmt.Fprintln(stdout, "ok: ids present and unique across splits; counts match the manifest")
-	} else {
-		fmt.Fprintln(stdout, "ok: ids present and unique across splits")
-	}
-	return nil
+	return c.WriteText(stdout)
 }
 
 // runDataSynth writes a synthetic world (pkg/bench/synth) in a
