@@ -76,10 +76,10 @@ func FromConfig(c *config.Config, runID, runDir string) (trainer.Settings, error
 		return trainer.Settings{}, err
 	}
 	s.BenchConfig = bc
-	s.Target = roleSpec(c, config.RoleTarget)
+	s.Target = RoleSpec(c, config.RoleTarget)
 	s.TargetCacheID = targetCacheID(s.Target)
-	s.Optimizer = roleSpec(c, config.RoleOptimizer)
-	s.Rewriter = roleSpec(c, config.RoleOptimizer)
+	s.Optimizer = RoleSpec(c, config.RoleOptimizer)
+	s.Rewriter = RoleSpec(c, config.RoleOptimizer)
 	if e := c.Model.RewriteReasoningEffort; e != "" {
 		s.Rewriter.ReasoningEffort = e
 	}
@@ -122,9 +122,10 @@ func absPath(p string) string {
 	return p
 }
 
-// roleSpec maps a config role to the wire ModelSpec (no secrets: only the
-// name of the variable that holds the key).
-func roleSpec(c *config.Config, role string) *pb.ModelSpec {
+// RoleSpec maps a config role (config.RoleTarget or config.RoleOptimizer)
+// to the wire ModelSpec (no secrets: only the name of the variable that
+// holds the key). `train` and `sleep` build their roles with it.
+func RoleSpec(c *config.Config, role string) *pb.ModelSpec {
 	r := c.Model.Role(role)
 	spec := &pb.ModelSpec{
 		Backend: BackendName(r.Backend), Model: r.Model, BaseUrl: r.BaseURL, ApiKeyEnv: r.APIKeyEnv,

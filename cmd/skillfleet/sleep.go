@@ -34,6 +34,8 @@ Commands:
   adopt       install the latest (or --staging) accepted proposal; --undo reverts
   schedule    run a night every day (crontab line or systemd user timer)
   unschedule  remove it
+  install     install a /skillfleet-sleep command into Claude Code (claude-code) or Codex (codex)
+  uninstall   remove what install put there
 
 Run ` + "`skillfleet sleep <command> --help`" + ` for a command's flags. docs/sleep.md has examples.`
 
@@ -62,7 +64,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "install", "uninstall", "record":
 		return sleepAgentCommand(ctx, args[0], rest, stdout, stderr)
 	}
-	return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, schedule, unschedule)", args[0])}
+	return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, schedule, unschedule, install, uninstall)", args[0])}
 }
 
 // sleepOpts are the flags of the sleep commands.

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -624,5 +625,19 @@ func TestSleepScheduleKeepsTheSkillDir(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(table); !strings.Contains(string(b), "--skill-dir "+pkg) {
 		t.Fatalf("crontab:\n%s", b)
+	}
+}
+
+// TestSleepHelpListsEveryCommand: `sleep --help` names every command the
+// dispatcher runs, install and uninstall included.
+func TestSleepHelpListsEveryCommand(t *testing.T) {
+	code, out, _ := runCLI(t, "sleep", "--help")
+	if code != exitOK {
+		t.Fatalf("sleep --help: exit %d", code)
+	}
+	for _, c := range []string{"run", "dry-run", "status", "harvest", "adopt", "schedule", "unschedule", "install", "uninstall"} {
+		if !regexp.MustCompile(`(?m)^  ` + c + ` `).MatchString(out) {
+			t.Errorf("sleep --help does not list %s:\n%s", c, out)
+		}
 	}
 }
