@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 )
 
 // Cell states.
@@ -106,7 +108,7 @@ func Read(dir string) (*File, error) {
 	return &f, nil
 }
 
-// Write stores f in dir atomically (temp file, fsync, rename).
+// Write stores f in dir atomically.
 func Write(dir string, f *File) error {
 	f.Version = FileVersion
 	f.Updated = time.Now().UTC()
@@ -114,28 +116,7 @@ func Write(dir string, f *File) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".campaign-*.json")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", FileName, err)
-	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", FileName, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", FileName, err)
-	}
-	if err := tmp.Close(); err != nil {
-		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", FileName, err)
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, FileName)); err != nil {
-		return fmt.Errorf("write %s: %w", FileName, err)
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(dir, FileName), append(b, '\n'))
 }
 
 // Counts tallies the cells by state.

@@ -6,12 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 )
 
 // benchHashExcluded are env keys that do not change what a rollout
@@ -48,24 +48,8 @@ func (c *Config) WriteResolved(path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write resolved config: %w", err)
-	}
-	defer os.Remove(f.Name()) // after a successful rename this is a no-op
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write resolved config: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write resolved config: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write resolved config: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write resolved config: %w", err)
+	if err := atomicfile.Write(path, data); err != nil {
+		return fmt.Errorf("resolved config: %w", err)
 	}
 	return nil
 }

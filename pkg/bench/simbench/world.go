@@ -1,15 +1,14 @@
 package simbench
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 )
 
 // Preset names.
@@ -286,7 +285,7 @@ func WriteSplits(dir, preset string, seed int64) error {
 		name  string
 		items []Item
 	}{{"train", w.Train}, {"val", w.Val}, {"test", w.Test}} {
-		if err := writeJSON(filepath.Join(dir, sp.name, "items.json"), sp.items); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(dir, sp.name, "items.json"), sp.items); err != nil {
 			return err
 		}
 	}
@@ -294,7 +293,7 @@ func WriteSplits(dir, preset string, seed int64) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(filepath.Join(dir, SeedSkillFile), []byte(seedSkill)); err != nil {
+	if err := atomicfile.Write(filepath.Join(dir, SeedSkillFile), []byte(seedSkill)); err != nil {
 		return err
 	}
 	m := Manifest{
@@ -307,39 +306,5 @@ func WriteSplits(dir, preset string, seed int64) error {
 			"in catalogued ways unless the skill states the matching rule. 'pitfalls' is hidden from the target; " +
 			"training settings are the preset's recommendation. " + SeedSkillFile + " is the weak initial skill.",
 	}
-	return writeJSON(filepath.Join(dir, "split_manifest.json"), m)
-}
-
-func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return writeFile(path, buf.Bytes())
-}
-
-// writeFile writes atomically: a temp file in the same directory, renamed.
-func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	merr := f.Chmod(0o644)
-	cerr := f.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return atomicfile.WriteJSON(filepath.Join(dir, "split_manifest.json"), m)
 }

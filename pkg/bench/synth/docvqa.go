@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
 )
 
@@ -89,7 +90,7 @@ func writeDocVQA(dir string, size Size, seed int64) (*Manifest, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := writeFile(filepath.Join(dir, rw.image), png); err != nil {
+			if err := atomicfile.Write(filepath.Join(dir, rw.image), png); err != nil {
 				return nil, err
 			}
 		}
@@ -97,7 +98,7 @@ func writeDocVQA(dir string, size Size, seed int64) (*Manifest, error) {
 		if err := w.Error(); err != nil {
 			return nil, err
 		}
-		if err := writeFile(filepath.Join(dir, sp, "items.csv"), buf.Bytes()); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, sp, "items.csv"), buf.Bytes()); err != nil {
 			return nil, err
 		}
 		counts[sp] = len(rows[sp])

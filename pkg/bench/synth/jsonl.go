@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 )
 
 // The jsonl world: your own data, as the jsonl benchmark reads it: one
@@ -65,7 +67,7 @@ func writeJSONL(dir string, size Size, seed int64) (*Manifest, error) {
 			buf.Write(b)
 			buf.WriteByte('\n')
 		}
-		if err := writeFile(filepath.Join(dir, sp, "items.jsonl"), buf.Bytes()); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, sp, "items.jsonl"), buf.Bytes()); err != nil {
 			return nil, err
 		}
 		counts[sp] = len(items[sp])

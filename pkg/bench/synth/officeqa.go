@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
 )
 
@@ -126,7 +127,7 @@ func writeOfficeQA(dir string, size Size, seed int64) (*Manifest, error) {
 			add(e)
 		}
 		text := strings.Join(lines, "\n") + "\n"
-		if err := writeFile(filepath.Join(docs, "transformed", stem+".txt"), []byte(text)); err != nil && werr == nil {
+		if err := atomicfile.Write(filepath.Join(docs, "transformed", stem+".txt"), []byte(text)); err != nil && werr == nil {
 			werr = err
 		}
 		pages := map[string]any{"pages": []map[string]any{
@@ -135,7 +136,7 @@ func writeOfficeQA(dir string, size Size, seed int64) (*Manifest, error) {
 			{"page": 3, "text": strings.Join(lines[tableEnd:errStart], "\n")},
 			{"page": 4, "text": strings.Join(lines[errStart:], "\n")},
 		}}
-		if err := writeJSON(filepath.Join(docs, "jsons", stem+".json"), pages); err != nil && werr == nil {
+		if err := atomicfile.WriteJSON(filepath.Join(docs, "jsons", stem+".json"), pages); err != nil && werr == nil {
 			werr = err
 		}
 		q := fmt.Sprintf(OfficeQAAsk, series, period)
@@ -163,7 +164,7 @@ func writeOfficeQA(dir string, size Size, seed int64) (*Manifest, error) {
 		if err := w.Error(); err != nil {
 			return nil, err
 		}
-		if err := writeFile(filepath.Join(dir, sp, "items.csv"), buf.Bytes()); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, sp, "items.csv"), buf.Bytes()); err != nil {
 			return nil, err
 		}
 		counts[sp] = len(rows[sp])

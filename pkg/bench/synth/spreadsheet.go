@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/xuri/excelize/v2"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 )
 
 // SpreadsheetBench's world: a Data sheet of registers and their figures,
@@ -142,7 +144,7 @@ func writeBook(path string, names []string, values []int, extra map[string]any) 
 	if err != nil {
 		return err
 	}
-	return writeFile(path, buf.Bytes())
+	return atomicfile.Write(path, buf.Bytes())
 }
 
 const spreadsheetGeneral = "Write a program that reads the input workbook and writes the answer where the task says.\n\n## General\n- Find values by their labels, never by fixed row numbers.\n- Save the workbook to OUTPUT_PATH."

@@ -21,17 +21,14 @@
 package synth
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
@@ -126,7 +123,7 @@ func Write(name, dir, preset string, seed int64) (*Manifest, error) {
 	if m.Notes == "" {
 		m.Notes = "A synthetic world (a test double), not real benchmark data."
 	}
-	if err := writeJSON(filepath.Join(dir, "split_manifest.json"), m); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, "split_manifest.json"), m); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -350,7 +347,7 @@ func splits[T any](size Size, gen func(split string, i int) T) map[string][]T {
 func writeItems[T any](dir string, items map[string][]T) (map[string]int, error) {
 	counts := map[string]int{}
 	for _, sp := range []string{"train", "val", "test"} {
-		if err := writeJSON(filepath.Join(dir, sp, "items.json"), items[sp]); err != nil {
+		if err := atomicfile.WriteJSON(filepath.Join(dir, sp, "items.json"), items[sp]); err != nil {
 			return nil, err
 		}
 		counts[sp] = len(items[sp])
@@ -358,43 +355,9 @@ func writeItems[T any](dir string, items map[string][]T) (map[string]int, error)
 	return counts, nil
 }
 
-func writeJSON(path string, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return writeFile(path, buf.Bytes())
-}
-
-// writeFile writes atomically: a temp file in the same directory, renamed.
-func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	merr := f.Chmod(0o644)
-	cerr := f.Close()
-	if err := errors.Join(werr, merr, cerr); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
 // writeSeedSkill writes the seed skill file and returns its name.
 func writeSeedSkill(dir, skill string) (string, error) {
-	return SeedSkillFile, writeFile(filepath.Join(dir, SeedSkillFile), []byte(skill))
+	return SeedSkillFile, atomicfile.Write(filepath.Join(dir, SeedSkillFile), []byte(skill))
 }
 
 // worldRules are the rules that only the synthetic worlds have, by id

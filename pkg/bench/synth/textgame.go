@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
 )
 
@@ -151,7 +152,7 @@ func writeHousehold(name, dir string, size Size, seed int64) (*Manifest, error) 
 	if _, err := layout.Specs(); err != nil {
 		return nil, fmt.Errorf("generated layout: %w", err)
 	}
-	if err := writeJSON(filepath.Join(dir, LayoutFile), layout); err != nil {
+	if err := atomicfile.WriteJSON(filepath.Join(dir, LayoutFile), layout); err != nil {
 		return nil, err
 	}
 	counts, err := writeItems(dir, items)
