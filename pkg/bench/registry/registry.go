@@ -12,7 +12,17 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
+	"github.com/skillfleet/skillfleet/pkg/bench/alfworld"
+	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver"
+	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
+	"github.com/skillfleet/skillfleet/pkg/bench/jsonl"
+	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
+	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/searchqa"
 	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
+	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
 type entry struct {
@@ -34,22 +44,34 @@ type entry struct {
 	generate func(cfg json.RawMessage, root string) (string, error)
 }
 
-// known holds every benchmark, filled by register calls in this package's
-// init functions (one file per benchmark, so adding one touches no other).
-var known = map[string]entry{}
-
-// register adds a benchmark; a duplicate name is a programming error.
-func register(name string, e entry) {
-	if _, dup := known[name]; dup {
-		panic("registry: benchmark " + name + " registered twice")
-	}
-	known[name] = e
-}
-
-func init() {
-	register(simbench.Name, entry{idFields: []string{"id"},
+// known holds every benchmark by name: the one place to look for what
+// env.name may be.
+var known = map[string]entry{
+	alfworld.Name: {items: alfworld.Items, notes: envserver.Notes, idFields: []string{"id"}, normalize: alfworld.Normalize,
+		newEnv: configured(alfworld.Name, func(c envserver.Config) (bench.Env, error) { return alfworld.New(c) })},
+	docvqa.Name: {items: docvqa.Items, notes: (&docvqa.Env{}).AnalystNotes(), idFields: []string{"id", "questionId"}, files: []string{"*.csv"},
+		normalize: docvqa.Normalize,
+		newEnv:    configured(docvqa.Name, func(c docvqa.Config) (bench.Env, error) { return docvqa.New(c), nil })},
+	jsonl.Name: {idFields: []string{"id"}, files: []string{"*.jsonl", "*.json"},
+		newEnv: configured(jsonl.Name, func(c jsonl.Config) (bench.Env, error) { return jsonl.New(c) })},
+	livemath.Name: {items: livemath.Items, notes: (&livemath.Env{}).AnalystNotes(), idFields: []string{"id"},
+		newEnv: configured(livemath.Name, func(c livemath.Config) (bench.Env, error) { return livemath.New(c), nil })},
+	officeqa.Name: {items: officeqa.Items, notes: (&officeqa.Env{}).AnalystNotes(), idFields: []string{"id", "uid"}, files: []string{"*.csv", "*.json"},
+		normalize: officeqa.Normalize,
+		newEnv:    configured(officeqa.Name, func(c officeqa.Config) (bench.Env, error) { return officeqa.New(c) })},
+	searchqa.Name: {items: searchqa.Items, notes: (&searchqa.Env{}).AnalystNotes(), idFields: []string{"id"},
+		newEnv: configured(searchqa.Name, func(c searchqa.Config) (bench.Env, error) { return searchqa.New(c), nil })},
+	simbench.Name: {idFields: []string{"id"},
 		newEnv:   configured(simbench.Name, func(c simbench.Config) (bench.Env, error) { return simbench.New(c), nil }),
-		generate: generateSim})
+		generate: generateSim},
+	// The replay benchmark of skillfleet sleep: its items are mined tasks,
+	// sent by a night's coordinator, never read from a split directory.
+	nightly.EnvName: {idFields: []string{"id"},
+		newEnv: configured(nightly.EnvName, func(c nightly.EnvConfig) (bench.Env, error) { return nightly.NewEnv(c), nil })},
+	spreadsheet.Name: {items: spreadsheet.Items, notes: (&spreadsheet.Env{}).AnalystNotes(), idFields: []string{"id"},
+		newEnv: configured(spreadsheet.Name, func(c spreadsheet.Config) (bench.Env, error) { return spreadsheet.New(c) })},
+	"textgame": {items: textgame.Items, notes: envserver.Notes, idFields: []string{"id"}, normalize: textgame.NormalizeItem,
+		newEnv: configured("textgame", func(c envserver.Config) (bench.Env, error) { return envserver.New("textgame", c, envserver.Notes) })},
 }
 
 // generateSim writes the sim world a config names (preset and seed) under
