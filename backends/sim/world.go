@@ -29,10 +29,19 @@ type world struct {
 	identify func(tr prompts.Trajectory) (string, bool)
 }
 
-// worlds are tried in order; each world's file adds its own.
-var worlds []world
-
-func addWorld(w world) { worlds = append(worlds, w) }
+// worlds are every world the sim plays, tried in this order (each is
+// defined in its world_*.go file).
+var worlds = []world{
+	docvqaWorld,
+	householdWorld,
+	jsonlWorld,
+	livemathWorld,
+	officeqaWorld,
+	packageWorld,
+	packageToolWorld,
+	searchqaWorld,
+	spreadsheetWorld,
+}
 
 // worldOf returns the world whose target prompt req is, if any. An
 // optimizer request (a ```json payload in the last user message) is never

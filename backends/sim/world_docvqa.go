@@ -44,32 +44,30 @@ func readImage(uri string) ([]string, error) {
 	return synth.ReadPage(raw)
 }
 
-func init() {
-	addWorld(world{
-		name: "docvqa",
-		match: func(req *llm.Request) bool {
-			_, ok := imagePart(req.Messages)
-			return ok && docvqaAsk.MatchString(worldUser(req.Messages))
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			field := docvqaAsk.FindStringSubmatch(user)[1]
-			uri, _ := imagePart(req.Messages)
-			lines, err := readImage(uri)
-			if err != nil {
-				return "I cannot read the page image.\n<answer>unreadable</answer>", nil
+var docvqaWorld = world{
+	name: "docvqa",
+	match: func(req *llm.Request) bool {
+		_, ok := imagePart(req.Messages)
+		return ok && docvqaAsk.MatchString(worldUser(req.Messages))
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		field := docvqaAsk.FindStringSubmatch(user)[1]
+		uri, _ := imagePart(req.Messages)
+		lines, err := readImage(uri)
+		if err != nil {
+			return "I cannot read the page image.\n<answer>unreadable</answer>", nil
+		}
+		value := ""
+		for _, l := range lines {
+			if v, ok := strings.CutPrefix(l, field+": "); ok {
+				value = strings.TrimSpace(v)
 			}
-			value := ""
-			for _, l := range lines {
-				if v, ok := strings.CutPrefix(l, field+": "); ok {
-					value = strings.TrimSpace(v)
-				}
-			}
-			if value == "" {
-				return fmt.Sprintf("The page has no %s field.\n<answer>not found</answer>", field), nil
-			}
-			v := m.judge(skillIn(worldSystem(req.Messages)), user, synth.CuesIn(user, allRuleIDs()), req.Model, seed)
-			return fmt.Sprintf("The %s field of the form reads %s.\n<answer>%s</answer>", field, value, v.dress(value)), nil
-		},
-	})
+		}
+		if value == "" {
+			return fmt.Sprintf("The page has no %s field.\n<answer>not found</answer>", field), nil
+		}
+		v := m.judge(skillIn(worldSystem(req.Messages)), user, synth.CuesIn(user, allRuleIDs()), req.Model, seed)
+		return fmt.Sprintf("The %s field of the form reads %s.\n<answer>%s</answer>", field, value, v.dress(value)), nil
+	},
 }

@@ -137,78 +137,76 @@ func (p *householdPlan) next() (string, string) {
 	return "look", "I have searched everywhere."
 }
 
-func init() {
-	addWorld(world{
-		name: "household",
-		match: func(req *llm.Request) bool {
-			u := worldUser(req.Messages)
-			// The literal is a cheap first test: most requests are not this
-			// world's, and the pattern, anchored at a line start, has no
-			// literal prefix for the regexp package to search for.
-			return strings.Contains(u, "Task: put a ") && householdTask.MatchString(u) && householdActions.MatchString(u) && strings.Contains(u, skillHeader)
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			t := householdTask.FindStringSubmatch(user)
-			task := strings.TrimPrefix(t[0], "Task: ")
-			ids := synth.CuesIn(task, allRuleIDs())
-			v := m.judge(skillIn(user[:strings.Index(user, "\nTask: ")]), task, ids, req.Model, seed)
-			p := &householdPlan{kind: t[3], want: t[4], count: 1,
-				acts: strings.Split(householdActions.FindStringSubmatch(user)[1], " | ")}
-			if t[1] != "" && v.bad != synth.RulePair {
-				p.count = 2
+var householdWorld = world{
+	name: "household",
+	match: func(req *llm.Request) bool {
+		u := worldUser(req.Messages)
+		// The literal is a cheap first test: most requests are not this
+		// world's, and the pattern, anchored at a line start, has no
+		// literal prefix for the regexp package to search for.
+		return strings.Contains(u, "Task: put a ") && householdTask.MatchString(u) && householdActions.MatchString(u) && strings.Contains(u, skillHeader)
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		t := householdTask.FindStringSubmatch(user)
+		task := strings.TrimPrefix(t[0], "Task: ")
+		ids := synth.CuesIn(task, allRuleIDs())
+		v := m.judge(skillIn(user[:strings.Index(user, "\nTask: ")]), task, ids, req.Model, seed)
+		p := &householdPlan{kind: t[3], want: t[4], count: 1,
+			acts: strings.Split(householdActions.FindStringSubmatch(user)[1], " | ")}
+		if t[1] != "" && v.bad != synth.RulePair {
+			p.count = 2
+		}
+		for _, id := range ids {
+			if vd, ok := synth.HouseholdVerb[id]; ok && v.bad != id && !v.typo {
+				p.verb, p.dev = vd[0], vd[1]
 			}
-			for _, id := range ids {
-				if vd, ok := synth.HouseholdVerb[id]; ok && v.bad != id && !v.typo {
-					p.verb, p.dev = vd[0], vd[1]
+		}
+		if at := strings.Index(user, "\nRecent steps:\n"); at >= 0 {
+			hist := user[at+len("\nRecent steps:\n") : strings.Index(user, "\nObservation: ")]
+			for _, s := range householdStep.FindAllStringSubmatch(hist, -1) {
+				p.steps = append(p.steps, [2]string{s[1], s[2]})
+			}
+		}
+		if v.bad != "" && !hasID(ids, v.bad) {
+			// A harmful rule misleads the agent here: it gives up.
+			return "The skill's advice says this task needs nothing more.\n<action>look</action>", nil
+		}
+		action, why := p.next()
+		return why + "\n<action>" + action + "</action>", nil
+	},
+	identify: func(tr prompts.Trajectory) (string, bool) {
+		task := tr.Task
+		for _, s := range systemTexts(tr) {
+			if g := householdGold.FindStringSubmatch(s); g != nil {
+				task = g[1]
+			}
+		}
+		var actions []string
+		for _, msg := range tr.Messages {
+			if msg.Role == llm.RoleAssistant {
+				if a := householdAction.FindStringSubmatch(msg.Content); a != nil {
+					actions = append(actions, a[1])
 				}
 			}
-			if at := strings.Index(user, "\nRecent steps:\n"); at >= 0 {
-				hist := user[at+len("\nRecent steps:\n") : strings.Index(user, "\nObservation: ")]
-				for _, s := range householdStep.FindAllStringSubmatch(hist, -1) {
-					p.steps = append(p.steps, [2]string{s[1], s[2]})
-				}
-			}
-			if v.bad != "" && !hasID(ids, v.bad) {
-				// A harmful rule misleads the agent here: it gives up.
-				return "The skill's advice says this task needs nothing more.\n<action>look</action>", nil
-			}
-			action, why := p.next()
-			return why + "\n<action>" + action + "</action>", nil
-		},
-		identify: func(tr prompts.Trajectory) (string, bool) {
-			task := tr.Task
-			for _, s := range systemTexts(tr) {
-				if g := householdGold.FindStringSubmatch(s); g != nil {
-					task = g[1]
-				}
-			}
-			var actions []string
-			for _, msg := range tr.Messages {
-				if msg.Role == llm.RoleAssistant {
-					if a := householdAction.FindStringSubmatch(msg.Content); a != nil {
-						actions = append(actions, a[1])
-					}
-				}
-			}
-			if len(actions) == 0 {
-				return "", false
-			}
-			puts := 0
-			for _, a := range actions {
-				if strings.HasPrefix(a, "put ") {
-					puts++
-				}
-			}
-			for _, id := range synth.CuesIn(task, allRuleIDs()) {
-				if vd, ok := synth.HouseholdVerb[id]; ok && !slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, vd[0]+" ") }) {
-					return id, true
-				}
-				if id == synth.RulePair && puts < 2 {
-					return id, true
-				}
-			}
+		}
+		if len(actions) == 0 {
 			return "", false
-		},
-	})
+		}
+		puts := 0
+		for _, a := range actions {
+			if strings.HasPrefix(a, "put ") {
+				puts++
+			}
+		}
+		for _, id := range synth.CuesIn(task, allRuleIDs()) {
+			if vd, ok := synth.HouseholdVerb[id]; ok && !slices.ContainsFunc(actions, func(a string) bool { return strings.HasPrefix(a, vd[0]+" ") }) {
+				return id, true
+			}
+			if id == synth.RulePair && puts < 2 {
+				return id, true
+			}
+		}
+		return "", false
+	},
 }

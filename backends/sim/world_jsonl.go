@@ -12,19 +12,17 @@ import (
 // is a sentence and <answer>…</answer>.
 var jsonlValue = regexp.MustCompile(regexp.QuoteMeta(synth.JSONLValue) + `(\d+)\.`)
 
-func init() {
-	addWorld(world{
-		name: "jsonl",
-		match: func(req *llm.Request) bool {
-			u := worldUser(req.Messages)
-			return jsonlValue.MatchString(u) && strings.Contains(u, synth.JSONLQuestion) &&
-				strings.Contains(worldSystem(req.Messages), skillHeader)
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			value := jsonlValue.FindStringSubmatch(user)[1]
-			v := m.judge(skillIn(worldSystem(req.Messages)), user, synth.CuesIn(user, allRuleIDs()), req.Model, seed)
-			return "The record gives its value on file; I report it as the skill asks.\n<answer>" + v.dress(value) + "</answer>", nil
-		},
-	})
+var jsonlWorld = world{
+	name: "jsonl",
+	match: func(req *llm.Request) bool {
+		u := worldUser(req.Messages)
+		return jsonlValue.MatchString(u) && strings.Contains(u, synth.JSONLQuestion) &&
+			strings.Contains(worldSystem(req.Messages), skillHeader)
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		value := jsonlValue.FindStringSubmatch(user)[1]
+		v := m.judge(skillIn(worldSystem(req.Messages)), user, synth.CuesIn(user, allRuleIDs()), req.Model, seed)
+		return "The record gives its value on file; I report it as the skill asks.\n<answer>" + v.dress(value) + "</answer>", nil
+	},
 }

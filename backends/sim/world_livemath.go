@@ -28,57 +28,55 @@ func livemathChoices(user string) (labels []string, values map[string]string) {
 	return labels, values
 }
 
-func init() {
-	addWorld(world{
-		name: "livemath",
-		match: func(req *llm.Request) bool {
-			u := worldUser(req.Messages)
-			return (strings.HasPrefix(u, "Question:\n") || strings.Contains(u, "\n\nQuestion:\n")) && livemathAsk.MatchString(u) && livemathChoice.MatchString(u)
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			q := livemathAsk.FindStringSubmatch(user)
-			labels, values := livemathChoices(user)
-			if q == nil || len(labels) == 0 {
-				return "I cannot read the question's choices.\n<answer>A</answer>", nil
+var livemathWorld = world{
+	name: "livemath",
+	match: func(req *llm.Request) bool {
+		u := worldUser(req.Messages)
+		return (strings.HasPrefix(u, "Question:\n") || strings.Contains(u, "\n\nQuestion:\n")) && livemathAsk.MatchString(u) && livemathChoice.MatchString(u)
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		q := livemathAsk.FindStringSubmatch(user)
+		labels, values := livemathChoices(user)
+		if q == nil || len(labels) == 0 {
+			return "I cannot read the question's choices.\n<answer>A</answer>", nil
+		}
+		question := user[:strings.Index(user, "\n\nChoices:")]
+		v := m.judge(skillIn(worldSystem(req.Messages)), question, synth.CuesIn(question, allRuleIDs()), req.Model, seed)
+		want := v.dress(q[1])
+		pick := ""
+		for _, l := range labels {
+			if values[l] == want {
+				pick = l
 			}
-			question := user[:strings.Index(user, "\n\nChoices:")]
-			v := m.judge(skillIn(worldSystem(req.Messages)), question, synth.CuesIn(question, allRuleIDs()), req.Model, seed)
-			want := v.dress(q[1])
-			pick := ""
+		}
+		if pick == "" {
+			// The misreading matches no choice: settle for the first
+			// choice that does not state the constant as printed.
 			for _, l := range labels {
-				if values[l] == want {
+				if values[l] != q[1] && pick == "" {
 					pick = l
 				}
 			}
-			if pick == "" {
-				// The misreading matches no choice: settle for the first
-				// choice that does not state the constant as printed.
-				for _, l := range labels {
-					if values[l] != q[1] && pick == "" {
-						pick = l
-					}
-				}
+		}
+		return fmt.Sprintf("Reading the constant as %s, the matching statement is choice %s.\n<answer>%s</answer>", want, pick, pick), nil
+	},
+	identify: func(tr prompts.Trajectory) (string, bool) {
+		g, ok := worldGold(systemTexts(tr)...)
+		if !ok {
+			return "", false
+		}
+		for _, msg := range tr.Messages {
+			if msg.Role != llm.RoleUser || !livemathAsk.MatchString(msg.Content) {
+				continue
 			}
-			return fmt.Sprintf("Reading the constant as %s, the matching statement is choice %s.\n<answer>%s</answer>", want, pick, pick), nil
-		},
-		identify: func(tr prompts.Trajectory) (string, bool) {
-			g, ok := worldGold(systemTexts(tr)...)
-			if !ok {
+			_, values := livemathChoices(msg.Content)
+			wrong, gold := values[strings.TrimSpace(tr.Answer)], values[g]
+			if wrong == "" || gold == "" {
 				return "", false
 			}
-			for _, msg := range tr.Messages {
-				if msg.Role != llm.RoleUser || !livemathAsk.MatchString(msg.Content) {
-					continue
-				}
-				_, values := livemathChoices(msg.Content)
-				wrong, gold := values[strings.TrimSpace(tr.Answer)], values[g]
-				if wrong == "" || gold == "" {
-					return "", false
-				}
-				return identifyValue(wrong, gold)
-			}
-			return "", false
-		},
-	})
+			return identifyValue(wrong, gold)
+		}
+		return "", false
+	},
 }

@@ -67,56 +67,54 @@ func hasTool(req *llm.Request, name string) bool {
 	return false
 }
 
-func init() {
-	addWorld(world{
-		name: "officeqa",
-		match: func(req *llm.Request) bool {
-			u := worldUser(req.Messages)
-			return hasTool(req, "grep") && strings.HasPrefix(u, "Question: ") && officeqaAsk.MatchString(u) && officeqaDocs.MatchString(u)
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			question := strings.TrimPrefix(user[:strings.Index(user, "\n\nDocuments: ")], "Question: ")
-			ask := officeqaAsk.FindStringSubmatch(question)
-			file := strings.TrimSpace(strings.Split(officeqaDocs.FindStringSubmatch(user)[1], ",")[0])
-			ids := synth.CuesIn(question, allRuleIDs())
-			v := m.judge(skillIn(worldSystem(req.Messages)), question, ids, req.Model, seed)
-			turns := toolTurns(req.Messages)
-			call := func(text, pattern string) (string, []llm.ToolCall) {
-				args, _ := json.Marshal(map[string]string{"pattern": pattern, "path": file})
-				return text, []llm.ToolCall{{ID: fmt.Sprintf("call_%d", len(turns)+1), Name: "grep", Arguments: string(args)}}
+var officeqaWorld = world{
+	name: "officeqa",
+	match: func(req *llm.Request) bool {
+		u := worldUser(req.Messages)
+		return hasTool(req, "grep") && strings.HasPrefix(u, "Question: ") && officeqaAsk.MatchString(u) && officeqaDocs.MatchString(u)
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		question := strings.TrimPrefix(user[:strings.Index(user, "\n\nDocuments: ")], "Question: ")
+		ask := officeqaAsk.FindStringSubmatch(question)
+		file := strings.TrimSpace(strings.Split(officeqaDocs.FindStringSubmatch(user)[1], ",")[0])
+		ids := synth.CuesIn(question, allRuleIDs())
+		v := m.judge(skillIn(worldSystem(req.Messages)), question, ids, req.Model, seed)
+		turns := toolTurns(req.Messages)
+		call := func(text, pattern string) (string, []llm.ToolCall) {
+			args, _ := json.Marshal(map[string]string{"pattern": pattern, "path": file})
+			return text, []llm.ToolCall{{ID: fmt.Sprintf("call_%d", len(turns)+1), Name: "grep", Arguments: string(args)}}
+		}
+		checkErrata := hasID(ids, synth.OfficeQAErrata) && v.bad != synth.OfficeQAErrata
+		errata, haveErrata := grepped(turns, "errata")
+		if checkErrata && !haveErrata {
+			return call("The question wants the corrected figure, so I search the bulletin for errata first.", "errata")
+		}
+		rows, haveRows := grepped(turns, ask[1])
+		if !haveRows {
+			return call(fmt.Sprintf("I search the bulletin for the %s row.", ask[1]), ask[1])
+		}
+		value, line := "", ""
+		for _, r := range officeqaRow.FindAllStringSubmatch(rows, -1) {
+			if r[2] == ask[1] && r[3] == ask[2] {
+				line, value = r[1], r[4]
 			}
-			checkErrata := hasID(ids, synth.OfficeQAErrata) && v.bad != synth.OfficeQAErrata
-			errata, haveErrata := grepped(turns, "errata")
-			if checkErrata && !haveErrata {
-				return call("The question wants the corrected figure, so I search the bulletin for errata first.", "errata")
-			}
-			rows, haveRows := grepped(turns, ask[1])
-			if !haveRows {
-				return call(fmt.Sprintf("I search the bulletin for the %s row.", ask[1]), ask[1])
-			}
-			value, line := "", ""
-			for _, r := range officeqaRow.FindAllStringSubmatch(rows, -1) {
-				if r[2] == ask[1] && r[3] == ask[2] {
-					line, value = r[1], r[4]
+		}
+		if value == "" {
+			return "The bulletin has no row for that series and period.\n<answer>not found</answer>", nil
+		}
+		note := "The table row gives the figure."
+		if checkErrata {
+			for _, e := range officeqaErrata.FindAllStringSubmatch(errata, -1) {
+				if e[1] == line {
+					value, note = e[2], "An erratum corrects the table row; I use the corrected figure."
 				}
 			}
-			if value == "" {
-				return "The bulletin has no row for that series and period.\n<answer>not found</answer>", nil
-			}
-			note := "The table row gives the figure."
-			if checkErrata {
-				for _, e := range officeqaErrata.FindAllStringSubmatch(errata, -1) {
-					if e[1] == line {
-						value, note = e[2], "An erratum corrects the table row; I use the corrected figure."
-					}
-				}
-			}
-			answer := value
-			if v.bad != synth.OfficeQAErrata || !hasID(ids, synth.OfficeQAErrata) {
-				answer = v.dress(value)
-			}
-			return note + "\n<answer>" + answer + "</answer>", nil
-		},
-	})
+		}
+		answer := value
+		if v.bad != synth.OfficeQAErrata || !hasID(ids, synth.OfficeQAErrata) {
+			answer = v.dress(value)
+		}
+		return note + "\n<answer>" + answer + "</answer>", nil
+	},
 }

@@ -132,30 +132,29 @@ func (pr packageRead) where(category string) string {
 	}
 }
 
-func init() {
-	addWorld(world{
-		name: "package",
-		match: func(req *llm.Request) bool {
-			skill, ok := simbench.SkillOf(systemText(req.Messages))
-			return ok && skillpkg.IsBundle(skill)
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			return m.packageTarget(req, seed), nil
-		},
-	})
-	addWorld(world{
-		name: "package_tool",
-		match: func(req *llm.Request) bool {
-			if !offersReadTool(req) {
-				return false
-			}
-			skill, ok := simbench.SkillOf(systemText(req.Messages))
-			return ok && strings.Contains(skill, "\n"+skillpkg.ToolListHeader+"\n")
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			return m.packageToolTarget(req, seed)
-		},
-	})
+var packageWorld = world{
+	name: "package",
+	match: func(req *llm.Request) bool {
+		skill, ok := simbench.SkillOf(systemText(req.Messages))
+		return ok && skillpkg.IsBundle(skill)
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		return m.packageTarget(req, seed), nil
+	},
+}
+
+var packageToolWorld = world{
+	name: "package_tool",
+	match: func(req *llm.Request) bool {
+		if !offersReadTool(req) {
+			return false
+		}
+		skill, ok := simbench.SkillOf(systemText(req.Messages))
+		return ok && strings.Contains(skill, "\n"+skillpkg.ToolListHeader+"\n")
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		return m.packageToolTarget(req, seed)
+	},
 }
 
 func offersReadTool(req *llm.Request) bool {

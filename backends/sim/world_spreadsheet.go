@@ -38,60 +38,58 @@ var spreadsheetExpr = map[string]string{
 
 const spreadsheetHead = "import openpyxl\n\nwb = openpyxl.load_workbook(INPUT_PATH)\nws = wb[\"Data\"]\n"
 
-func init() {
-	addWorld(world{
-		name: "spreadsheet",
-		match: func(req *llm.Request) bool {
-			u := worldUser(req.Messages)
-			return strings.HasPrefix(u, "Task (") && strings.Contains(worldSystem(req.Messages), "openpyxl") &&
-				(spreadsheetLookup.MatchString(u) || strings.Contains(u, synth.SpreadsheetTotalAsk))
-		},
-		answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-			user := worldUser(req.Messages)
-			task := user[:strings.Index(user+"\n\nThe answer goes in", "\n\nThe answer goes in")]
-			ids := synth.CuesIn(task, allRuleIDs())
-			v := m.judge(skillIn(worldSystem(req.Messages)), task, ids, req.Model, seed)
-			var code strings.Builder
-			code.WriteString(spreadsheetHead)
-			lead := ""
-			if l := spreadsheetLookup.FindStringSubmatch(user); l != nil {
-				key := v.bad
-				if v.typo {
-					key = "typo"
-				}
-				expr, ok := spreadsheetExpr[key]
-				if !ok {
-					expr = "v"
-				}
-				fmt.Fprintf(&code, "v = None\nfor name, figure in ws.iter_rows(min_row=2, max_col=2, values_only=True):\n    if name == %q:\n        v = figure\nws[\"D2\"] = %s\n", l[1], expr)
-				lead = "The program looks the register up by its label and writes its figure into D2."
-			} else {
-				gap := 1
-				if v.bad != "" || v.typo {
-					gap = 2 // a blank row before the total
-				}
-				fmt.Fprintf(&code, "last = ws.max_row\ntotal = sum(row[0] for row in ws.iter_rows(min_row=2, max_row=last, min_col=2, max_col=2, values_only=True))\nrow = last + %d\nws.cell(row=row, column=1, value=\"Total\")\nws.cell(row=row, column=2, value=total)\n", gap)
-				lead = "The program sums the Figure column and writes the total row."
+var spreadsheetWorld = world{
+	name: "spreadsheet",
+	match: func(req *llm.Request) bool {
+		u := worldUser(req.Messages)
+		return strings.HasPrefix(u, "Task (") && strings.Contains(worldSystem(req.Messages), "openpyxl") &&
+			(spreadsheetLookup.MatchString(u) || strings.Contains(u, synth.SpreadsheetTotalAsk))
+	},
+	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
+		user := worldUser(req.Messages)
+		task := user[:strings.Index(user+"\n\nThe answer goes in", "\n\nThe answer goes in")]
+		ids := synth.CuesIn(task, allRuleIDs())
+		v := m.judge(skillIn(worldSystem(req.Messages)), task, ids, req.Model, seed)
+		var code strings.Builder
+		code.WriteString(spreadsheetHead)
+		lead := ""
+		if l := spreadsheetLookup.FindStringSubmatch(user); l != nil {
+			key := v.bad
+			if v.typo {
+				key = "typo"
 			}
-			code.WriteString("wb.save(OUTPUT_PATH)\n")
-			return lead + "\n\n```python\n" + code.String() + "```\n", nil
-		},
-		identify: func(tr prompts.Trajectory) (string, bool) {
-			if strings.Contains(tr.Answer, "row = last + 2") {
-				return synth.SpreadsheetTotal, true
+			expr, ok := spreadsheetExpr[key]
+			if !ok {
+				expr = "v"
 			}
-			d := spreadsheetDiff.FindStringSubmatch(tr.FailReason)
-			if d == nil {
-				return "", false
+			fmt.Fprintf(&code, "v = None\nfor name, figure in ws.iter_rows(min_row=2, max_col=2, values_only=True):\n    if name == %q:\n        v = figure\nws[\"D2\"] = %s\n", l[1], expr)
+			lead = "The program looks the register up by its label and writes its figure into D2."
+		} else {
+			gap := 1
+			if v.bad != "" || v.typo {
+				gap = 2 // a blank row before the total
 			}
-			clean := func(s string) string {
-				s = strings.TrimSpace(s)
-				if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-					s = s[1 : len(s)-1]
-				}
-				return s
+			fmt.Fprintf(&code, "last = ws.max_row\ntotal = sum(row[0] for row in ws.iter_rows(min_row=2, max_row=last, min_col=2, max_col=2, values_only=True))\nrow = last + %d\nws.cell(row=row, column=1, value=\"Total\")\nws.cell(row=row, column=2, value=total)\n", gap)
+			lead = "The program sums the Figure column and writes the total row."
+		}
+		code.WriteString("wb.save(OUTPUT_PATH)\n")
+		return lead + "\n\n```python\n" + code.String() + "```\n", nil
+	},
+	identify: func(tr prompts.Trajectory) (string, bool) {
+		if strings.Contains(tr.Answer, "row = last + 2") {
+			return synth.SpreadsheetTotal, true
+		}
+		d := spreadsheetDiff.FindStringSubmatch(tr.FailReason)
+		if d == nil {
+			return "", false
+		}
+		clean := func(s string) string {
+			s = strings.TrimSpace(s)
+			if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+				s = s[1 : len(s)-1]
 			}
-			return identifyValue(clean(d[2]), clean(d[1]))
-		},
-	})
+			return s
+		}
+		return identifyValue(clean(d[2]), clean(d[1]))
+	},
 }
