@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/skillfleet/skillfleet/internal/atomicfile"
-	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
 )
 
 // DocVQA's world: a scanned depot form (a PNG page drawn in a bitmap
@@ -32,8 +31,6 @@ var docvqaFields = []string{"REF", "VALUE", "CODE", "COUNT", "LOT", "UNIT"}
 // DocVQAColumns are the CSV columns of the world's items (SkillOpt's).
 var DocVQAColumns = []string{"questionId", "question", "answer", "image_path", "topic", "docId",
 	"ucsf_document_id", "ucsf_document_page_no", "source_split"}
-
-func init() { register(docvqa.Name, writeDocVQA) }
 
 func writeDocVQA(dir string, size Size, seed int64) (*Manifest, error) {
 	active := pickRules(newRNG("docvqa", size, seed, "rules"), docvqaRules, size.Rules)

@@ -39,8 +39,6 @@ type JSONLItem struct {
 	TaskType string `json:"task_type"`
 }
 
-func init() { register("jsonl", writeJSONL) }
-
 func writeJSONL(dir string, size Size, seed int64) (*Manifest, error) {
 	active := pickRules(newRNG("jsonl", size, seed, "rules"), jsonlRules, size.Rules)
 	items := splits(size, func(split string, i int) JSONLItem {

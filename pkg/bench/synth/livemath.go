@@ -32,8 +32,6 @@ var livemathFillers = []func(string) string{
 	func(g string) string { return g + g[:1] },
 }
 
-func init() { register(livemath.Name, writeLiveMath) }
-
 func writeLiveMath(dir string, size Size, seed int64) (*Manifest, error) {
 	active := pickRules(newRNG("livemath", size, seed, "rules"), livemathRules, size.Rules)
 	months := []string{"2025-01", "2025-02", "2025-03", "2025-04", "2025-05", "2025-06"}

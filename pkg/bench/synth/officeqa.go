@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/internal/atomicfile"
-	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
 )
 
 // OfficeQA's world: one synthetic Treasury-style bulletin per question, a
@@ -35,21 +34,19 @@ const (
 	OfficeQAErrLine = "ERRATA: in table FD-2, line %d should read %s."
 )
 
-func init() {
-	addRules(Rule{
-		ID: OfficeQAErrata, Category: "errata", Cue: "the corrected amount",
-		Text: "For the corrected amount, grep the bulletin for errata before reading its tables.",
-		Paraphrases: []string{
-			"When a question wants the corrected amount, first grep the document for errata.",
-			"Grep each bulletin for errata first if the question wants the corrected amount.",
-		},
-		Stems: []string{"errata", "grep"}, Vague: "Bulletins are sometimes revised.",
-		Harmful: "Trust the printed tables; later notes in a bulletin are unreliable.", HarmfulStems: []string{"later notes"},
-		Description: "The printed table figure was given, not the one the bulletin's errata correct it to.",
-		Wrong:       func(g string) string { return rotate(g) },
-	})
-	register(officeqa.Name, writeOfficeQA)
-}
+// officeqaWorldRules are the OfficeQA world's own rules.
+var officeqaWorldRules = []Rule{{
+	ID: OfficeQAErrata, Category: "errata", Cue: "the corrected amount",
+	Text: "For the corrected amount, grep the bulletin for errata before reading its tables.",
+	Paraphrases: []string{
+		"When a question wants the corrected amount, first grep the document for errata.",
+		"Grep each bulletin for errata first if the question wants the corrected amount.",
+	},
+	Stems: []string{"errata", "grep"}, Vague: "Bulletins are sometimes revised.",
+	Harmful: "Trust the printed tables; later notes in a bulletin are unreliable.", HarmfulStems: []string{"later notes"},
+	Description: "The printed table figure was given, not the one the bulletin's errata correct it to.",
+	Wrong:       func(g string) string { return rotate(g) },
+}}
 
 // rotate moves the first character to the end ("4821" -> "8214"): the
 // printed figure that an erratum corrects.

@@ -23,8 +23,6 @@ const (
 	SearchQAConcern = "The entry concerns %s."
 )
 
-func init() { register(searchqa.Name, writeSearchQA) }
-
 func writeSearchQA(dir string, size Size, seed int64) (*Manifest, error) {
 	active := pickRules(newRNG("searchqa", size, seed, "rules"), searchqaRules, size.Rules)
 	items := splits(size, func(split string, i int) searchqa.Item {

@@ -31,15 +31,13 @@ const (
 	SpreadsheetTotalAsk = "Add a total row to the Data sheet: the label Total in column A and the sum of the Figure column in column B."
 )
 
-func init() {
-	addRules(Rule{ID: SpreadsheetTotal, Category: "layout", Cue: "a total row",
-		Text:        "Put a total row directly below the last data row, with no blank row between.",
-		Paraphrases: []string{"A total row goes right under the data, never after a blank row.", "Write a total row on the first empty row below the data; no blank row first."},
-		Stems:       []string{"total row", "blank row"}, Vague: "Summary rows need care.",
-		Harmful: "Leave a spacer line above any summary so it stands out.", HarmfulStems: []string{"spacer line"},
-		Description: "The total row was written after a blank row instead of directly below the data."})
-	register("spreadsheet", writeSpreadsheet)
-}
+// spreadsheetWorldRules are the SpreadsheetBench world's own rules.
+var spreadsheetWorldRules = []Rule{{ID: SpreadsheetTotal, Category: "layout", Cue: "a total row",
+	Text:        "Put a total row directly below the last data row, with no blank row between.",
+	Paraphrases: []string{"A total row goes right under the data, never after a blank row.", "Write a total row on the first empty row below the data; no blank row first."},
+	Stems:       []string{"total row", "blank row"}, Vague: "Summary rows need care.",
+	Harmful: "Leave a spacer line above any summary so it stands out.", HarmfulStems: []string{"spacer line"},
+	Description: "The total row was written after a blank row instead of directly below the data."}}
 
 // spreadsheetItem is a SpreadsheetBench item.
 type spreadsheetItem struct {

@@ -29,6 +29,10 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/internal/atomicfile"
+	"github.com/skillfleet/skillfleet/pkg/bench/docvqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/livemath"
+	"github.com/skillfleet/skillfleet/pkg/bench/officeqa"
+	"github.com/skillfleet/skillfleet/pkg/bench/searchqa"
 	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 )
 
@@ -87,10 +91,22 @@ func SizeOf(benchName, preset string) (Size, error) {
 // Generator writes one benchmark's world into a directory.
 type Generator func(dir string, size Size, seed int64) (*Manifest, error)
 
-var generators = map[string]Generator{}
-
-// register adds a benchmark's generator (one file per benchmark).
-func register(name string, g Generator) { generators[name] = g }
+// generators holds every benchmark that has a synthetic world, by name:
+// the one place to look for what `skillfleet data synth` can write.
+var generators = map[string]Generator{
+	"alfworld": func(dir string, size Size, seed int64) (*Manifest, error) {
+		return writeHousehold("alfworld", dir, size, seed)
+	},
+	docvqa.Name:   writeDocVQA,
+	"jsonl":       writeJSONL,
+	livemath.Name: writeLiveMath,
+	officeqa.Name: writeOfficeQA,
+	searchqa.Name: writeSearchQA,
+	"spreadsheet": writeSpreadsheet,
+	"textgame": func(dir string, size Size, seed int64) (*Manifest, error) {
+		return writeHousehold("textgame", dir, size, seed)
+	},
+}
 
 // Benchmarks returns the names of the benchmarks that have a world.
 func Benchmarks() []string {
@@ -360,17 +376,23 @@ func writeSeedSkill(dir, skill string) (string, error) {
 	return SeedSkillFile, atomicfile.Write(filepath.Join(dir, SeedSkillFile), []byte(skill))
 }
 
-// worldRules are the rules that only the synthetic worlds have, by id
-// (each world's file adds its own).
-var worldRules = map[string]Rule{}
+// worldRules are the rules that only the synthetic worlds have, by id;
+// each world's file lists its own.
+var worldRules = rulesByID(householdWorldRules, officeqaWorldRules, spreadsheetWorldRules)
 
-func addRules(rs ...Rule) {
-	for _, r := range rs {
-		if _, dup := worldRules[r.ID]; dup {
-			panic("synth: duplicate rule " + r.ID)
+// rulesByID indexes rule lists by id; two rules with one id are a
+// programming error.
+func rulesByID(lists ...[]Rule) map[string]Rule {
+	out := map[string]Rule{}
+	for _, rs := range lists {
+		for _, r := range rs {
+			if _, dup := out[r.ID]; dup {
+				panic("synth: duplicate rule " + r.ID)
+			}
+			out[r.ID] = r
 		}
-		worldRules[r.ID] = r
 	}
+	return out
 }
 
 // WorldRules returns the rules only the synthetic worlds have, by id order.

@@ -34,39 +34,33 @@ var HouseholdVerb = map[string][2]string{
 	RuleSpotless: {"clean", "sinkbasin 1"},
 }
 
-func init() {
-	addRules(
-		Rule{ID: RuleFresh, Category: "household", Cue: "fresh",
-			Text:        "A fresh item must be cooled with fridge 1 before you put it in place.",
-			Paraphrases: []string{"Cool a fresh item in fridge 1 first; only then put it in place.", "Before placing anything fresh, cool it with fridge 1."},
-			Stems:       []string{"fresh", "cool"}, Vague: "Some tasks want food kept in a certain way.",
-			Harmful: "Warm every food item in the microwave first; warm food is always welcome.", HarmfulStems: []string{"warm food"},
-			Description: "The fresh item was put in place without being cooled first."},
-		Rule{ID: RuleReady, Category: "household", Cue: "ready",
-			Text:        "A ready item must be heated with microwave 1 before you put it in place.",
-			Paraphrases: []string{"Heat a ready item in microwave 1 first; only then put it in place.", "Before placing anything ready, heat it with microwave 1."},
-			Stems:       []string{"ready", "heat"}, Vague: "Some dishes need preparing before they are served.",
-			Harmful: "Chill everything in the fridge before serving it.", HarmfulStems: []string{"chill everything"},
-			Description: "The ready item was put in place without being heated first."},
-		Rule{ID: RuleSpotless, Category: "household", Cue: "spotless",
-			Text:        "A spotless item must be cleaned at sinkbasin 1 before you put it in place.",
-			Paraphrases: []string{"Clean a spotless item at sinkbasin 1 first; only then put it in place.", "Before placing anything spotless, clean it at sinkbasin 1."},
-			Stems:       []string{"spotless", "clean"}, Vague: "Tidiness matters in this house.",
-			Harmful: "Rinsing wastes water; never use the sink.", HarmfulStems: []string{"wastes water"},
-			Description: "The spotless item was put in place without being cleaned first."},
-		Rule{ID: RulePair, Category: "household", Cue: "a pair of",
-			Text:        "A pair of items means two of them: find and place both before you stop.",
-			Paraphrases: []string{"For a pair of items, place both of them, not just one.", "When the task says a pair of, put both items in place."},
-			Stems:       []string{"pair", "both"}, Vague: "Read how many items the task asks for.",
-			Harmful: "Once one item is in place the task is done, so stop searching.", HarmfulStems: []string{"stop searching"},
-			Description: "Only one of the pair was put in place."},
-	)
-	register("textgame", func(dir string, size Size, seed int64) (*Manifest, error) {
-		return writeHousehold("textgame", dir, size, seed)
-	})
-	register("alfworld", func(dir string, size Size, seed int64) (*Manifest, error) {
-		return writeHousehold("alfworld", dir, size, seed)
-	})
+// householdWorldRules are the rules of both household worlds (textgame and
+// ALFWorld).
+var householdWorldRules = []Rule{
+	Rule{ID: RuleFresh, Category: "household", Cue: "fresh",
+		Text:        "A fresh item must be cooled with fridge 1 before you put it in place.",
+		Paraphrases: []string{"Cool a fresh item in fridge 1 first; only then put it in place.", "Before placing anything fresh, cool it with fridge 1."},
+		Stems:       []string{"fresh", "cool"}, Vague: "Some tasks want food kept in a certain way.",
+		Harmful: "Warm every food item in the microwave first; warm food is always welcome.", HarmfulStems: []string{"warm food"},
+		Description: "The fresh item was put in place without being cooled first."},
+	Rule{ID: RuleReady, Category: "household", Cue: "ready",
+		Text:        "A ready item must be heated with microwave 1 before you put it in place.",
+		Paraphrases: []string{"Heat a ready item in microwave 1 first; only then put it in place.", "Before placing anything ready, heat it with microwave 1."},
+		Stems:       []string{"ready", "heat"}, Vague: "Some dishes need preparing before they are served.",
+		Harmful: "Chill everything in the fridge before serving it.", HarmfulStems: []string{"chill everything"},
+		Description: "The ready item was put in place without being heated first."},
+	Rule{ID: RuleSpotless, Category: "household", Cue: "spotless",
+		Text:        "A spotless item must be cleaned at sinkbasin 1 before you put it in place.",
+		Paraphrases: []string{"Clean a spotless item at sinkbasin 1 first; only then put it in place.", "Before placing anything spotless, clean it at sinkbasin 1."},
+		Stems:       []string{"spotless", "clean"}, Vague: "Tidiness matters in this house.",
+		Harmful: "Rinsing wastes water; never use the sink.", HarmfulStems: []string{"wastes water"},
+		Description: "The spotless item was put in place without being cleaned first."},
+	Rule{ID: RulePair, Category: "household", Cue: "a pair of",
+		Text:        "A pair of items means two of them: find and place both before you stop.",
+		Paraphrases: []string{"For a pair of items, place both of them, not just one.", "When the task says a pair of, put both items in place."},
+		Stems:       []string{"pair", "both"}, Vague: "Read how many items the task asks for.",
+		Harmful: "Once one item is in place the task is done, so stop searching.", HarmfulStems: []string{"stop searching"},
+		Description: "Only one of the pair was put in place."},
 }
 
 var householdKinds = []string{"apple", "egg", "mug", "potato", "cup", "plate", "tomato", "bread"}
