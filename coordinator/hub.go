@@ -119,7 +119,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if mig != nil {
 		o.Logger.Info("run dir migrated", "run_dir", mig.Dir, "from_format", mig.From, "to_format", mig.To)
 	}
-	j, recorded, err := dispatch.OpenJournal(filepath.Join(o.RunDir, "results.journal"), o.NoSync)
+	j, err := dispatch.OpenJournalIndex(filepath.Join(o.RunDir, "results.journal"), o.NoSync)
 	if err != nil {
 		return nil, err
 	}
@@ -129,15 +129,15 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 		prefix = o.RunID + "/"
 	}
 	h.D = dispatch.New(dispatch.Options{
-		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j, Recorded: recorded,
+		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
 		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow, OnFatal: o.OnFatal,
 	})
 	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
 	h.grpc = grpc.NewServer(o.GRPCServerOptions...)
 	pb.RegisterCoordinatorServer(h.grpc, h.RPC)
-	if len(recorded) > 0 {
-		o.Logger.Info("results recovered from journal", "results", len(recorded))
+	if n := h.D.Recorded(); n > 0 {
+		o.Logger.Info("results recovered from journal", "results", n)
 	}
 	// The run is in the run directory before its first task is published
 	// and until the hub stops: workers find the coordinator by the run.

@@ -42,9 +42,13 @@ type Options struct {
 	JS     jetstream.JetStream
 	// Stream is the task stream (for deleting cancelled queued tasks).
 	Stream jetstream.Stream
-	// Journal records results durably; its existing results are loaded by the caller.
+	// Journal records results durably and keeps them: the dispatcher holds
+	// only where each result is and reads it back when asked for it. The
+	// results it held when opened ([Journal.Recovered]) count as recorded
+	// (and the journal forgets them).
 	Journal *Journal
-	// Recorded are results read back from the journal at start.
+	// Recorded are results recorded before, kept in memory (for a
+	// dispatcher without a journal).
 	Recorded []*pb.Result
 	// RunPrefix: results whose task id does not start with it belong to
 	// another run and are answered STATUS_UNKNOWN.
@@ -93,8 +97,9 @@ type Dispatcher struct {
 	fatal     chan struct{}
 	fatalOnce sync.Once
 
-	mu        sync.Mutex
-	recorded  map[string]*pb.Result
+	mu sync.Mutex
+	// recorded holds, for every recorded task id, where its result is.
+	recorded  map[string]rec
 	recording map[string]bool
 	pending   map[string]*Future
 	seqs      map[uint64]string // stream seq → task id of pending tasks
@@ -121,6 +126,14 @@ type Dispatcher struct {
 
 	// refusals are the workers that said they cannot serve a task.
 	refusals refusals
+}
+
+// rec is what the dispatcher keeps of a recorded result: where the
+// journal holds it or, with no journal, the result itself.
+type rec struct {
+	off  int64
+	size uint32
+	res  *pb.Result
 }
 
 // Future is the eventual result of one task.
@@ -196,7 +209,7 @@ func New(o Options) *Dispatcher {
 		o:         o,
 		log:       o.Logger,
 		fatal:     make(chan struct{}),
-		recorded:  make(map[string]*pb.Result, len(o.Recorded)),
+		recorded:  make(map[string]rec, len(o.Recorded)),
 		recording: map[string]bool{},
 		pending:   map[string]*Future{},
 		seqs:      map[uint64]string{},
@@ -204,9 +217,44 @@ func New(o Options) *Dispatcher {
 		pumpBell:  make(chan struct{}, 1),
 	}
 	for _, r := range o.Recorded {
-		d.recorded[r.GetTaskId()] = r
+		d.recorded[r.GetTaskId()] = rec{res: r}
+	}
+	if o.Journal != nil {
+		for _, ref := range o.Journal.takeRecovered() {
+			d.recorded[ref.TaskID] = rec{off: ref.Off, size: ref.Size}
+		}
 	}
 	return d
+}
+
+// result returns the recorded result of task id that r locates, reading
+// it back from the journal. A failed read fails the journal and so the
+// run ([Options].OnFatal).
+func (d *Dispatcher) result(id string, r rec) (*pb.Result, error) {
+	if r.res != nil {
+		return r.res, nil
+	}
+	res, err := d.o.Journal.ReadAt(Ref{TaskID: id, Off: r.off, Size: r.size})
+	if err != nil {
+		d.log.Error("read back recorded result", "task_id", id, "err", err)
+		d.journalFailed()
+		return nil, err
+	}
+	return res, nil
+}
+
+// journalFailed stops the dispatcher once the journal has failed: Submit
+// refuses tasks, every Future's Wait returns the error and OnFatal is told.
+func (d *Dispatcher) journalFailed() {
+	if d.Err() == nil {
+		return
+	}
+	d.fatalOnce.Do(func() {
+		close(d.fatal)
+		if d.o.OnFatal != nil {
+			d.o.OnFatal(d.Err())
+		}
+	})
 }
 
 // Run watches for tasks that ran out of deliveries and turns them into
@@ -386,12 +434,18 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
 	return n
 }
 
-// Lookup returns the recorded result of a task id, if any.
+// Lookup returns the recorded result of a task id, if any, read back
+// from the journal. A result the journal cannot give back is not found
+// (and fails the journal).
 func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	r, ok := d.recorded[id]
-	return r, ok
+	d.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	res, err := d.result(id, r)
+	return res, err == nil
 }
 
 // Submit publishes tasks and returns one future per task, in order. A task
@@ -418,13 +472,14 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		d.mu.Unlock()
 		return nil, ErrClosed
 	}
-	var toSend []int
+	var toSend, known []int
+	var knownRecs []rec
 	for i, t := range tasks {
 		id := t.GetId()
 		if r, ok := d.recorded[id]; ok {
-			f := newFuture(id, d.fatal, d.Err)
-			f.resolve(r)
-			futs[i] = f
+			futs[i] = newFuture(id, d.fatal, d.Err)
+			known = append(known, i)
+			knownRecs = append(knownRecs, r)
 			continue
 		}
 		if f, ok := d.pending[id]; ok {
@@ -442,6 +497,17 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		toSend = append(toSend, i)
 	}
 	d.mu.Unlock()
+	for k, i := range known {
+		res, err := d.result(futs[i].id, knownRecs[k])
+		if err != nil {
+			// The journal failed: nothing of this batch goes out.
+			for _, j := range toSend {
+				d.fail(futs[j], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+err.Error())
+			}
+			return nil, err
+		}
+		futs[i].resolve(res)
+	}
 
 	if c := d.o.Cache; c != nil && len(toSend) > 0 {
 		send := make([]*pb.Task, len(toSend))
@@ -701,24 +767,17 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 	d.recording[id] = true
 	d.mu.Unlock()
 
-	commit := func(err error) {
+	commit := func(at rec, err error) {
 		d.mu.Lock()
 		delete(d.recording, id)
 		if err != nil {
 			d.mu.Unlock()
 			d.log.Error("record result", "task_id", id, "err", err)
-			if d.Err() != nil {
-				d.fatalOnce.Do(func() {
-					close(d.fatal)
-					if d.o.OnFatal != nil {
-						d.o.OnFatal(d.Err())
-					}
-				})
-			}
+			d.journalFailed()
 			done(pb.ReportAck_STATUS_RETRY, err)
 			return
 		}
-		d.recorded[id] = res
+		d.recorded[id] = at
 		f := d.pending[id]
 		delete(d.pending, id)
 		if d.releaseBulkLocked(id) {
@@ -748,10 +807,10 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		done(pb.ReportAck_STATUS_RECORDED, nil)
 	}
 	if d.o.Journal == nil {
-		commit(nil)
+		commit(rec{res: res}, nil)
 		return
 	}
-	d.o.Journal.Append(res, commit)
+	d.o.Journal.append(res, func(ref Ref, err error) { commit(rec{off: ref.Off, size: ref.Size}, err) })
 }
 
 // Cancel stops tasks that are no longer needed: queued ones are deleted

@@ -23,6 +23,11 @@ import (
 // Record format: 4-byte big-endian length, 4-byte CRC-32C of the data, then
 // the protobuf-encoded Result. A torn tail (crash mid-write) is truncated
 // on open.
+//
+// The journal is also where a coordinator keeps its results: it holds only
+// each result's [Ref] in memory and reads the result back when it is
+// asked for (ReadAt), so a run's memory does not grow with the size of
+// its trajectories.
 type Journal struct {
 	path string
 	f    *os.File
@@ -36,7 +41,10 @@ type Journal struct {
 	wake   chan struct{}
 	closed bool
 	done   chan struct{}
-	// failed is the first write error. The journal is then cut back to
+	// recovered are the records found at open, in order.
+	recovered []Ref
+
+	// failed is the first write (or read-back) error. The journal is then cut back to
 	// its last good record and refuses every append at once: a full disk
 	// fails the results it cannot hold instead of retrying them forever,
 	// and the file stays readable for a resume once space is back.
@@ -45,38 +53,83 @@ type Journal struct {
 
 type journalEntry struct {
 	data []byte
-	cb   func(error)
+	id   string
+	cb   func(Ref, error)
+}
+
+// Ref locates one result in the journal: its task id and where its
+// encoding starts and how long it is.
+type Ref struct {
+	TaskID string
+	Off    int64
+	Size   uint32
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // OpenJournal opens (creating if needed) the journal at path and returns it
-// with every result recorded so far, in order.
+// with every result recorded so far, in order. It holds every result in
+// memory at once: readers of a whole journal use it, a coordinator uses
+// [OpenJournalIndex].
 func OpenJournal(path string, noSync bool) (*Journal, []*pb.Result, error) {
+	var out []*pb.Result
+	j, err := openJournal(path, noSync, func(res *pb.Result) { out = append(out, res) })
+	if err != nil {
+		return nil, nil, err
+	}
+	return j, out, nil
+}
+
+// OpenJournalIndex opens (creating if needed) the journal at path. The
+// results recorded so far stay on disk; [Journal.Recovered] locates them.
+func OpenJournalIndex(path string, noSync bool) (*Journal, error) {
+	return openJournal(path, noSync, nil)
+}
+
+func openJournal(path string, noSync bool, each func(*pb.Result)) (*Journal, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open journal: %w", err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
-	results, good := readJournal(f)
+	refs, good := readJournal(f, each)
 	if err := f.Truncate(good); err != nil {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("truncate journal: %w", err)
+		return nil, fmt.Errorf("truncate journal: %w", err)
 	}
 	if _, err := f.Seek(good, io.SeekStart); err != nil {
 		_ = f.Close()
-		return nil, nil, fmt.Errorf("seek journal: %w", err)
+		return nil, fmt.Errorf("seek journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, sync: !noSync, size: good, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	j := &Journal{path: path, f: f, sync: !noSync, size: good, recovered: refs, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go j.loop()
-	return j, results, nil
+	return j, nil
 }
 
-// readJournal reads the good records from the start; it stops at the first
-// torn or corrupt one and returns the records and the length they span.
-func readJournal(f *os.File) ([]*pb.Result, int64) {
+// Recovered locates the results the journal held when it was opened, in
+// order. The journal forgets them once a dispatcher has taken them over
+// (see [New]).
+func (j *Journal) Recovered() []Ref {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.recovered
+}
+
+// takeRecovered returns Recovered and forgets it.
+func (j *Journal) takeRecovered() []Ref {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	r := j.recovered
+	j.recovered = nil
+	return r
+}
+
+// readJournal reads the good records from the start, handing each result
+// to each (if set); it stops at the first torn or corrupt one and returns
+// where the records are and the length they span.
+func readJournal(f *os.File, each func(*pb.Result)) ([]Ref, int64) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	var (
-		out  []*pb.Result
+		out  []Ref
 		good int64
 		hdr  [8]byte
 	)
@@ -86,7 +139,7 @@ func readJournal(f *os.File) ([]*pb.Result, int64) {
 		}
 		n := binary.BigEndian.Uint32(hdr[:4])
 		sum := binary.BigEndian.Uint32(hdr[4:])
-		if n > 256<<20 {
+		if n > maxRecord {
 			return out, good
 		}
 		data := make([]byte, n)
@@ -100,31 +153,76 @@ func readJournal(f *os.File) ([]*pb.Result, int64) {
 		if err := proto.Unmarshal(data, res); err != nil {
 			return out, good
 		}
-		out = append(out, res)
+		if each != nil {
+			each(res)
+		}
+		out = append(out, Ref{TaskID: res.GetTaskId(), Off: good + 8, Size: n})
 		good += int64(8 + n)
 	}
 }
 
+// maxRecord is the longest record the journal reads back; writeBuffer
+// the write buffer a journal keeps for its whole life (a record longer
+// than it is written directly).
+const (
+	maxRecord   = 256 << 20
+	writeBuffer = 64 << 10
+)
+
+// ReadAt reads back the result ref locates. A failed read fails the
+// journal as a failed write does: the run cannot go on without its
+// results.
+func (j *Journal) ReadAt(ref Ref) (*pb.Result, error) {
+	data := make([]byte, ref.Size)
+	_, err := j.f.ReadAt(data, ref.Off)
+	res := &pb.Result{}
+	if err == nil {
+		err = proto.Unmarshal(data, res)
+	}
+	if err == nil && res.GetTaskId() != ref.TaskID {
+		err = fmt.Errorf("found task %q", res.GetTaskId())
+	}
+	if err != nil {
+		err = fmt.Errorf("read back the result of task %s at offset %d of journal %s: %w", ref.TaskID, ref.Off, j.path, err)
+		j.mu.Lock()
+		if j.failed == nil {
+			j.failed = err
+		}
+		j.mu.Unlock()
+		return nil, err
+	}
+	return res, nil
+}
+
 // Append queues res; cb is called once it is durable (or failed).
 func (j *Journal) Append(res *pb.Result, cb func(error)) {
+	j.append(res, func(_ Ref, err error) { cb(err) })
+}
+
+// append queues res; cb is called once it is durable, with where it is,
+// or failed.
+func (j *Journal) append(res *pb.Result, cb func(Ref, error)) {
 	data, err := proto.Marshal(res)
+	if err == nil && len(data) > maxRecord {
+		err = fmt.Errorf("%d bytes, more than the journal's %d", len(data), maxRecord)
+	}
 	if err != nil {
-		cb(fmt.Errorf("encode result: %w", err))
+		cb(Ref{}, fmt.Errorf("encode result: %w", err))
 		return
 	}
 	j.mu.Lock()
 	if j.closed {
 		j.mu.Unlock()
-		cb(errors.New("journal closed"))
+		cb(Ref{}, errors.New("journal closed"))
 		return
 	}
 	if j.failed != nil {
 		err := j.failed
 		j.mu.Unlock()
-		cb(err)
+		cb(Ref{}, err)
 		return
 	}
-	j.queue = append(j.queue, journalEntry{data: data, cb: cb})
+	j.queue = append(j.queue, journalEntry{data: data, cb: cb, id: res.GetTaskId()})
 	select {
 	case j.wake <- struct{}{}:
 	default:
@@ -134,7 +232,7 @@ func (j *Journal) Append(res *pb.Result, cb func(error)) {
 
 func (j *Journal) loop() {
 	defer close(j.done)
-	w := bufio.NewWriterSize(j.f, 1<<20)
+	w := bufio.NewWriterSize(j.f, writeBuffer)
 	var hdr [8]byte
 	for range j.wake {
 		for {
@@ -176,8 +274,14 @@ func (j *Journal) loop() {
 			} else {
 				err = j.fail(err, w)
 			}
+			off := j.size - n
 			for _, e := range batch {
-				e.cb(err)
+				if err != nil {
+					e.cb(Ref{}, err)
+					continue
+				}
+				e.cb(Ref{TaskID: e.id, Off: off + 8, Size: uint32(len(e.data))}, nil)
+				off += int64(8 + len(e.data))
 			}
 		}
 	}

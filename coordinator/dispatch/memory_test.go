@@ -1,0 +1,131 @@
+package dispatch_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// trajectory is a deterministic trajectory of n bytes for result i.
+func trajectory(i, n int) []byte {
+	return bytes.Repeat([]byte{byte('a' + i%26)}, n)
+}
+
+// recordMany records n rollout results of size bytes each through d and
+// waits until all are durable.
+func recordMany(t testing.TB, d *dispatch.Dispatcher, prefix string, n, size int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		d.Record(&pb.Result{TaskId: fmt.Sprintf("%s%05d", prefix, i), Outcome: pb.Outcome_OUTCOME_OK,
+			Body: &pb.Result_Rollout{Rollout: &pb.RolloutResult{Hard: float64(i % 2), Trajectory: trajectory(i, size)}}},
+			func(s pb.ReportAck_Status, err error) {
+				if s != pb.ReportAck_STATUS_RECORDED {
+					t.Errorf("result %d acked %v (%v)", i, s, err)
+				}
+				wg.Done()
+			})
+	}
+	wg.Wait()
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestRecordedResultsStayOnDisk: a dispatcher that recorded 400 results
+// of 50 KB (20 MB of trajectories) holds a small fraction of that in
+// memory, before and after a resume, and still gives every result back in
+// full: by Lookup, and as the future of a task submitted again.
+func TestRecordedResultsStayOnDisk(t *testing.T) {
+	const n, size = 400, 50 << 10
+	const bound = 2 << 20 // what the dispatcher may keep in memory for all of them
+	path := filepath.Join(t.TempDir(), "results.journal")
+	j, err := dispatch.OpenJournalIndex(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := liveHeap()
+	d := dispatch.New(dispatch.Options{Journal: j, RunPrefix: "r/"})
+	recordMany(t, d, "r/t", n, size)
+	held := int64(liveHeap()) - int64(base)
+	t.Logf("live heap after recording %d results of %d bytes: %d bytes (%.1f per result)", n, size, held, float64(held)/n)
+	if held > bound {
+		t.Errorf("live heap grew by %d bytes for %d results of %d bytes; want at most %d", held, n, size, bound)
+	}
+	check := func(d *dispatch.Dispatcher) {
+		t.Helper()
+		for _, i := range []int{0, 199, n - 1} {
+			id := fmt.Sprintf("r/t%05d", i)
+			res, ok := d.Lookup(id)
+			if !ok || !bytes.Equal(res.GetRollout().GetTrajectory(), trajectory(i, size)) || res.GetRollout().GetHard() != float64(i%2) {
+				t.Fatalf("Lookup(%s) = %v, %v: not the recorded result", id, ok, res.GetRollout().GetHard())
+			}
+			futs, err := d.Submit(context.Background(), &pb.Task{Id: id, Kind: &pb.Task_Noop{Noop: &pb.NoopTask{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-futs[0].Done()
+			if !bytes.Equal(futs[0].Result().GetRollout().GetTrajectory(), trajectory(i, size)) {
+				t.Fatalf("Submit(%s) resolved to another result", id)
+			}
+		}
+		if d.Recorded() != n {
+			t.Errorf("Recorded() = %d, want %d", d.Recorded(), n)
+		}
+		if s := record(d, &pb.Result{TaskId: "r/t00001", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_DUPLICATE {
+			t.Errorf("a result recorded before acked %v, want DUPLICATE", s)
+		}
+	}
+	check(d)
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// A resume: the journal is read back without holding its results.
+	base = liveHeap()
+	j, err = dispatch.OpenJournalIndex(path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = j.Close() }()
+	d = dispatch.New(dispatch.Options{Journal: j, RunPrefix: "r/"})
+	held = int64(liveHeap()) - int64(base)
+	t.Logf("live heap after resuming %d results: %d bytes", n, held)
+	if held > bound {
+		t.Errorf("live heap grew by %d bytes on resuming %d results of %d bytes; want at most %d", held, n, size, bound)
+	}
+	check(d)
+	runtime.KeepAlive(d)
+}
+
+// BenchmarkHeapPerRun reports the live heap a dispatcher holds per
+// recorded result of 50 KB (heap-B/result) once 1,000 are recorded.
+func BenchmarkHeapPerRun(b *testing.B) {
+	const n, size = 1000, 50 << 10
+	for i := 0; b.Loop(); i++ {
+		j, err := dispatch.OpenJournalIndex(filepath.Join(b.TempDir(), fmt.Sprintf("j%d", i)), true)
+		if err != nil {
+			b.Fatal(err)
+		}
+		base := liveHeap()
+		d := dispatch.New(dispatch.Options{Journal: j})
+		recordMany(b, d, "t/", n, size)
+		b.ReportMetric(float64(int64(liveHeap())-int64(base))/n, "heap-B/result")
+		runtime.KeepAlive(d)
+		_ = j.Close()
+	}
+}
