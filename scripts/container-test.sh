@@ -98,20 +98,8 @@ t=$SECONDS
 scripts/offline-base-images.sh
 say "base images ready ($(elapsed "$t"))"
 
-# BuildKit: `docker build` is BuildKit where buildx is installed (Docker
-# 23+); Debian's docker.io 20.10 client has it built in (DOCKER_BUILDKIT=1).
-build=()
-if docker buildx version >/dev/null 2>&1; then
-  build=(docker build)
-else
-  for cli in docker /usr/bin/docker; do
-    v=$("$cli" version -f '{{.Client.Version}}' 2>/dev/null || true)
-    if [[ "${v%%.*}" =~ ^[0-9]+$ && "${v%%.*}" -lt 23 ]]; then
-      build=(env DOCKER_BUILDKIT=1 "$cli" build)
-      break
-    fi
-  done
-fi
+# shellcheck source=scripts/lib/buildkit.sh
+. scripts/lib/buildkit.sh
 if [[ ${#build[@]} == 0 ]]; then
   echo "container test: no BuildKit builder (install docker-buildx, or Debian's docker.io)" >&2
   exit 1

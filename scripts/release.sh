@@ -64,8 +64,14 @@ fi
 image="not built: no Docker engine answers here (run again where one does)"
 status=0
 if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
+  # shellcheck source=scripts/lib/buildkit.sh
+  . "$root/scripts/lib/buildkit.sh"
+  if [[ ${#build[@]} == 0 ]]; then
+    echo "release: no BuildKit builder for the image (install docker-buildx, or Debian's docker.io)" >&2
+    build=(false)
+  fi
   echo "release: building image skillfleet:$tag" >&2
-  if docker build --build-arg "VERSION=$tag" --build-arg "COMMIT=$sha" -t "skillfleet:$tag" "$src" >&2 &&
+  if "${build[@]}" --build-arg "VERSION=$tag" --build-arg "COMMIT=$sha" -t "skillfleet:$tag" "$src" >&2 &&
     docker run --rm "skillfleet:$tag" version | head -1 | grep -qx "skillfleet $tag"; then
     image="skillfleet:$tag"
   else
