@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,24 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
+
+// LoadConfig reads a run config file with its --set overrides and checks
+// that a backend implements each model family it names. A bad key or
+// value is a [*ConfigError] naming the file and the key.
+func LoadConfig(path string, sets []string) (*config.Config, error) {
+	cfg, err := config.Load(path, sets)
+	if err == nil {
+		err = backends.CheckConfig(cfg)
+	}
+	var fe *config.FieldError
+	if errors.As(err, &fe) {
+		return nil, &ConfigError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
 
 // FromConfig builds the trainer's settings from a loaded config. runID and
 // runDir name the run; the initial skill is read from env.skill_init. A

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"path"
@@ -18,11 +19,12 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
-	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 )
 
 // exitCampaignFailed + N is the exit status of a campaign in which N cells
@@ -146,6 +148,11 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
+	x := exposureFlags{insecureGRPC: o.insecure}
+	if err := x.check(log, exposure{grpcAddr: net.JoinHostPort(o.grpcHost, "0"), grpcTLS: o.grpcTLS,
+		peers: []peer{natsPeer(o.natsURL, o.nats), redisPeer(o.redis)}}); err != nil {
+		return usageError{err}
+	}
 	prices := pricing.Default()
 	if o.prices != "" {
 		if prices, err = pricing.Load(o.prices); err != nil {
@@ -189,6 +196,17 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	natsOpts, err := o.nats.options()
 	if err != nil {
 		return usageError{err}
+	}
+	grpcOpts, err := o.grpcTLS.options()
+	if err != nil {
+		return err
+	}
+	var shared *redisstore.Store
+	if o.redis.url != "" {
+		if shared, err = o.redis.open(ctx, log); err != nil {
+			return usageError{err}
+		}
+		defer shared.Close()
 	}
 	nc, err := queue.Connect(ctx, natsURL, queue.ConnectOptions{Name: "skillfleet-campaign", Logger: log, Extra: natsOpts})
 	if err != nil {
@@ -249,8 +267,13 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		cfg.Store, cfg.Member, cfg.LeaseTTL, cfg.Sticky, cfg.Select = store, o.member, o.leaseTTL, o.sticky, sel
 	}
-	cells := &cellStarter{o: o, natsURL: natsURL, ports: ports}
-	camp, err := campaign.New(cfg, campaign.Deps{Run: cells.run})
+	cells := &campaign.Cells{
+		Base: coordinator.Config{NATSURL: natsURL, NATSOptions: natsOpts, NATSReplicas: o.nats.replicas, GRPCServerOptions: grpcOpts,
+			Advertise: o.advertise, AckWait: o.ackWait, Shared: shared, Prices: prices},
+		Deps: func(log *slog.Logger) coordinator.Deps { return trainOpts{}.runDeps(log) },
+		Sets: o.sets, GRPCHost: o.grpcHost, Ports: ports,
+	}
+	camp, err := campaign.New(cfg, campaign.Deps{Run: cells.Run})
 	if err != nil {
 		return usageError{err}
 	}
@@ -302,44 +325,6 @@ func printCampaignStatus(out io.Writer, term *ui.Terminal, s campaign.Status) {
 	fmt.Fprintf(out, "campaign: %d done, %d running, %d queued, %d failed; %s tokens, $%.2f; %s\n",
 		s.Counts[campaign.StateDone], s.Counts[campaign.StateRunning], s.Counts[campaign.StateQueued], s.Counts[campaign.StateFailed],
 		fmtTokens(s.Tokens), s.USD, s.Elapsed.Round(time.Second))
-}
-
-// cellStarter starts a campaign's runs as this command's train and eval do.
-type cellStarter struct {
-	o       campaignOpts
-	natsURL string
-	// ports, when set, is the pool of gRPC ports runs listen on.
-	ports chan int
-}
-
-func (s *cellStarter) run(ctx context.Context, r campaign.CellRun) error {
-	port := 0
-	if s.ports != nil {
-		port = <-s.ports // as many ports as active cells: never blocks long
-		defer func() { s.ports <- port }()
-	}
-	o := trainOpts{
-		config: r.Config, sets: multiFlag(append(append([]string(nil), r.Cell.Sets...), s.o.sets...)), out: r.Dir,
-		natsURL: s.natsURL, nats: s.o.nats, redis: s.o.redis, grpcAddr: net.JoinHostPort(s.o.grpcHost, strconv.Itoa(port)), advertise: s.o.advertise, workers: 0,
-		logFormat: "text", logLevel: "info", prices: s.o.prices, ackWait: s.o.ackWait, weight: r.Cell.Weight,
-		grpcTLS: s.o.grpcTLS,
-	}
-	o.exposure.insecureGRPC = s.o.insecure
-	var err error
-	if r.Eval != nil {
-		err = evalSkill(ctx, o, r.Eval.Skill, r.Eval.Split, r.Eval.Baseline, r.Log, r.Log)
-	} else {
-		o.hooks = &runHooks{
-			started: func(tr *trainer.Trainer) { r.Started(tr.Accounting()) },
-			stop:    r.Stop,
-		}
-		err = train(ctx, o, r.Log, r.Log)
-	}
-	var ce codedError
-	if errors.As(err, &ce) && ce.code == exitLocked {
-		return fmt.Errorf("%w: %w", campaign.ErrBusy, err)
-	}
-	return err
 }
 
 func fleetLine(o campaignOpts, url string) string {

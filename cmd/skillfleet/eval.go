@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"sort"
 
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
+// runEval scores a skill on a split (with the no-skill and seed baselines
+// when --baseline is set) and writes eval_summary.json in the run dir.
 func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o trainOpts
 	fs := newFlagSet("eval", "eval --config FILE --skill FILE [--split test] [--baseline] [flags]", stderr)
@@ -26,14 +26,8 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *skillPath == "" {
 		return usageError{errors.New("eval: --skill is required")}
 	}
-	return evalSkill(ctx, o, *skillPath, *split, *baseline, stdout, stderr)
-}
-
-// evalSkill scores the skill file on a split (with the no-skill and seed
-// baselines when baseline is set) and writes eval_summary.json in the run dir.
-func evalSkill(ctx context.Context, o trainOpts, skillPath, split string, baseline bool, stdout, stderr io.Writer) error {
 	// A skill file verbatim, or a skill package directory as its bundle.
-	text, err := skillpkg.ReadInit(skillPath, skillpkg.Limits{})
+	text, err := skillpkg.ReadInit(*skillPath, skillpkg.Limits{})
 	if err != nil {
 		return usageError{fmt.Errorf("eval: --skill: %w", err)}
 	}
@@ -52,7 +46,7 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, split string, baseli
 	if err != nil {
 		return err
 	}
-	rc.Eval = &coordinator.Eval{Split: split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: baseline}
+	rc.Eval = &coordinator.Eval{Split: *split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: *baseline}
 	rc.Progress = coordinator.NewProgress(stdout, isTTY(stdout))
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {
@@ -62,48 +56,5 @@ func evalSkill(ctx context.Context, o trainOpts, skillPath, split string, baseli
 	if err != nil {
 		return err
 	}
-	res := out.Eval
-	types := map[string]bool{}
-	for _, r := range res {
-		for k := range r.ByType {
-			types[k] = true
-		}
-	}
-	var tt []string
-	for k := range types {
-		if k != "overall" {
-			tt = append(tt, k)
-		}
-	}
-	sort.Strings(tt)
-	tt = append(tt, "overall")
-	fmt.Fprintf(stdout, "\n%-24s", "task type ("+split+")")
-	for _, r := range res {
-		fmt.Fprintf(stdout, " %12s", r.Name)
-	}
-	fmt.Fprintln(stdout)
-	for _, k := range tt {
-		fmt.Fprintf(stdout, "%-24s", k)
-		for _, r := range res {
-			fmt.Fprintf(stdout, " %12s", evalCell(r.ByType[k]))
-		}
-		fmt.Fprintln(stdout)
-	}
-	fmt.Fprintf(stdout, "\nwritten: %s\n", filepath.Join(run.Dir(), "eval_summary.json"))
-	return nil
-}
-
-// evalCell is one cell of the eval table: the hard accuracy over the
-// scored items and how many there were; items that could not be scored
-// (infrastructure failures) show as scored/total, and a row with none
-// scored has no accuracy at all rather than 0.
-func evalCell(ts trainer.TypeScore) string {
-	switch {
-	case ts.Scored == 0 && ts.Total > 0:
-		return fmt.Sprintf("- (0/%d)", ts.Total)
-	case ts.Scored < ts.Total:
-		return fmt.Sprintf("%.3f (%d/%d)", ts.Hard, ts.Scored, ts.Total)
-	default:
-		return fmt.Sprintf("%.3f (%d)", ts.Hard, ts.Total)
-	}
+	return out.WriteText(stdout, run.Dir())
 }

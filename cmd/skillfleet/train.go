@@ -8,13 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
-	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/config"
@@ -61,17 +59,6 @@ type trainOpts struct {
 	ackWait time.Duration
 	// weight is the run's share of a shared fleet.
 	weight float64
-	// hooks let a campaign watch and stop the run (nil for a plain run).
-	hooks *runHooks
-}
-
-// runHooks let a caller that runs many trainings in one process (a
-// campaign) see each run's trainer and stop it at a phase boundary.
-type runHooks struct {
-	// started sees the trainer once it exists.
-	started func(tr *trainer.Trainer)
-	// stop is consulted with the run's own stop checks.
-	stop func() error
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -137,18 +124,8 @@ func loadConfig(path string, sets []string) (*config.Config, error) {
 	if path == "" {
 		return nil, usageError{errors.New("--config is required")}
 	}
-	cfg, err := config.Load(path, sets)
-	if err == nil {
-		err = backends.CheckConfig(cfg)
-	}
-	if err != nil {
-		var fe *config.FieldError
-		if errors.As(err, &fe) {
-			return nil, usageError{err}
-		}
-		return nil, err
-	}
-	return cfg, nil
+	cfg, err := coordinator.LoadConfig(path, sets)
+	return cfg, startError(err)
 }
 
 func isTTY(w io.Writer) bool {
@@ -262,15 +239,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	pw := newProgressWiring(stdout, isTTY(stdout) && o.logFormat != "json")
 	defer pw.close()
 	rc.Progress = coordinator.NewProgress(pw.out, false)
-	if o.hooks != nil {
-		rc.Stop = o.hooks.stop
-	}
 	stopHealth := func() {}
 	defer func() { stopHealth() }()
 	rc.OnStart = func(r *coordinator.Run) error {
-		if o.hooks != nil && o.hooks.started != nil {
-			o.hooks.started(r.Trainer())
-		}
 		if o.healthAddr != "" {
 			stop, err := serveHealth(ctx, o.healthAddr, r.Hub(), o.registry, log, o.exposure)
 			if err != nil {
@@ -284,10 +255,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		if o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {
 			fmt.Fprintf(stderr, "coordinator listening on %s; start workers with: skillfleet worker --nats %s --coordinator %s\n", r.Hub().Addr(), o.natsURL, r.Hub().Addr())
 		}
-		s, sp := r.Settings(), r.Splits()
-		fmt.Fprintf(stdout, "skillfleet: training %s on %s (%d train / %d val / %d test items); run dir %s\n",
-			cfg.Env.Name, s.Target.GetModel(), len(sp.Train), len(sp.Val), len(sp.Test), r.Dir())
-		return nil
+		return r.WriteStart(stdout)
 	}
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {
@@ -297,11 +265,8 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if err != nil {
 		return classifyRunError(err, run.Dir())
 	}
-	printSummary(stdout, res.Summary, run.Dir())
-	if c := res.Cache; c != nil {
-		tot := res.Totals
-		fmt.Fprintf(stdout, "rollout cache: %d hits, %d misses; %d calls and %s tokens saved\n",
-			c.Hits, c.Misses, tot.SavedCalls, fmtTokens(tot.SavedInput+tot.SavedOutput))
+	if err := res.WriteText(stdout, run.Dir()); err != nil {
+		return err
 	}
 	if o.assertImproves {
 		sum := res.Summary
@@ -323,32 +288,6 @@ func classifyRunError(err error, runDir string) error {
 		return codedError{exitCoverage, fmt.Errorf("%w%s (add --retry-failed to retry failed tasks)", err, resume)}
 	}
 	return err
-}
-
-func printSummary(w io.Writer, sum *trainer.Summary, runDir string) {
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-10s %10s %10s\n", "skill", "selection", "test")
-	row := func(name string, sel *float64, test float64, ok bool) {
-		s := "-"
-		if sel != nil {
-			s = fmt.Sprintf("%.3f", *sel)
-		}
-		t := "-"
-		if ok {
-			t = fmt.Sprintf("%.3f", test)
-		}
-		fmt.Fprintf(w, "%-10s %10s %10s\n", name, s, t)
-	}
-	base, best := sum.BaselineScore, sum.BestScore
-	tb, okb := sum.TestHard["baseline"]
-	tbest, okbest := sum.TestHard["best"]
-	tf, okf := sum.TestHard["final"]
-	row("baseline", &base, tb, okb)
-	row("best", &best, tbest, okbest)
-	row("final", sum.FinalScore, tf, okf)
-	fmt.Fprintf(w, "\nsteps %d: %d accepted, %d rejected, %d skipped; %d model calls, %s tokens; %.1fs\n",
-		sum.TotalSteps, sum.Accepts, sum.Rejects, sum.Skips, sum.Tokens.Calls, fmtTokens(sum.Tokens.Tokens()), sum.WallTime)
-	fmt.Fprintf(w, "best skill: %s\n", filepath.Join(runDir, "best_skill.md"))
 }
 
 // fmtTokens renders a token count for people.

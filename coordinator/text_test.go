@@ -1,4 +1,4 @@
-package main
+package coordinator
 
 import (
 	"testing"
@@ -9,6 +9,7 @@ import (
 // A row of the eval table never shows an accuracy for items that were not
 // scored: none scored is "-", some scored names how many.
 func TestEvalCell(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		ts   trainer.TypeScore
 		want string

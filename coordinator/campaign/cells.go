@@ -1,0 +1,85 @@
+package campaign
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
+)
+
+// Cells starts a campaign's runs ([Deps.Run]) through [coordinator.Start],
+// each with its own coordinator on the campaign's fleet. A cell's run logs
+// at info level, and writes its progress and its results, to the cell's
+// log.
+type Cells struct {
+	// Base is every run's configuration: how it reaches the fleet (NATS,
+	// gRPC TLS, the advertised host), the shared store and the prices.
+	// Each run sets its own config, dir, weight, listen address, logger,
+	// progress and stop rule; it starts no workers of its own.
+	Base coordinator.Config
+	// Deps are what each run is given, made with the run's logger.
+	Deps func(*slog.Logger) coordinator.Deps
+	// Sets override keys of every cell's config, after the cell's own.
+	Sets []string
+	// GRPCHost is the host each run's gRPC service listens on (each on
+	// its own port).
+	GRPCHost string
+	// Ports, when set, is the pool of ports the runs listen on, one per
+	// running cell; nil: any free port.
+	Ports chan int
+}
+
+// Run runs one run of a cell. A run dir another coordinator holds is
+// [ErrBusy].
+func (c *Cells) Run(ctx context.Context, r CellRun) error {
+	port := 0
+	if c.Ports != nil {
+		port = <-c.Ports // as many ports as active cells: never waits long
+		defer func() { c.Ports <- port }()
+	}
+	log := slog.New(telemetry.NewLogHandler(slog.NewTextHandler(r.Log, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	cfg, err := coordinator.LoadConfig(r.Config, append(append([]string(nil), r.Cell.Sets...), c.Sets...))
+	if err != nil {
+		return err
+	}
+	for _, w := range cfg.Warnings {
+		log.Warn("config", "warning", w.String())
+	}
+	rc := c.Base
+	rc.Run, rc.Dir, rc.Weight, rc.Logger = cfg, r.Dir, r.Cell.Weight, log
+	rc.GRPCAddr = net.JoinHostPort(c.GRPCHost, strconv.Itoa(port))
+	rc.Workers, rc.Concurrency = 0, 0
+	rc.Progress = coordinator.NewProgress(r.Log, false)
+	if r.Eval != nil {
+		text, err := skillpkg.ReadInit(r.Eval.Skill, skillpkg.Limits{})
+		if err != nil {
+			return fmt.Errorf("eval: skill: %w", err)
+		}
+		rc.Eval = &coordinator.Eval{Split: r.Eval.Split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: r.Eval.Baseline}
+	} else {
+		rc.Stop = r.Stop
+		rc.OnStart = func(run *coordinator.Run) error {
+			r.Started(run.Trainer().Accounting())
+			fmt.Fprintf(r.Log, "coordinator listening on %s\n", run.Hub().Addr())
+			return run.WriteStart(r.Log)
+		}
+	}
+	run, err := coordinator.Start(ctx, rc, c.Deps(log))
+	if errors.Is(err, coordinator.ErrLocked) {
+		return fmt.Errorf("%w: %w", ErrBusy, err)
+	}
+	if err != nil {
+		return err
+	}
+	res, err := run.Wait()
+	if err != nil {
+		return err
+	}
+	return res.WriteText(r.Log, run.Dir())
+}
