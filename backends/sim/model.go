@@ -59,6 +59,10 @@ type Options struct {
 	ReproposeRate float64
 	// Seed salts every reply, independently of the world's seed.
 	Seed int64
+	// TrajectoryPad, when positive, pads every target reply of the sim
+	// benchmark to this many bytes (pad.go), so that rollouts carry
+	// trajectories as large as a real agent's; no decision changes.
+	TrajectoryPad int
 }
 
 func (o Options) withDefaults() Options {
@@ -164,6 +168,7 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		return m.worldResponse(req, content, calls), nil
 	}
 	content, ok := m.optimizeFast(req, seed)
+	padded := false
 	if !ok {
 		kind, payload, isTarget, err := classify(req)
 		if err != nil {
@@ -171,6 +176,7 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 		}
 		if isTarget {
 			content = m.target(req, seed)
+			padded = true
 		} else {
 			content, err = m.optimize(kind, payload, req.Model, seed)
 			if err != nil {
@@ -182,6 +188,9 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 	if req.MaxTokens > 0 && llm.EstimateTokens(content) > int64(req.MaxTokens) {
 		content = strings.ToValidUTF8(content[:min(len(content), req.MaxTokens*4)], "")
 		finish = "length"
+	}
+	if padded {
+		content = pad(content, m.o.TrajectoryPad)
 	}
 	return &llm.Response{
 		Content: content, FinishReason: finish, Model: req.Model, Attempts: 1,

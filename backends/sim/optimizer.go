@@ -18,6 +18,7 @@ import (
 // optimize answers an optimizer request. Its randomness is drawn from the
 // payload bytes, the request seed, the model name and Options.Seed.
 func (m *Model) optimize(kind string, payload json.RawMessage, model string, seed int64) (string, error) {
+	payload = unpad(payload)
 	r := simbench.HashRNG([]byte("optimizer"), []byte(model), i64(m.o.Seed), payload, i64(seed))
 	switch kind {
 	case prompts.AnalystFailure, prompts.AnalystSuccess:

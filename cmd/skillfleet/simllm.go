@@ -27,6 +27,7 @@ func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	eps := fs.Float64("epsilon", 0, "target noise: chance an outcome flips (0 = default 0.03, <0 = none)")
 	harm := fs.Float64("harmful-rate", 0, "chance an analyst proposal is harmful or irrelevant (0 = default 0.2, <0 = never)")
 	repro := fs.Float64("repropose-rate", 0, "chance a rejected edit is proposed again (0 = default 0.3, <0 = never)")
+	trajPad := fs.String("trajectory-pad", "0", "pad every sim benchmark target reply to this size (e.g. 50KB), so rollouts carry trajectories as large as a real agent's; decisions do not change")
 	keyEnv := fs.String("api-key-env", "", "require the key held by this environment variable as a bearer token")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -52,7 +53,11 @@ func runSimLLM(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *keyEnv != "" {
 		o.APIKey = os.Getenv(*keyEnv)
 	}
-	m := simmodel.New(simmodel.Options{Epsilon: *eps, HarmfulRate: *harm, ReproposeRate: *repro})
+	padSize, err := simmodel.ParseSize(*trajPad)
+	if err != nil {
+		return fmt.Errorf("sim-llm: --trajectory-pad: %w", err)
+	}
+	m := simmodel.New(simmodel.Options{Epsilon: *eps, HarmfulRate: *harm, ReproposeRate: *repro, TrajectoryPad: padSize})
 	bound, wait, err := simmodel.ListenAndServe(ctx, *addr, simmodel.NewServer(m, o))
 	if err != nil {
 		return err

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Control-plane scale bench (see docs/performance.md, "Control-plane scale
+# bench"): N cells at once on 2 campaign processes and a few worker
+# processes, against a zero-latency sim-llm, reporting what the control
+# plane costs per model call as N grows.
+#
+#   scripts/bench/scale.sh [--cells 8,384] [--pad 50KB] [--members 2] [--workers 3] \
+#       [--concurrency 32] [--optimizer-concurrency 16] [--config configs/demo.yaml] \
+#       [--skillfleet PATH] [--keep DIR] [--set section.key=value ...]
+#
+# For each N of --cells it starts a standalone nats-server
+# (scripts/bench/natsd), `skillfleet sim-llm` (no latency; --pad pads every
+# target reply, and so every trajectory, to that size without changing a
+# decision), --workers worker processes and --members campaign processes
+# (`campaign --member`, one shared campaign dir, each allowed N/members
+# active cells, so all N run at once), for a campaign of the config at
+# seeds 1..N in the "tiny" setting (one epoch, 20 selection and 20 test
+# items; --set adds or overrides settings). It prints one row per N:
+#
+#   - model calls (what sim-llm served) and the wall time;
+#   - NATS messages per model call, in (published to the server) and out
+#     (delivered by it), from the server's own counters;
+#   - campaign CPU per model call: user + system time of the campaign
+#     processes (getrusage at their exit) over the calls;
+#   - RSS per active run: the campaign processes' peak RSS, summed, over N
+#     (every cell runs at once), and the peak RSS of the processes;
+#   - each worker's peak RSS.
+#
+# --skillfleet runs the campaign and workers from a prebuilt binary (for
+# example one built from an older commit, to compare); sim-llm and natsd are
+# always built from this tree.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cells_list=8,384 pad=0 members=2 workers=3 conc=32 oconc=16 config=configs/demo.yaml sfbin="" keep=""
+sets=(--set train.num_epochs=1 --set evaluation.sel_env_num=20 --set evaluation.test_env_num=20)
+while (($#)); do
+  case "$1" in
+    --cells) cells_list=$2; shift 2 ;;
+    --pad) pad=$2; shift 2 ;;
+    --members) members=$2; shift 2 ;;
+    --workers) workers=$2; shift 2 ;;
+    --concurrency) conc=$2; shift 2 ;;
+    --optimizer-concurrency) oconc=$2; shift 2 ;;
+    --config) config=$2; shift 2 ;;
+    --skillfleet) sfbin=$(realpath "$2"); shift 2 ;;
+    --keep) keep=$(realpath -m "$2"); shift 2 ;;
+    --set) sets+=(--set "$2"); shift 2 ;;
+    *) echo "scale.sh: unknown flag $1" >&2; exit 2 ;;
+  esac
+done
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  # A campaign process runs under /usr/bin/time: its child goes first.
+  for p in "${pids[@]}"; do pkill -KILL -P "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+go build -o "$tmp/sim" ./cmd/skillfleet
+go build -o "$tmp/natsd" ./scripts/bench/natsd
+bin=${sfbin:-$tmp/sim}
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 200); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+
+printf '%s\n' "scale bench: $config (tiny: 1 epoch, 20 selection + 20 test items), $members campaign processes, $workers workers x $conc target + $oconc optimizer slots, zero latency, trajectory pad $pad, campaign binary ${sfbin:-this tree}"
+printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "wall" "journal KB / result" "NATS msgs in / call" "NATS msgs out / call" \
+  "campaign CPU ms / call" "campaign peak RSS (sum)" "RSS per active run" "worker peak RSS (max)"
+printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
+IFS=, read -ra ns <<<"$cells_list"
+for n in "${ns[@]}"; do
+  run=$tmp/n$n
+  mkdir -p "$run"
+  pids=()
+  sim_port=$(port) nats_port=$(port)
+  "$tmp/sim" sim-llm --addr "127.0.0.1:$sim_port" --trajectory-pad "$pad" >"$run/sim.log" 2>&1 &
+  pids+=($!)
+  "$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$run/nats" >"$run/nats.log" 2>&1 &
+  natspid=$!
+  pids+=($natspid)
+  wait_port "$nats_port" && wait_port "$sim_port" || { echo "scale.sh: servers did not start" >&2; exit 1; }
+  url="http://127.0.0.1:$sim_port/v1"
+  nats="nats://127.0.0.1:$nats_port"
+  {
+    echo "name: scale$n"
+    echo "max_active_runs: $n"
+    echo "no_skill: false"
+    echo "matrix:"
+    echo "  configs: [$(realpath "$config")]"
+    echo "  seeds: [$(seq -s, 1 "$n")]"
+  } >"$run/campaign.yaml"
+  wpids=()
+  for i in $(seq "$workers"); do
+    "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$run/worker$i.out" 2>&1 &
+    pids+=($!) wpids+=($!)
+  done
+  per=$(((n + members - 1) / members))
+  start=$(date +%s.%N)
+  mpids=()
+  for m in $(seq "$members"); do
+    /usr/bin/time -o "$run/member$m.time" -f '%U %S %M' \
+      "$bin" campaign --config "$run/campaign.yaml" --out "$run/camp" --nats "$nats" --workers 0 --member "m$m" \
+      --max-active-runs "$per" "${sets[@]}" --set runtime.sim_llm=false --set model.backend=openai_compatible \
+      --set model.optimizer_base_url="$url" --set model.target_base_url="$url" >"$run/member$m.out" 2>&1 &
+    pids+=($!) mpids+=($!)
+  done
+  failed=0
+  for p in "${mpids[@]}"; do wait "$p" || failed=1; done
+  end=$(date +%s.%N)
+  if ((failed)); then
+    echo "scale.sh: a campaign process failed at $n cells" >&2
+    tail -20 "$run"/member*.out >&2
+    exit 1
+  fi
+  served=$(curl -s "$url/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["served"])')
+  i=0
+  for p in "${wpids[@]}"; do
+    i=$((i + 1))
+    awk '/^VmHWM/ {print $2}' "/proc/$p/status" >"$run/worker$i.hwm"
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in "${wpids[@]}"; do wait "$p" 2>/dev/null || true; done
+  kill -TERM "$natspid" 2>/dev/null || true
+  wait "$natspid" 2>/dev/null || true
+  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+  python3 - "$run" "$n" "$members" "$workers" "$served" "$start" "$end" <<'PY'
+import json, os, re, sys
+run, n, members, workers, served = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+wall = float(sys.argv[7]) - float(sys.argv[6])
+def rusage(path):
+    # /usr/bin/time: user s, system s, max RSS KiB (the last line; a killed
+    # process's file starts with a status line).
+    u, s, m = open(path).read().split("\n")[-2].split()
+    return float(u) + float(s), int(m) * 1024
+cpu = rss = 0
+for m in range(1, members + 1):
+    c, r = rusage(os.path.join(run, "member%d.time" % m))
+    cpu, rss = cpu + c, rss + r
+wrss = max(int(open(os.path.join(run, "worker%d.hwm" % w)).read() or 0) * 1024 for w in range(1, workers + 1))
+traffic = re.search(r"nats traffic: (\d+) messages in, (\d+) out", open(os.path.join(run, "nats.log")).read())
+nin, nout = int(traffic.group(1)), int(traffic.group(2))
+camp = json.load(open(os.path.join(run, "camp", "campaign.json")))
+states = {}
+for c in camp["cells"]:
+    states[c["state"]] = states.get(c["state"], 0) + 1
+done = states.get("done", 0)
+if done != n:
+    print("scale.sh: %d of %d cells done (%s)" % (done, n, states), file=sys.stderr)
+journal = 0
+for c in camp["cells"]:
+    p = os.path.join(run, "camp", c["dir"], "results.journal")
+    if os.path.exists(p):
+        journal += os.path.getsize(p)
+mib = 1 << 20
+print("| %d | %d | %.0f s | %.1f | %.2f | %.2f | %.3f | %.0f MiB | %.1f MiB | %.0f MiB |" % (
+    n, served, wall, journal / 1024 / served, nin / served, nout / served, 1000 * cpu / served, rss / mib, rss / mib / n, wrss / mib))
+PY
+  [[ -n "$keep" ]] && mkdir -p "$keep" && rm -rf "${keep:?}/n$n" && cp -r "$run" "$keep/n$n"
+  rm -rf "$run"
+done
