@@ -247,24 +247,31 @@ func (c *Client) writeSkill(skillFile, skill string) error {
 }
 
 // OpenedFilesNote opens the reply of an agent that was given a skill
-// package and opened files of it: the files, in the order first opened,
-// follow on the same line, and a blank line separates the note from the
-// agent's reply. It leads the reply so that the last line and the answer
+// package and opened files of it (skillpkg's note, which NotedFiles
+// reads back). It leads the reply so that the last line and the answer
 // tags stay the agent's.
-const OpenedFilesNote = "[skill files the agent opened:"
+const OpenedFilesNote = skillpkg.OpenedFilesNote
 
 // noteOpenedFiles returns reply, preceded by a note naming the files of
 // the call's skill package that the agent opened, as the commands and
 // paths its tool calls named show them (used: Codex's command_execution
 // items, Claude Code's tool_use blocks; see parseCodex and parseClaude).
-// A plain skill, an output format without tool calls, or no file opened
-// leaves reply as it is. The note is how a trajectory records which files
-// of a package the agent opened: the optimizer reads it with the reply.
+// A plain skill (unless Config.NoteOpened is NoteAlways: then its
+// SKILL.md is noted when opened), an output format without tool calls, or
+// no file opened leaves reply as it is. The note is how a trajectory
+// records which files of a package the agent opened: the optimizer reads
+// it with the reply.
 func (c *Client) noteOpenedFiles(skill string, used []string, reply string) string {
-	if len(used) == 0 || !skillpkg.IsBundle(skill) {
+	if len(used) == 0 || !skillpkg.IsBundle(skill) && c.cfg.NoteOpened != NoteAlways {
 		return reply
 	}
-	p, err := skillpkg.Decode(skill)
+	var p *skillpkg.Package
+	var err error
+	if skillpkg.IsBundle(skill) {
+		p, err = skillpkg.Decode(skill)
+	} else {
+		p, err = skillpkg.New(map[string]string{skillpkg.EntryFile: skill}, skillpkg.Limits{})
+	}
 	if err != nil {
 		return reply
 	}

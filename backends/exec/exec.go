@@ -157,7 +157,17 @@ type Config struct {
 	// Sandbox is each call's kernel isolation (see sandbox.go): on unless
 	// Sandbox.Mode is SandboxNone.
 	Sandbox SandboxConfig
+	// NoteOpened is NotePackage (the default: a reply notes the files of
+	// a skill package the agent opened) or NoteAlways (a plain skill's
+	// SKILL.md too).
+	NoteOpened string
 }
+
+// Config.NoteOpened values.
+const (
+	NotePackage = "package"
+	NoteAlways  = "always"
+)
 
 // DefaultTaskInlineMax is Config.TaskInlineMax's default.
 const DefaultTaskInlineMax = 100_000
@@ -167,7 +177,8 @@ const DefaultTaskInlineMax = 100_000
 // skill_path, skill_text, skill_description, skill_open, skill_close,
 // output, env (comma list), work_root, keep_workdir, timeout (a Go
 // duration), max_output_bytes, base_url, api_key_env, version_check
-// (false skips it), task_inline_max (bytes).
+// (false skips it), task_inline_max (bytes), note_opened (package or
+// always).
 func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 	c := Config{
 		Agent: opts["agent"], Model: model, SkillName: opts["skill_name"], SkillPath: opts["skill_path"],
@@ -235,6 +246,11 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 		} else {
 			c.Bin = bin
 		}
+	}
+	switch c.NoteOpened = opts["note_opened"]; c.NoteOpened {
+	case "", NotePackage, NoteAlways:
+	default:
+		errs = append(errs, fmt.Sprintf("option note_opened=%q: want %s or %s", c.NoteOpened, NotePackage, NoteAlways))
 	}
 	switch c.Output {
 	case "", OutputText, OutputClaudeJSON, OutputCodexJSON:

@@ -125,6 +125,7 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 		seed = *c.Seed
 	}
 	calls := len(st.calls)
+	sleepTask, isSleep := sleepAgentTask(c)
 	if calls < maxAgentCalls+min(len(st.listing), maxPackageReads) {
 		if !st.skillRead {
 			if sk, ok := st.pickSkill(c); ok {
@@ -144,13 +145,16 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 				}
 			}
 		}
-		if st.question == "" {
+		if st.question == "" && !isSleep {
 			if f := st.unreadTaskFile(); f != "" {
 				if call, ok := shellCall(c, f, calls); ok {
 					return m.toolTurn(c, call, "read_file", "The task is in "+f+"; reading it."), nil
 				}
 			}
 		}
+	}
+	if isSleep {
+		return sleepAgentAnswer(c, &st, sleepTask), nil
 	}
 	if st.question == "" {
 		last := ""
@@ -514,7 +518,7 @@ func listedSkills(c *Conversation) []listedSkill {
 func (st *agentState) pickSkill(c *Conversation) (listedSkill, bool) {
 	for _, sk := range listedSkills(c) {
 		d := strings.ToLower(sk.description)
-		if strings.Contains(d, "before you start") {
+		if strings.Contains(d, "before you start") || isSleepSkill(c, d) {
 			return sk, true
 		}
 	}

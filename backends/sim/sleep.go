@@ -315,3 +315,46 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 	}
 	return out
 }
+
+// sleepAgentTask finds a sleep attempt in an agent CLI's conversation:
+// the user text holding the attempt's request (the exec backend's task,
+// its instructions and then the request).
+func sleepAgentTask(c *Conversation) (string, bool) {
+	for _, t := range c.Turns {
+		if t.Role == "user" && strings.Contains(t.Text, nightly.PromptMarker+" Request:") {
+			return t.Text, true
+		}
+	}
+	return "", false
+}
+
+// isSleepSkill reports whether, in a sleep attempt, a listed skill's
+// description (lower case) asks to be read first, as the managed skill's
+// and the personas' do ("Read it before ...").
+func isSleepSkill(c *Conversation, description string) bool {
+	_, ok := sleepAgentTask(c)
+	return ok && strings.Contains(description, "read it before")
+}
+
+// sleepAgentAnswer answers a sleep attempt run by an agent CLI as
+// [SleepAware] answers it over the API, under what the agent read: the
+// skill it opened (SKILL.md, and the package files it opened) and the
+// task's instructions and memory. A skill it did not open counts for
+// nothing.
+func sleepAgentAnswer(c *Conversation, st *agentState, task string) *AgentReply {
+	marker := nightly.PromptMarker + " Request:"
+	i := strings.Index(task, marker)
+	instructions, request := task[:i], task[i:]
+	sys := instructions
+	if b, ok := st.packageBundle(); ok {
+		sys = nightly.SkillOpen + "\n" + b + "\n" + nightly.SkillClose + "\n" + instructions
+	} else if st.skill != "" {
+		sys = st.skill + "\n\n" + instructions
+	}
+	text := sleepAttempt(sys, request)
+	if c.MaxTokens > 0 && llm.EstimateTokens(text) > int64(c.MaxTokens) {
+		text = text[:min(len(text), c.MaxTokens*4)]
+	}
+	return &AgentReply{Text: text, Action: "answer", Finish: "stop",
+		Usage: llm.Usage{InputTokens: c.InputTokens(), OutputTokens: llm.EstimateTokens(text)}}
+}

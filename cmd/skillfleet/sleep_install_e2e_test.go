@@ -239,11 +239,11 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	t.Logf("Claude Code's session offers /%s (plugin %s)", cmdName, pluginID)
 	// The session's end ran the plugin's SessionEnd hook, which recorded
 	// it in the state dir.
-	recorded := func() []recordedSession {
-		b, _ := os.ReadFile(filepath.Join(state, recordFile))
-		var out []recordedSession
+	recorded := func() []agentinstall.RecordedSession {
+		b, _ := os.ReadFile(filepath.Join(state, agentinstall.RecordFile))
+		var out []agentinstall.RecordedSession
 		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-			var r recordedSession
+			var r agentinstall.RecordedSession
 			if json.Unmarshal([]byte(l), &r) == nil {
 				out = append(out, r)
 			}

@@ -57,6 +57,12 @@ type Settings struct {
 	Cost      func(role string, u llm.Usage) float64
 	// Preferences are the user's house rules, shown to the reflector.
 	Preferences string
+	// StopOnFailure ends the night at the first replay that failed for
+	// infrastructure, with an [*AgentFailure], instead of leaving it out of
+	// the scores: an agent CLI target that fails (auth, a missing binary,
+	// a timeout, a broken stream, a non-zero exit) fails every replay
+	// alike, and a night must not learn from a wave it did not measure.
+	StopOnFailure bool
 }
 
 // Spend is what a night has spent.

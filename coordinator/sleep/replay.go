@@ -14,6 +14,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -26,10 +27,15 @@ type Replay struct {
 	Soft       float64 `json:"soft"`
 	Answer     string  `json:"answer,omitempty"`
 	FailReason string  `json:"fail_reason,omitempty"`
-	// Err is an infrastructure failure (no score).
-	Err   string    `json:"error,omitempty"`
-	Usage llm.Usage `json:"usage"`
-	Calls int       `json:"calls"`
+	// Err is an infrastructure failure (no score), and Outcome its kind
+	// (the result's outcome name).
+	Err     string `json:"error,omitempty"`
+	Outcome string `json:"outcome,omitempty"`
+	// Opened are the skill files the agent opened, as an agent CLI
+	// target's reply notes them.
+	Opened []string  `json:"opened,omitempty"`
+	Usage  llm.Usage `json:"usage"`
+	Calls  int       `json:"calls"`
 	// Fresh is false when the result was not measured by this request (a
 	// result recorded before, or a cache hit).
 	Fresh bool `json:"fresh"`
@@ -107,10 +113,11 @@ func (h *HubReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, er
 			rp.Calls = int(u.GetCalls())
 		}
 		if res.GetOutcome() != pb.Outcome_OUTCOME_OK || res.GetRollout() == nil {
-			rp.Err = fmt.Sprintf("%s: %s", res.GetOutcome(), res.GetError())
+			rp.Err, rp.Outcome = fmt.Sprintf("%s: %s", res.GetOutcome(), res.GetError()), res.GetOutcome().String()
 		} else {
 			ro := res.GetRollout()
 			rp.Hard, rp.Soft, rp.Answer, rp.FailReason = ro.GetHard(), ro.GetSoft(), ro.GetAnswer(), ro.GetFailReason()
+			rp.Opened = skillpkg.NotedFiles(rp.Answer)
 		}
 		out[i] = rp
 	}
@@ -142,9 +149,10 @@ func (l *LocalReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, 
 			if errors.Is(err, context.Canceled) {
 				return nil, err
 			}
-			rp.Err = err.Error()
+			rp.Err, rp.Outcome = err.Error(), llm.KindOf(err).String()
 		} else {
 			rp.Hard, rp.Soft, rp.Answer, rp.FailReason = ep.Hard, ep.Soft, ep.Answer, ep.FailReason
+			rp.Opened = skillpkg.NotedFiles(rp.Answer)
 		}
 		out[i] = rp
 	}

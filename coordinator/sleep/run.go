@@ -51,6 +51,10 @@ type Night struct {
 	AdoptCmd string
 	// AllowedRoots are the directories auto-adopt may write under.
 	AllowedRoots []string
+	// AgentTarget says the target is an agent CLI (the exec backend): the
+	// replays give it the skill as a package to install, and a replay it
+	// fails stops the night ([AgentFailure]).
+	AgentTarget bool
 }
 
 // NightDeps are a night's collaborators.
@@ -70,7 +74,9 @@ type NightDeps struct {
 // night got as far as deciding, also with a budget error (wrapping
 // [ErrBudget]: nothing accepted, the sessions left for the next night) or
 // an auto-adopt error. A locked state is [nightly.ErrLocked]; a context
-// ended during the replays is [ErrStopped].
+// ended during the replays is [ErrStopped]; an agent CLI target that
+// failed a replay is an [*AgentFailure] (nothing staged, the state as it
+// was).
 func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
@@ -126,7 +132,7 @@ func (n Night) modelKey() string {
 
 // consolidate starts the fleet and runs the night's gated epoch on it.
 func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started time.Time, tasks []nightly.Task, docs liveDocs, spent Spend) (*Outcome, error) {
-	benchCfg, err := json.Marshal(nightly.EnvConfig{JudgeModel: n.OptimizerModel})
+	benchCfg, err := json.Marshal(nightly.EnvConfig{JudgeModel: n.OptimizerModel, AgentTarget: n.AgentTarget})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +141,7 @@ func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started 
 		return nil, err
 	}
 	s := SettingsFromConfig(n.Config)
-	s.Spent, s.Cost = spent, n.Cost
+	s.Spent, s.Cost, s.StopOnFailure = spent, n.Cost, n.AgentTarget
 	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger},
 		Input{Tasks: tasks, Skill: docs.skill, Memory: docs.memory, Package: docs.pkg != nil})
 	stop()

@@ -3,6 +3,7 @@ package sleep
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
@@ -68,7 +69,32 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.T
 	n.replayed += len(rs)
 	n.mu.Unlock()
 	n.out.Replays = append(n.out.Replays, rs...)
+	if n.s.StopOnFailure {
+		for _, r := range rs {
+			if r.Err != "" {
+				return nil, &AgentFailure{Stage: stage, TaskID: r.TaskID, Outcome: r.Outcome, Cause: r.Err}
+			}
+		}
+	}
 	return rs, nil
+}
+
+// AgentFailure is a replay the target agent could not run: an
+// infrastructure failure (auth, a missing binary, a timeout, a broken
+// stream, a non-zero exit), never a score. It stops the night.
+type AgentFailure struct {
+	Stage, TaskID string
+	// Outcome is the result's outcome (OUTCOME_TIMEOUT, ...); Cause the
+	// failure as the worker reported it.
+	Outcome, Cause string
+}
+
+func (e *AgentFailure) Error() string {
+	cause := strings.Join(strings.Fields(e.Cause), " ")
+	if len(cause) > 400 {
+		cause = cause[:400] + "…"
+	}
+	return fmt.Sprintf("the replay agent failed (%s) on task %s in the %s replays: %s; the night stopped: nothing was staged and no score recorded", e.Outcome, e.TaskID, e.Stage, cause)
 }
 
 // reflectEstimate is a reflection's expected tokens: its document, the

@@ -248,7 +248,9 @@ func TestInstallRefusesWhatItDidNotWrite(t *testing.T) {
 		{Agent: Codex, Home: filepath.Join(home, "with space"), Skillfleet: bin, StateDir: home},
 		{Agent: Codex, Home: home, Skillfleet: bin, StateDir: home, NightArgs: []string{"a\nb"}},
 	} {
-		os.MkdirAll(bad.Home, 0o755)
+		if err := os.MkdirAll(bad.Home, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := Install(bad); err == nil {
 			t.Errorf("install %+v: no error", bad)
 		} else {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -43,6 +44,31 @@ type Config struct {
 	BaseURL        string `yaml:"base_url"`
 	// APIKeyEnv names the environment variable holding the key.
 	APIKeyEnv string `yaml:"api_key_env"`
+	// TargetBackend, when set, is the replay target's client family, as
+	// train's model.target_backend: codex_exec or claude_code_exec replay
+	// through that agent CLI (the exec backend, sandboxed by default),
+	// with Model as the agent's model; Backend and OptimizerModel stay the
+	// miner's, reflector's and judge's. "" replays on Backend.
+	TargetBackend string `yaml:"target_backend"`
+	// TargetBaseURL and TargetAPIKeyEnv point the target at a server
+	// (train's model.target_base_url and target_api_key_env).
+	TargetBaseURL   string `yaml:"target_base_url"`
+	TargetAPIKeyEnv string `yaml:"target_api_key_env"`
+	// TargetOptions are the target backend's options, as train's
+	// model.target_options (the exec agent's sandbox, timeout, env...).
+	TargetOptions map[string]any `yaml:"target_options"`
+	// CodexExecPath and ClaudeCodeExecPath are the agent CLIs' programs
+	// (train's model.codex_exec_path and claude_code_exec_path).
+	CodexExecPath      string `yaml:"codex_exec_path"`
+	ClaudeCodeExecPath string `yaml:"claude_code_exec_path"`
+	// TargetTimeout bounds one replay call, an agent's whole tool loop
+	// (default 5m); TargetMaxRetries is how often a failed call is retried
+	// (0 = the backend's default, negative = never).
+	TargetTimeout    time.Duration `yaml:"target_timeout"`
+	TargetMaxRetries int           `yaml:"target_max_retries"`
+	// SimLLM serves the simulated model (a test double) on loopback for
+	// the night and points the target at it, as train's runtime.sim_llm.
+	SimLLM bool `yaml:"sim_llm"`
 	// GateMetric is hard, soft or mixed; GateMixedWeight is the weight of
 	// the soft score in mixed, (1-w)*hard + w*soft, as the trainer's
 	// evaluation.gate_mixed_weight.
@@ -124,6 +150,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("gate_mixed_weight: %v: want 0..1", c.GateMixedWeight)
 	case c.EditBudget <= 0:
 		return fmt.Errorf("edit_budget: %d: must be positive", c.EditBudget)
+	case c.TargetTimeout < 0:
+		return fmt.Errorf("target_timeout: %v: must not be negative", c.TargetTimeout)
 	case c.SkillPath != "" && c.SkillDir != "":
 		return fmt.Errorf("skill_path %q and skill_dir %q: set one (skill_dir trains the whole package, skill_path one SKILL.md)", c.SkillPath, c.SkillDir)
 	}

@@ -33,6 +33,12 @@ type EnvConfig struct {
 	bench.Common
 	// JudgeModel is the rubric judge's model name (default: the target's).
 	JudgeModel string `json:"judge_model"`
+	// AgentTarget says the target is an agent CLI: the skill, a single
+	// SKILL.md too, goes between the SkillOpen and SkillClose lines, where
+	// the exec backend takes it from to install it as a skill directory,
+	// and the note of the skill files the agent opened is left out of
+	// what the judge reads.
+	AgentTarget bool `json:"agent_target,omitempty"`
 }
 
 // Env replays mined tasks: one attempt by the target model under the
@@ -58,7 +64,13 @@ func (e *Env) Name() string { return EnvName }
 // backend finds it and installs it as a skill directory and the
 // read_skill_file tool finds it to offer its files.
 func AttemptMessages(t Task, skill, memory string) []llm.Message {
-	section := skillSection(skill)
+	return attemptMessages(t, skill, memory, false)
+}
+
+// attemptMessages is [AttemptMessages]; framed puts a single SKILL.md
+// between the SkillOpen and SkillClose lines too.
+func attemptMessages(t Task, skill, memory string, framed bool) []llm.Message {
+	section := skillSection(skill, framed)
 	if strings.TrimSpace(memory) != "" {
 		section += "\n## Project memory\n\n" + strings.TrimSpace(Redact(memory)) + "\n"
 	}
@@ -86,13 +98,16 @@ const (
 
 // skillSection is the attempt's skill section: the redacted SKILL.md, or
 // a package's redacted bundle framed by SkillOpen and SkillClose lines.
-func skillSection(skill string) string {
+func skillSection(skill string, framed bool) string {
 	if skillpkg.IsBundle(skill) {
 		if p, err := skillpkg.Decode(skill); err == nil {
 			if q, err := p.MapText(func(_, text string) string { return Redact(text) }); err == nil {
 				return bench.SkillSection(SkillOpen + "\n" + skillpkg.Encode(q) + "\n" + SkillClose)
 			}
 		}
+	}
+	if framed {
+		return bench.SkillSection(SkillOpen + "\n" + Redact(skill) + "\n" + SkillClose)
 	}
 	return bench.SkillSection(Redact(skill))
 }
@@ -108,18 +123,22 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		return nil, fmt.Errorf("sleep item %s: %w", req.Item.ID, err)
 	}
 	skill, memory := SplitDocs(req.Skill)
-	msgs := AttemptMessages(t, skill, memory)
+	msgs := attemptMessages(t, skill, memory, e.cfg.AgentTarget)
 	var rec bench.Recorder
 	resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
 	if err != nil {
 		return rec.Failed(EnvName, t.ID, err)
 	}
 	reply := resp.Content
+	judged := reply
+	if e.cfg.AgentTarget {
+		judged = skillpkg.CutNote(reply)
+	}
 	rj := &RubricJudge{Model: m, Name: e.cfg.JudgeModel, Usage: func(u llm.Usage) { rec.Usage.Add(u); rec.Calls++ }}
 	if rj.Name == "" {
 		rj.Name = req.Model
 	}
-	v, err := Score(ctx, t, reply, rj)
+	v, err := Score(ctx, t, judged, rj)
 	if err != nil {
 		return rec.Failed(EnvName, t.ID, err)
 	}

@@ -21,7 +21,7 @@ const learnedBanner = "_Maintained by `skillfleet sleep`: habits learned from yo
 
 // ScaffoldSkill is the skill document a first night starts from.
 func ScaffoldSkill() string {
-	return "---\nname: " + ManagedSkillName + "\ndescription: Habits learned overnight from your own coding sessions by skillfleet sleep.\n---\n\n# Learned habits\n\n" + emptyBlock()
+	return "---\nname: " + ManagedSkillName + "\ndescription: Habits learned overnight from your own coding sessions by skillfleet sleep. Read it before you answer.\n---\n\n# Learned habits\n\n" + emptyBlock()
 }
 
 // ScaffoldMemory is the memory file (CLAUDE.md) a first night starts from.

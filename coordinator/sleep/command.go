@@ -1,0 +1,186 @@
+package sleep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/config"
+	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// ErrNoImprovement is `--assert-improves` failing: the night did not
+// improve the skill.
+var ErrNoImprovement = errors.New("the night did not improve")
+
+// DefaultTargetTimeout bounds one replay call when target_timeout is unset.
+const DefaultTargetTimeout = 5 * time.Minute
+
+// Specs returns the night's two roles: the target that replays tasks and
+// the optimizer that mines, reflects and judges. With target_backend set
+// the target is built by train's role builder ([coordinator.RoleSpec])
+// from the same keys a training config has; an agent CLI target
+// (the exec backend) gets the skill installed under the live skill's own
+// name and notes the skill files it opened, a plain SKILL.md included.
+func Specs(n Night) (target, optimizer *pb.ModelSpec, err error) {
+	c := n.Config
+	if c.Backend == "" {
+		return nil, nil, UsageError{errors.New("--backend is required (or backend: in the config): " + strings.Join(backends.Implementations(), ", "))}
+	}
+	if c.Model == "" {
+		return nil, nil, UsageError{fmt.Errorf("--model is required for backend %s", c.Backend)}
+	}
+	timeout := c.TargetTimeout
+	if timeout == 0 {
+		timeout = DefaultTargetTimeout
+	}
+	optimizer = &pb.ModelSpec{Backend: c.Backend, Model: c.Model, BaseUrl: c.BaseURL, ApiKeyEnv: c.APIKeyEnv, TimeoutMs: DefaultTargetTimeout.Milliseconds()}
+	if c.OptimizerModel != "" {
+		optimizer.Model = c.OptimizerModel
+	}
+	if c.TargetBackend == "" {
+		target = &pb.ModelSpec{Backend: c.Backend, Model: c.Model, BaseUrl: c.BaseURL, ApiKeyEnv: c.APIKeyEnv, TimeoutMs: timeout.Milliseconds(), MaxRetries: int32(c.TargetMaxRetries)}
+		return target, optimizer, nil
+	}
+	rc := &config.Config{Model: config.Model{
+		TargetBackend: c.TargetBackend, Target: c.Model, TargetBaseURL: c.TargetBaseURL, TargetAPIKeyEnv: c.TargetAPIKeyEnv,
+		TargetOptions: c.TargetOptions, CodexExecPath: c.CodexExecPath, ClaudeCodeExecPath: c.ClaudeCodeExecPath,
+		Timeout: timeout, MaxRetries: c.TargetMaxRetries,
+	}}
+	target = coordinator.RoleSpec(rc, config.RoleTarget)
+	if target.GetBackend() == backends.BackendExec {
+		if _, set := target.Options["skill_name"]; !set {
+			target.Options["skill_name"] = n.skillName()
+		}
+		if _, set := target.Options["note_opened"]; !set {
+			target.Options["note_opened"] = "always"
+		}
+	}
+	return target, optimizer, nil
+}
+
+// skillName is the live skill's name: its directory's.
+func (n Night) skillName() string {
+	if n.SkillDir != "" {
+		return filepath.Base(n.SkillDir)
+	}
+	return filepath.Base(filepath.Dir(n.SkillPath))
+}
+
+// CommandDeps are what a night command needs from the binary.
+type CommandDeps struct {
+	// NewModel builds a role's model in this process (the optimizer).
+	NewModel func(*pb.ModelSpec) (llm.Model, error)
+	// Run starts the night's fleet: in-process workers, the sim-llm.
+	Run    coordinator.Deps
+	Logger *slog.Logger
+}
+
+// RunCommand is `sleep run` and `sleep dry-run` on resolved flags: the
+// night, its summary (or JSON) on stdout, and an error the command maps
+// to its exit code: a [UsageError], [nightly.ErrLocked], [ErrStopped],
+// [ErrBudget], [ErrNoImprovement], or an [*AgentFailure] (the replay
+// agent failed: nothing staged, no score recorded).
+func RunCommand(ctx context.Context, o *Options, n Night, persona string, d CommandDeps, stdout io.Writer) error {
+	target, optSpec, err := Specs(n)
+	if err != nil {
+		return err
+	}
+	n.TargetModel, n.OptimizerModel, n.AgentTarget = target.GetModel(), optSpec.GetModel(), target.GetBackend() == backends.BackendExec
+	if n.Cost, err = PriceFunc(n.Config, o.Prices, n.TargetModel, n.OptimizerModel); err != nil {
+		return UsageError{err}
+	}
+	if n.TasksFile != "" {
+		tf, err := nightly.LoadTasksFile(n.TasksFile)
+		if err != nil {
+			return UsageError{fmt.Errorf("--tasks-file: %w", err)}
+		}
+		if !tf.Reviewed && n.Config.Backend != backends.BackendSim {
+			return UsageError{fmt.Errorf("--tasks-file %s: \"reviewed\" is false; read the tasks, then set it to true", n.TasksFile)}
+		}
+	}
+	optimizer, err := d.NewModel(optSpec)
+	if err != nil {
+		return UsageError{fmt.Errorf("backend %s: %w", optSpec.GetBackend(), err)}
+	}
+	rep, err := RunNight(ctx, n, NightDeps{Optimizer: optimizer, Logger: d.Logger, Fleet: o.fleet(n.Config, target, d)})
+	if rep == nil {
+		return err
+	}
+	if persona != "" {
+		fmt.Fprintf(stdout, "skillfleet sleep: persona %s sandbox %s\n", o.Persona, persona)
+	}
+	if o.JSON {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Fprintln(stdout, nightly.Redact(string(b)))
+	} else {
+		fmt.Fprint(stdout, nightly.Redact(rep.Summary()))
+	}
+	switch {
+	case errors.Is(err, ErrBudget):
+		return fmt.Errorf("night %d stopped: %w; nothing was accepted (raise max_tokens_per_night / --max-tokens, or --max-usd)", rep.Night, err)
+	case err != nil:
+		return err
+	}
+	if rep.Adopted > 0 {
+		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", rep.Adopted, n.AdoptCmd)
+	}
+	if o.AssertImproves && !rep.Improved(persona != "") {
+		return fmt.Errorf("--assert-improves: %w (%s: %s)", ErrNoImprovement, rep.Outcome.Action, rep.Outcome.Reason)
+	}
+	d.Logger.Info("night done", "night", rep.Night, "action", rep.Outcome.Action)
+	return nil
+}
+
+// fleet starts a night's replays on an embedded NATS server with
+// in-process workers, or on --nats with external ones, and with sim_llm
+// a sim-llm the target is pointed at; its run dir is removed afterwards
+// unless --keep-run.
+func (o *Options) fleet(c nightly.Config, target *pb.ModelSpec, d CommandDeps) func(context.Context, int, time.Time, []byte) (Replayer, func(), error) {
+	return func(ctx context.Context, night int, started time.Time, benchCfg []byte) (Replayer, func(), error) {
+		runDir := filepath.Join(o.StateDir, "runs", fmt.Sprintf("night-%04d-%s-%d", night, started.Format("20060102-150405"), os.Getpid()))
+		runID := filepath.Base(runDir)
+		var stops []func()
+		stop := func() {
+			for i := len(stops) - 1; i >= 0; i-- {
+				stops[i]()
+			}
+			if !o.KeepRun {
+				_ = os.RemoveAll(runDir)
+			}
+		}
+		if c.SimLLM {
+			if d.Run.SimLLM == nil {
+				return nil, nil, errors.New("sim_llm is set but this binary starts no sim-llm")
+			}
+			url, stopSim, err := d.Run.SimLLM(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			stops = append(stops, stopSim)
+			target.BaseUrl, target.ApiKeyEnv = url, ""
+			if target.GetBackend() != backends.BackendExec {
+				target.Backend = backends.BackendOpenAI
+			}
+		}
+		fleet, err := coordinator.Start(ctx, coordinator.Config{Dir: runDir, ID: runID, NATSURL: o.NATSURL, NATSReplicas: o.NATSReplicas,
+			Workers: o.Workers, Concurrency: o.Concurrency, NoSync: true, Logger: d.Logger}, d.Run)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		stops = append(stops, func() { fleet.Stop(); _, _ = fleet.Wait() })
+		return &HubReplayer{Hub: fleet.Hub(), RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}, stop, nil
+	}
+}
