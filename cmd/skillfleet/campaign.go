@@ -21,6 +21,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
+	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -148,9 +149,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	x := exposureFlags{insecureGRPC: o.insecure}
-	if err := x.check(log, exposure{grpcAddr: net.JoinHostPort(o.grpcHost, "0"), grpcTLS: o.grpcTLS,
-		peers: []peer{natsPeer(o.natsURL, o.nats), redisPeer(o.redis)}}); err != nil {
+	x := exposureFlags{insecure: serve.Insecure{GRPC: o.insecure}}
+	if err := x.check(log, serve.Exposure{GRPCAddr: net.JoinHostPort(o.grpcHost, "0"), GRPCMutualTLS: o.grpcTLS.mutual(),
+		Peers: []serve.Peer{natsPeer(o.natsURL, o.nats), redisPeer(o.redis)}}); err != nil {
 		return usageError{err}
 	}
 	prices := pricing.Default()

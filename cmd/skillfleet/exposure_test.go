@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf/tlstest"
@@ -31,53 +32,53 @@ func TestExposureCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		x       exposureFlags
-		e       exposure
+		e       serve.Exposure
 		refuse  []string // substrings of the one-line error; nil = starts
 		warn    []string // substrings of the warn log; nil = no warning
 		notWarn string
 	}{
-		{name: "grpc on every interface", e: exposure{grpcAddr: "0.0.0.0:0"},
+		{name: "grpc on every interface", e: serve.Exposure{GRPCAddr: "0.0.0.0:0"},
 			refuse: []string{"--grpc-addr 0.0.0.0:0 listens beyond loopback without mutual TLS", "--grpc-tls-cert, --grpc-tls-key and --grpc-client-ca", "--insecure-grpc"}},
-		{name: "grpc bare port", e: exposure{grpcAddr: ":7070"}, refuse: []string{"--grpc-addr :7070"}},
-		{name: "grpc on a LAN address", e: exposure{grpcAddr: "192.168.1.20:7070"}, refuse: []string{"--insecure-grpc"}},
-		{name: "grpc server TLS without client certificates", e: exposure{grpcAddr: "0.0.0.0:0", grpcTLS: grpcServerTLS{cert: b.ServerCert, key: b.ServerKey}},
+		{name: "grpc bare port", e: serve.Exposure{GRPCAddr: ":7070"}, refuse: []string{"--grpc-addr :7070"}},
+		{name: "grpc on a LAN address", e: serve.Exposure{GRPCAddr: "192.168.1.20:7070"}, refuse: []string{"--insecure-grpc"}},
+		{name: "grpc server TLS without client certificates", e: serve.Exposure{GRPCAddr: "0.0.0.0:0", GRPCMutualTLS: grpcServerTLS{cert: b.ServerCert, key: b.ServerKey}.mutual()},
 			refuse: []string{"without mutual TLS"}},
-		{name: "grpc mutual TLS", e: exposure{grpcAddr: "0.0.0.0:0", grpcTLS: mtls}},
-		{name: "grpc insecure flag", x: exposureFlags{insecureGRPC: true}, e: exposure{grpcAddr: "[::]:0"},
+		{name: "grpc mutual TLS", e: serve.Exposure{GRPCAddr: "0.0.0.0:0", GRPCMutualTLS: mtls.mutual()}},
+		{name: "grpc insecure flag", x: exposureFlags{insecure: serve.Insecure{GRPC: true}}, e: serve.Exposure{GRPCAddr: "[::]:0"},
 			warn: []string{"level=WARN", "--insecure-grpc", "grpc_addr=[::]:0"}},
-		{name: "grpc loopback", e: exposure{grpcAddr: "127.0.0.1:0"}},
-		{name: "grpc loopback v6", e: exposure{grpcAddr: "[::1]:0"}},
-		{name: "grpc localhost", e: exposure{grpcAddr: "localhost:0"}},
+		{name: "grpc loopback", e: serve.Exposure{GRPCAddr: "127.0.0.1:0"}},
+		{name: "grpc loopback v6", e: serve.Exposure{GRPCAddr: "[::1]:0"}},
+		{name: "grpc localhost", e: serve.Exposure{GRPCAddr: "localhost:0"}},
 
-		{name: "health on every interface", e: exposure{health: "0.0.0.0:8080"},
+		{name: "health on every interface", e: serve.Exposure{Health: "0.0.0.0:8080"},
 			refuse: []string{"--health-addr 0.0.0.0:8080 listens beyond loopback without TLS", "--http-tls-cert and --http-tls-key", "--insecure-health"}},
-		{name: "health insecure flag", x: exposureFlags{insecureHealth: true}, e: exposure{health: "0.0.0.0:8080"},
+		{name: "health insecure flag", x: exposureFlags{insecure: serve.Insecure{Health: true}}, e: serve.Exposure{Health: "0.0.0.0:8080"},
 			warn: []string{"level=WARN", "--insecure-health", "addr=0.0.0.0:8080"}},
-		{name: "health TLS", x: exposureFlags{http: httpTLS}, e: exposure{health: "0.0.0.0:8080"}},
-		{name: "health loopback", e: exposure{health: "127.0.0.1:8080"}},
+		{name: "health TLS", x: exposureFlags{http: httpTLS}, e: serve.Exposure{Health: "0.0.0.0:8080"}},
+		{name: "health loopback", e: serve.Exposure{Health: "127.0.0.1:8080"}},
 
-		{name: "metrics on every interface", e: exposure{metrics: "0.0.0.0:9464"},
+		{name: "metrics on every interface", e: serve.Exposure{Metrics: "0.0.0.0:9464"},
 			refuse: []string{"--metrics-addr 0.0.0.0:9464 listens beyond loopback without TLS", "--http-tls-cert", "--insecure-metrics"}},
-		{name: "metrics insecure flag", x: exposureFlags{insecureMetrics: true}, e: exposure{metrics: "0.0.0.0:9464"}, warn: []string{"--insecure-metrics"}},
-		{name: "metrics TLS", x: exposureFlags{http: httpTLS}, e: exposure{metrics: "0.0.0.0:9464"}},
-		{name: "metrics bare port binds loopback", e: exposure{metrics: ":9464"}},
-		{name: "metrics bare number binds loopback", e: exposure{metrics: "9464"}},
-		{name: "health insecure does not cover metrics", x: exposureFlags{insecureHealth: true}, e: exposure{health: "0.0.0.0:1", metrics: "0.0.0.0:2"},
+		{name: "metrics insecure flag", x: exposureFlags{insecure: serve.Insecure{Metrics: true}}, e: serve.Exposure{Metrics: "0.0.0.0:9464"}, warn: []string{"--insecure-metrics"}},
+		{name: "metrics TLS", x: exposureFlags{http: httpTLS}, e: serve.Exposure{Metrics: "0.0.0.0:9464"}},
+		{name: "metrics bare port binds loopback", e: serve.Exposure{Metrics: ":9464"}},
+		{name: "metrics bare number binds loopback", e: serve.Exposure{Metrics: "9464"}},
+		{name: "health insecure does not cover metrics", x: exposureFlags{insecure: serve.Insecure{Health: true}}, e: serve.Exposure{Health: "0.0.0.0:1", Metrics: "0.0.0.0:2"},
 			refuse: []string{"--metrics-addr"}},
 
-		{name: "http TLS key missing", x: exposureFlags{http: tlsconf.Files{Cert: b.ServerCert}}, e: exposure{health: "0.0.0.0:8080"},
+		{name: "http TLS key missing", x: exposureFlags{http: tlsconf.Files{Cert: b.ServerCert}}, e: serve.Exposure{Health: "0.0.0.0:8080"},
 			refuse: []string{"--http-tls-cert and --http-tls-key go together"}},
 
-		{name: "plaintext NATS beyond loopback", e: exposure{peers: []peer{natsPeer("nats://alice:hunter2@10.1.2.3:4222", natsFlags{})}},
+		{name: "plaintext NATS beyond loopback", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://alice:hunter2@10.1.2.3:4222", natsFlags{})}},
 			warn: []string{"connecting beyond loopback without TLS", "to=NATS", "--nats-ca", "host=10.1.2.3"}, notWarn: "hunter2"},
-		{name: "NATS list with one remote", e: exposure{peers: []peer{natsPeer("nats://127.0.0.1:4222,nats://10.9.9.9:4222", natsFlags{})}},
+		{name: "NATS list with one remote", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://127.0.0.1:4222,nats://10.9.9.9:4222", natsFlags{})}},
 			warn: []string{"host=10.9.9.9"}},
-		{name: "NATS over tls://", e: exposure{peers: []peer{natsPeer("tls://10.1.2.3:4222", natsFlags{})}}},
-		{name: "NATS with --nats-ca", e: exposure{peers: []peer{natsPeer("nats://10.1.2.3:4222", natsFlags{tls: tlsconf.Files{CA: b.CA}})}}},
-		{name: "NATS on loopback", e: exposure{peers: []peer{natsPeer("nats://127.0.0.1:4222", natsFlags{})}}},
-		{name: "plaintext Redis beyond loopback", e: exposure{peers: []peer{redisPeer(redisFlags{url: "redis://:s3cret@10.0.0.5:6379/0"})}},
+		{name: "NATS over tls://", e: serve.Exposure{Peers: []serve.Peer{natsPeer("tls://10.1.2.3:4222", natsFlags{})}}},
+		{name: "NATS with --nats-ca", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://10.1.2.3:4222", natsFlags{tls: tlsconf.Files{CA: b.CA}})}}},
+		{name: "NATS on loopback", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://127.0.0.1:4222", natsFlags{})}}},
+		{name: "plaintext Redis beyond loopback", e: serve.Exposure{Peers: []serve.Peer{redisPeer(redisFlags{url: "redis://:s3cret@10.0.0.5:6379/0"})}},
 			warn: []string{"connecting beyond loopback without TLS", "to=Redis", "rediss://", "host=10.0.0.5"}, notWarn: "s3cret"},
-		{name: "Redis over rediss://", e: exposure{peers: []peer{redisPeer(redisFlags{url: "rediss://10.0.0.5:6379/0"})}}},
+		{name: "Redis over rediss://", e: serve.Exposure{Peers: []serve.Peer{redisPeer(redisFlags{url: "rediss://10.0.0.5:6379/0"})}}},
 		{name: "worker to a remote coordinator", e: workerExposure("", "", "nats://127.0.0.1:4222", natsFlags{}, redisFlags{}, "10.2.3.4:7070", grpcClientTLS{}),
 			warn: []string{"connecting beyond loopback without TLS", `to="the coordinator"`, "--coordinator-ca", "host=10.2.3.4"}},
 		{name: "worker to a coordinator over TLS", e: workerExposure("", "", "", natsFlags{}, redisFlags{}, "10.2.3.4:7070", grpcClientTLS{ca: b.CA})},

@@ -24,6 +24,9 @@ func (g *grpcServerTLS) register(fs *flag.FlagSet) {
 
 func (g grpcServerTLS) enabled() bool { return g.cert != "" || g.key != "" || g.clientCA != "" }
 
+// mutual says the flags ask for mutual TLS.
+func (g grpcServerTLS) mutual() bool { return g.cert != "" && g.key != "" && g.clientCA != "" }
+
 // options returns the gRPC server options (none without TLS).
 func (g grpcServerTLS) options() ([]grpc.ServerOption, error) {
 	if !g.enabled() {

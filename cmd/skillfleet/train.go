@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -243,10 +244,11 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	defer func() { stopHealth() }()
 	rc.OnStart = func(r *coordinator.Run) error {
 		if o.healthAddr != "" {
-			stop, err := serveHealth(ctx, o.healthAddr, r.Hub(), o.registry, log, o.exposure)
+			stop, addr, err := serve.HTTP(ctx, o.healthAddr, serve.Status(r.Hub(), o.registry), o.exposure.httpConf, log)
 			if err != nil {
 				return fmt.Errorf("--health-addr: %w", err)
 			}
+			log.Info("health endpoint listening", "addr", addr.String())
 			stopHealth = stop
 		}
 		if err := pw.attach(ctx, o.ui, o.prices, r.Dir(), rc.Progress, r.Trainer(), r.Hub(), o.registry, redisLevels(shared), log, stderr); err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/worker"
@@ -117,15 +118,17 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x, Limits: limiterStatus(limiter),
 			Coordinators: worker.CoordinatorsConfig{Override: *coord, Runs: runs, Dial: dial}}))
 	if *health != "" {
-		srv := &http.Server{Addr: *health, ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		stop, _, err := serve.HTTP(ctx, *health, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {
 				http.Error(rw, "nats disconnected", http.StatusServiceUnavailable)
 				return
 			}
 			fmt.Fprintf(rw, "ok %s completed=%d\n", w.ID(), w.Completed())
-		})}
-		go exf.serveHTTP(srv, log)
-		defer srv.Close()
+		}), exf.httpConf, log)
+		if err != nil {
+			return fmt.Errorf("--health-addr: %w", err)
+		}
+		defer stop()
 	}
 	if shared != nil {
 		actx, stopAnnounce := context.WithCancel(ctx)
