@@ -32,7 +32,13 @@ type HubOptions struct {
 	RunDir string
 	// RunID prefixes every task id of this run.
 	RunID string
-	// GRPCListener serves the Coordinator service (the hub closes it).
+	// Endpoint is the process's gRPC endpoint and run directory entry,
+	// shared by every run of the process. Nil: the hub makes its own on
+	// GRPCListener, with GRPCServerOptions and Advertise, and closes it
+	// when it stops.
+	Endpoint *Endpoint
+	// GRPCListener serves the Coordinator service of a hub without an
+	// Endpoint (the hub closes it).
 	GRPCListener net.Listener
 	// GRPCServerOptions (TLS credentials, stats handlers).
 	GRPCServerOptions []grpc.ServerOption
@@ -61,22 +67,24 @@ type HubOptions struct {
 	OnFatal func(error)
 }
 
-// Hub is the coordinator's dispatch side: the task stream, the result
-// journal, the dispatcher and the gRPC server.
+// Hub is the coordinator's dispatch side of one run: the task stream,
+// the result journal and the dispatcher, served to workers by its
+// process's [Endpoint].
 type Hub struct {
-	D      *dispatch.Dispatcher
+	D *dispatch.Dispatcher
+	// RPC is the endpoint's Coordinator service (shared by the process's
+	// runs, as are the workers it knows).
 	RPC    *rpcserver.Server
 	JS     jetstream.JetStream
 	Stream jetstream.Stream
 
 	o       HubOptions
 	journal *dispatch.Journal
-	grpc    *grpc.Server
-	runs    jetstream.KeyValue
-	// unannounce withdraws the run from the run directory.
-	unannounce func()
-	// peers is the run directory as this hub sees it (for fair shares).
-	peers *queue.RunTable
+	ep      *Endpoint
+	// ownEndpoint is set when the hub made its endpoint (and closes it).
+	ownEndpoint bool
+	// withdraw stops serving the run and lists it no more.
+	withdraw func()
 
 	mu     sync.RWMutex
 	skills map[string]string
@@ -99,17 +107,6 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err := queue.EnsureConsumers(ctx, js, o.Consumer); err != nil {
 		return nil, err
 	}
-	runs, err := queue.RunsKV(ctx, js, o.Replicas)
-	if err != nil {
-		return nil, err
-	}
-	if o.Advertise == "" {
-		o.Advertise = advertised(o.GRPCListener.Addr().String())
-	} else if _, _, err := net.SplitHostPort(o.Advertise); err != nil {
-		// A host alone: the port is the listener's.
-		_, port, _ := net.SplitHostPort(o.GRPCListener.Addr().String())
-		o.Advertise = net.JoinHostPort(o.Advertise, port)
-	}
 	// The run dir's format is checked (and a legacy one migrated) before
 	// the journal or any other of its files is read.
 	mig, err := rundir.Prepare(o.RunDir)
@@ -123,7 +120,24 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}, runs: runs, peers: queue.NewRunTable()}
+	ep, own := o.Endpoint, false
+	if ep == nil {
+		if o.GRPCListener == nil {
+			_ = j.Close()
+			return nil, errors.New("coordinator: a hub needs an endpoint or a gRPC listener")
+		}
+		ep, err = NewEndpoint(ctx, EndpointOptions{
+			Logger: o.Logger, NC: o.NC, Listener: o.GRPCListener, ServerOptions: o.GRPCServerOptions,
+			Advertise: o.Advertise, Replicas: o.Replicas,
+		})
+		if err != nil {
+			_ = j.Close()
+			return nil, err
+		}
+		own = true
+	}
+	o.Advertise = ep.Advertised()
+	h := &Hub{JS: js, Stream: stream, o: o, journal: j, skills: map[string]string{}, ep: ep, ownEndpoint: own}
 	prefix := ""
 	if o.RunID != "" {
 		prefix = o.RunID + "/"
@@ -133,21 +147,18 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
 		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow, OnFatal: o.OnFatal,
 	})
-	h.RPC = rpcserver.New(o.RunID, h.D, h, o.Logger, 5*time.Second)
-	h.grpc = grpc.NewServer(o.GRPCServerOptions...)
-	pb.RegisterCoordinatorServer(h.grpc, h.RPC)
+	h.RPC = ep.RPC()
 	if n := h.D.Recorded(); n > 0 {
 		o.Logger.Info("results recovered from journal", "results", n)
 	}
 	// The run is in the run directory before its first task is published
 	// and until the hub stops: workers find the coordinator by the run.
-	weight := o.Weight
-	if weight <= 0 {
-		weight = 1
-	}
-	h.unannounce, err = queue.Announce(ctx, runs, queue.RunInfo{RunID: o.RunID, Addr: o.Advertise, Weight: weight}, o.Logger)
+	h.withdraw, err = ep.serve(ctx, o.RunID, o.Weight, h.D, h)
 	if err != nil {
 		_ = j.Close()
+		if own {
+			_ = ep.Close()
+		}
 		return nil, err
 	}
 	return h, nil
@@ -171,11 +182,11 @@ func (h *Hub) Skill(hash string) (string, error) {
 	return t, nil
 }
 
-// Addr is the gRPC listen address.
-func (h *Hub) Addr() string { return h.o.GRPCListener.Addr().String() }
+// Addr is the gRPC listen address (the endpoint's).
+func (h *Hub) Addr() string { return h.ep.Addr() }
 
 // Advertised is the gRPC address workers are told to dial.
-func (h *Hub) Advertised() string { return h.o.Advertise }
+func (h *Hub) Advertised() string { return h.ep.Advertised() }
 
 // advertised turns a listen address into one a worker can dial: an
 // unspecified host (0.0.0.0, ::) becomes this machine's host name.
@@ -208,17 +219,7 @@ func (h *Hub) bulkWindow() int {
 	if own <= 0 {
 		own = 1
 	}
-	total := own
-	for _, r := range h.peers.Live() {
-		if r.RunID == h.o.RunID {
-			continue
-		}
-		w := r.Weight
-		if w <= 0 {
-			w = 1
-		}
-		total += w
-	}
+	total := max(h.ep.totalWeight(), own)
 	return max(minBulkWindow, int(2*float64(slots)*own/total+0.999))
 }
 
@@ -248,20 +249,21 @@ func (h *Hub) sample(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Run serves gRPC and watches deliveries until ctx ends, then stops the
-// server gracefully and closes the journal.
+// Run watches deliveries until ctx ends, then withdraws the run from its
+// endpoint (which it closes if it made it) once the results being
+// recorded are acknowledged, and closes the journal.
 func (h *Hub) Run(ctx context.Context) error {
 	errc := make(chan error, 2)
-	go func() {
-		if err := h.grpc.Serve(h.o.GRPCListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			errc <- fmt.Errorf("grpc serve: %w", err)
-			return
-		}
-		errc <- nil
-	}()
+	if h.ownEndpoint {
+		go func() {
+			<-h.ep.served
+			if h.ep.serveErr != nil {
+				errc <- h.ep.serveErr
+			}
+		}()
+	}
 	dctx, dstop := context.WithCancel(ctx)
 	go func() { errc <- h.D.Run(dctx) }()
-	go func() { _ = h.peers.Watch(dctx, h.runs) }()
 
 	if h.o.Meters != nil {
 		go h.sample(dctx, 2*time.Second)
@@ -272,14 +274,11 @@ func (h *Hub) Run(ctx context.Context) error {
 	case err = <-errc:
 	}
 	dstop()
-	h.unannounce()
-	h.RPC.Drain()
-	stopped := make(chan struct{})
-	go func() { h.grpc.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		h.grpc.Stop()
+	h.withdraw()
+	if h.ownEndpoint {
+		if cerr := h.ep.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 	}
 	if cerr := h.journal.Close(); err == nil && cerr != nil {
 		err = cerr

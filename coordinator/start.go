@@ -56,6 +56,11 @@ type Config struct {
 	// stream and the run directory (0: runtime.nats_replicas of Run, else
 	// their current count, 1 when new).
 	NATSReplicas int
+	// Endpoint, when set, is the gRPC endpoint the run shares with the
+	// other runs of this process (a campaign's cells); it must be on the
+	// run's NATS. GRPCAddr, GRPCServerOptions and Advertise are then
+	// unused. Nil: the run serves its own endpoint.
+	Endpoint *Endpoint
 	// GRPCAddr is where the coordinator's gRPC service listens (default
 	// 127.0.0.1:0).
 	GRPCAddr string
@@ -414,13 +419,15 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	r.add(nc.Close)
 
-	addr := cfg.GRPCAddr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
+	var ln net.Listener
+	if cfg.Endpoint == nil {
+		addr := cfg.GRPCAddr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen %s: %w", addr, err)
+		}
 	}
 	runtime := config.Runtime{MaxDeliveries: 3, OptimizerConcurrency: 1}
 	if cfg.Run != nil {
@@ -441,7 +448,7 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 			default:
 			}
 		},
-		Logger: log, NC: nc, RunDir: r.dir, RunID: r.id, GRPCListener: ln, NoSync: cfg.NoSync,
+		Logger: log, NC: nc, RunDir: r.dir, RunID: r.id, Endpoint: cfg.Endpoint, GRPCListener: ln, NoSync: cfg.NoSync,
 		GRPCServerOptions: append(append([]grpc.ServerOption(nil), cfg.GRPCServerOptions...), grpcServerTracing(r.tel)...),
 		Consumer:          queue.ConsumerOptions{MaxDeliver: runtime.MaxDeliveries, AckWait: ackWait},
 		Cache:             r.cache, Advertise: cfg.Advertise, Weight: cfg.Weight, Replicas: replicas,
@@ -451,7 +458,9 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	hub, err := NewHub(ctx, ho)
 	if err != nil {
-		_ = ln.Close()
+		if ln != nil {
+			_ = ln.Close()
+		}
 		return err
 	}
 	hubCtx, hubStop := context.WithCancel(context.WithoutCancel(ctx))

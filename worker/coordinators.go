@@ -18,9 +18,11 @@ import (
 // A worker serves every run on the fleet. Each task names its run; the
 // worker finds the run's coordinator in the run directory (the
 // [queue.RunsBucket] key-value bucket, where every live coordinator
-// announces its address), falling back to the address written in the task,
-// and keeps one gRPC connection per coordinator it meets: dialled on
-// demand, registered and heart-beaten while in use, closed when idle.
+// process lists its runs at its one address), falling back to the address
+// written in the task, and keeps one gRPC connection per coordinator
+// address it meets — one per process, however many of its runs it serves:
+// dialled on demand, registered and heart-beaten while in use, closed when
+// idle.
 
 type clientKey struct{}
 

@@ -80,11 +80,12 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&o.ackWait, "ack-wait", queue.DefaultAckWait, "how long a dead worker's task waits before another worker gets it")
 	o.ui.register(fs)
 	fs.Var(&o.sets, "set", "override a config key in every cell, section.key=value (repeatable; after the campaign file's own settings)")
-	fs.StringVar(&o.grpcHost, "grpc-host", "127.0.0.1", "host the cells' coordinators listen on (each on its own port)")
+	fs.StringVar(&o.grpcHost, "grpc-host", "127.0.0.1", "host the campaign's gRPC endpoint listens on (one for all its cells)")
 	o.grpcTLS.register(fs)
-	fs.StringVar(&o.ports, "grpc-ports", "", "port range FIRST-LAST the cells' coordinators listen on, one port per running cell (default: any free port; give a range as wide as --max-active-runs where a firewall or NetworkPolicy needs it)")
-	fs.BoolVar(&o.insecure, "insecure-grpc", false, "let the cells' coordinators listen beyond loopback (--grpc-host) without mutual TLS")
-	fs.StringVar(&o.advertise, "advertise-host", "", "host name workers dial to reach the cells' coordinators (default: the listen host; needed with --grpc-host 0.0.0.0)")
+	fs.StringVar(&o.ports, "grpc-port", "", "port the campaign's gRPC endpoint listens on, one for all its cells (default: any free port)")
+	fs.StringVar(&o.ports, "grpc-ports", "", "deprecated: same as --grpc-port; of a range FIRST-LAST only FIRST is used")
+	fs.BoolVar(&o.insecure, "insecure-grpc", false, "let the campaign's gRPC endpoint listen beyond loopback (--grpc-host) without mutual TLS")
+	fs.StringVar(&o.advertise, "advertise-host", "", "host name workers dial to reach the campaign's gRPC endpoint (default: the listen host; needed with --grpc-host 0.0.0.0)")
 	fs.StringVar(&o.member, "member", "", "serve the campaign together with other campaign processes (on this host or others) that share its state on --nats: this process's name among them, stable across its restarts (e.g. the pod name)")
 	fs.DurationVar(&o.leaseTTL, "lease-ttl", 15*time.Second, "with --member: a member that has not renewed a running cell for this long counts as gone, and another member takes the cell")
 	fs.BoolVar(&o.sticky, "sticky", false, "with --member: a gone member's cells wait for it to come back (each member's run dirs on its own volume) instead of resuming elsewhere (run dirs on a shared volume)")
@@ -163,19 +164,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := o.ui.check(); err != nil {
 		return err
 	}
-	var ports chan int
-	if o.ports != "" {
-		list, err := portRange(o.ports)
-		if err != nil {
-			return usageError{fmt.Errorf("campaign: --grpc-ports: %w", err)}
-		}
-		if len(list) < spec.MaxActiveRuns {
-			return usageError{fmt.Errorf("campaign: --grpc-ports: %d ports for %d active runs; widen the range or lower --max-active-runs", len(list), spec.MaxActiveRuns)}
-		}
-		ports = make(chan int, len(list))
-		for _, p := range list {
-			ports <- p
-		}
+	port, err := endpointPort(o.ports)
+	if err != nil {
+		return usageError{fmt.Errorf("campaign: --grpc-port: %w", err)}
 	}
 
 	// The fleet: an embedded NATS server and in-process workers, or an
@@ -227,6 +218,11 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if _, err := queue.RunsKV(ctx, js, o.nats.replicas); err != nil {
 		return err
 	}
+	ep, err := o.endpoint(ctx, nc, port, grpcOpts, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = ep.Close() }()
 	if o.workers > 0 {
 		stop, err := startLocalWorkers(ctx, log, workerSetup{
 			nc: func() (*nats.Conn, error) {
@@ -270,9 +266,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	cells := &campaign.Cells{
 		Base: coordinator.Config{NATSURL: natsURL, NATSOptions: natsOpts, NATSReplicas: o.nats.replicas, GRPCServerOptions: grpcOpts,
-			Advertise: o.advertise, AckWait: o.ackWait, Shared: shared, Prices: prices},
+			Endpoint: ep, AckWait: o.ackWait, Shared: shared, Prices: prices},
 		Deps: func(log *slog.Logger) coordinator.Deps { return trainOpts{}.runDeps(log) },
-		Sets: o.sets, GRPCHost: o.grpcHost, Ports: ports,
+		Sets: o.sets,
 	}
 	camp, err := campaign.New(cfg, campaign.Deps{Run: cells.Run})
 	if err != nil {

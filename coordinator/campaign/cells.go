@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
@@ -14,35 +12,26 @@ import (
 )
 
 // Cells starts a campaign's runs ([Deps.Run]) through [coordinator.Start],
-// each with its own coordinator on the campaign's fleet. A cell's run logs
+// each with its own coordinator on the campaign's fleet, all served on the
+// process's one gRPC endpoint (Base.Endpoint). A cell's run logs
 // at info level, and writes its progress and its results, to the cell's
 // log.
 type Cells struct {
 	// Base is every run's configuration: how it reaches the fleet (NATS,
-	// gRPC TLS, the advertised host), the shared store and the prices.
-	// Each run sets its own config, dir, weight, listen address, logger,
-	// progress and stop rule; it starts no workers of its own.
+	// the gRPC endpoint the runs share), the shared store and the prices.
+	// Each run sets its own config, dir, weight, logger, progress and stop
+	// rule; it starts no workers of its own. Without Base.Endpoint each
+	// run listens on its own loopback port.
 	Base coordinator.Config
 	// Deps are what each run is given, made with the run's logger.
 	Deps func(*slog.Logger) coordinator.Deps
 	// Sets override keys of every cell's config, after the cell's own.
 	Sets []string
-	// GRPCHost is the host each run's gRPC service listens on (each on
-	// its own port).
-	GRPCHost string
-	// Ports, when set, is the pool of ports the runs listen on, one per
-	// running cell; nil: any free port.
-	Ports chan int
 }
 
 // Run runs one run of a cell. A run dir another coordinator holds is
 // [ErrBusy].
 func (c *Cells) Run(ctx context.Context, r CellRun) error {
-	port := 0
-	if c.Ports != nil {
-		port = <-c.Ports // as many ports as active cells: never waits long
-		defer func() { c.Ports <- port }()
-	}
 	log := slog.New(telemetry.NewLogHandler(slog.NewTextHandler(r.Log, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	cfg, err := coordinator.LoadConfig(r.Config, append(append([]string(nil), r.Cell.Sets...), c.Sets...))
 	if err != nil {
@@ -53,7 +42,6 @@ func (c *Cells) Run(ctx context.Context, r CellRun) error {
 	}
 	rc := c.Base
 	rc.Run, rc.Dir, rc.Weight, rc.Logger = cfg, r.Dir, r.Cell.Weight, log
-	rc.GRPCAddr = net.JoinHostPort(c.GRPCHost, strconv.Itoa(port))
 	rc.Workers, rc.Concurrency = 0, 0
 	rc.Progress = coordinator.NewProgress(r.Log, false)
 	if r.Eval != nil {

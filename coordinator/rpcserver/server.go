@@ -1,13 +1,17 @@
 // Package rpcserver is the coordinator's gRPC face: workers register,
-// heartbeat, fetch skill texts by hash and stream results back. It is the
-// only package that knows gRPC status codes.
+// heartbeat, fetch skill texts by hash and stream results back. One
+// server serves every run of a coordinator process: a result goes to the
+// run its task id names (task ids start with "<run id>/"). It is the only
+// package that knows gRPC status codes.
 package rpcserver
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,24 +46,37 @@ type WorkerInfo struct {
 	Limits []*pb.LimitStatus
 }
 
-// Server implements pb.CoordinatorServer.
+// Server implements pb.CoordinatorServer for the runs it serves (see
+// [Server.Serve]).
 type Server struct {
 	pb.UnimplementedCoordinatorServer
-	rec    Recorder
-	skills SkillSource
-	log    *slog.Logger
-	id     string
-	beat   time.Duration
+	log  *slog.Logger
+	id   string
+	beat time.Duration
 
 	mu      sync.Mutex
 	workers map[string]*WorkerInfo
+	// runs are the runs served, by run id ("" takes every task id no
+	// other run claims).
+	runs map[string]*run
 
 	// draining closes when the server stops taking results (see Drain).
 	draining  chan struct{}
 	drainOnce sync.Once
 }
 
-// New returns a Server. heartbeat is the interval workers are asked to use.
+// run is one run a Server serves.
+type run struct {
+	id     string
+	rec    Recorder
+	skills SkillSource
+	// recording counts results handed to rec and not yet acknowledged.
+	recording sync.WaitGroup
+}
+
+// New returns a Server named id. When rec is set the server serves it as
+// the run "", which takes every result no other run claims. heartbeat is
+// the interval workers are asked to use.
 func New(id string, rec Recorder, skills SkillSource, log *slog.Logger, heartbeat time.Duration) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -67,7 +84,89 @@ func New(id string, rec Recorder, skills SkillSource, log *slog.Logger, heartbea
 	if heartbeat == 0 {
 		heartbeat = 5 * time.Second
 	}
-	return &Server{rec: rec, skills: skills, log: log, id: id, beat: heartbeat, workers: map[string]*WorkerInfo{}, draining: make(chan struct{})}
+	s := &Server{log: log, id: id, beat: heartbeat, workers: map[string]*WorkerInfo{}, runs: map[string]*run{}, draining: make(chan struct{})}
+	if rec != nil {
+		s.Serve("", rec, skills)
+	}
+	return s
+}
+
+// withdrawWait bounds how long Serve's withdraw waits for the run's
+// results being recorded.
+const withdrawWait = 5 * time.Second
+
+// Serve routes the results of runID's tasks to rec and serves its skill
+// texts from skills, until withdraw is called. withdraw returns once the
+// results handed to rec were acknowledged (or after withdrawWait); a
+// result of the run that arrives later is answered UNKNOWN, never
+// recorded, and its worker returns the task to the queue.
+func (s *Server) Serve(runID string, rec Recorder, skills SkillSource) (withdraw func()) {
+	r := &run{id: runID, rec: rec, skills: skills}
+	s.mu.Lock()
+	s.runs[runID] = r
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.runs[runID] == r {
+			delete(s.runs, runID)
+		}
+		s.mu.Unlock()
+		done := make(chan struct{})
+		go func() { r.recording.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(withdrawWait):
+			s.log.Warn("run withdrawn with results still being recorded", "run_id", runID)
+		}
+	}
+}
+
+// Runs is the number of runs served.
+func (s *Server) Runs() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.runs)
+}
+
+// routeLocked returns the run a task id belongs to: the longest run id
+// it starts with (followed by "/"), else the run "".
+func (s *Server) routeLocked(taskID string) *run {
+	if i := strings.IndexByte(taskID, '/'); i >= 0 {
+		if r, ok := s.runs[taskID[:i]]; ok {
+			return r
+		}
+	}
+	var best *run
+	for id, r := range s.runs {
+		if id != "" && strings.HasPrefix(taskID, id+"/") && (best == nil || len(id) > len(best.id)) {
+			best = r
+		}
+	}
+	if best == nil {
+		best = s.runs[""]
+	}
+	return best
+}
+
+// record hands res to its run's recorder, or answers at once when no run
+// here takes it.
+func (s *Server) record(res *pb.Result, done func(pb.ReportAck_Status, error)) {
+	s.mu.Lock()
+	r := s.routeLocked(res.GetTaskId())
+	if r != nil {
+		r.recording.Add(1)
+	}
+	s.mu.Unlock()
+	if r == nil {
+		// No run here claims the task: another process's, or one that
+		// ended. The worker finds the run's coordinator again.
+		done(pb.ReportAck_STATUS_UNKNOWN, nil)
+		return
+	}
+	r.rec.Record(res, func(st pb.ReportAck_Status, err error) {
+		done(st, err)
+		r.recording.Done()
+	})
 }
 
 // Register records a worker.
@@ -113,13 +212,28 @@ func (s *Server) Workers(maxAge time.Duration) []WorkerInfo {
 	return out
 }
 
-// GetSkill returns a skill text by hash.
+// GetSkill returns a skill text by hash from any run served (a hash names
+// one text, whichever run holds it).
 func (s *Server) GetSkill(_ context.Context, req *pb.GetSkillRequest) (*pb.GetSkillResponse, error) {
-	text, err := s.skills.Skill(req.GetHash())
-	if err != nil {
-		return nil, toStatus(err)
+	s.mu.Lock()
+	sources := make([]SkillSource, 0, len(s.runs))
+	for _, r := range s.runs {
+		if r.skills != nil {
+			sources = append(sources, r.skills)
+		}
 	}
-	return &pb.GetSkillResponse{Hash: req.GetHash(), Text: text}, nil
+	s.mu.Unlock()
+	err := error(fmt.Errorf("%w: %s", ErrSkillNotFound, req.GetHash()))
+	for _, src := range sources {
+		text, serr := src.Skill(req.GetHash())
+		if serr == nil {
+			return &pb.GetSkillResponse{Hash: req.GetHash(), Text: text}, nil
+		}
+		if !errors.Is(serr, ErrSkillNotFound) {
+			err = serr
+		}
+	}
+	return nil, toStatus(err)
 }
 
 // Report receives results and sends one ack per result. Acks are sent as
@@ -178,7 +292,7 @@ loop:
 		res := r.res
 		wg.Add(1)
 		id := res.GetTaskId()
-		s.rec.Record(res, func(st pb.ReportAck_Status, err error) {
+		s.record(res, func(st pb.ReportAck_Status, err error) {
 			a := &pb.ReportAck{TaskId: id, Status: st}
 			if err != nil {
 				a.Error = err.Error()

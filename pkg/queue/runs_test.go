@@ -13,7 +13,9 @@ func TestRunTableAgesOnlyWhileCurrent(t *testing.T) {
 	clock := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	rt := NewRunTable()
 	rt.now = func() time.Time { return clock }
-	rt.runs[RunToken("r1")] = runEntry{info: RunInfo{RunID: "r1", Addr: "127.0.0.1:1"}, seen: clock}
+	proc := &ProcessInfo{Process: "p1", Addr: "127.0.0.1:1", Weight: 1, Runs: []ProcessRun{{RunID: "r1", Weight: 1}}}
+	rt.entries[ProcessKey("p1")] = dirEntry{proc: proc, listed: map[string]ProcessRun{RunToken("r1"): proc.Runs[0]}, seen: clock}
+	rt.byRun[RunToken("r1")] = ProcessKey("p1")
 	live := func() bool { _, _, l := rt.Lookup("r1"); return l }
 
 	clock = clock.Add(StaleAfter / 2)

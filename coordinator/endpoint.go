@@ -1,0 +1,166 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/grpc"
+
+	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// EndpointOptions configures a coordinator process's [Endpoint].
+type EndpointOptions struct {
+	Logger *slog.Logger
+	// NC is the NATS connection of the fleet the runs use (the run
+	// directory lives there).
+	NC *nats.Conn
+	// Listener serves the Coordinator service (the endpoint closes it).
+	Listener net.Listener
+	// ServerOptions are the gRPC server's (TLS credentials, stats handlers).
+	ServerOptions []grpc.ServerOption
+	// Advertise is the gRPC address workers dial (default: the listener's
+	// address; a host without a port takes the listener's port).
+	Advertise string
+	// Replicas is how many servers of a NATS cluster keep the run
+	// directory (0 = its current count, 1 when new).
+	Replicas int
+}
+
+// Endpoint is a coordinator process's face to its fleet: one gRPC server
+// on one listener serves every run the process coordinates (each result
+// goes to the run its task id names), one entry in the run directory
+// lists them, and one watch of the directory gives every run the other
+// processes' weights. However many runs the process serves, a worker
+// holds one connection to it, and the directory carries one refresh of
+// it per [queue.AnnounceEvery].
+type Endpoint struct {
+	log       *slog.Logger
+	ln        net.Listener
+	advertise string
+	grpc      *grpc.Server
+	rpc       *rpcserver.Server
+	ann       *queue.Announcer
+	peers     *queue.RunTable
+
+	cancel context.CancelFunc
+	// served is closed when the gRPC server stops serving, serveErr
+	// then says why (nil: it was stopped).
+	served   chan struct{}
+	serveErr error
+	once     sync.Once
+}
+
+// NewEndpoint starts serving on o.Listener and following the run
+// directory; Close stops both.
+func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.NC == nil || o.Listener == nil {
+		return nil, errors.New("coordinator: an endpoint needs a NATS connection and a listener")
+	}
+	js, err := jetstream.New(o.NC)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	kv, err := queue.RunsKV(ctx, js, o.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	adv := o.Advertise
+	if adv == "" {
+		adv = advertised(o.Listener.Addr().String())
+	} else if _, _, err := net.SplitHostPort(adv); err != nil {
+		// A host alone: the port is the listener's.
+		_, port, _ := net.SplitHostPort(o.Listener.Addr().String())
+		adv = net.JoinHostPort(adv, port)
+	}
+	host, _ := os.Hostname()
+	process := fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
+	e := &Endpoint{
+		log: o.Logger, ln: o.Listener, advertise: adv,
+		grpc:   grpc.NewServer(o.ServerOptions...),
+		rpc:    rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
+		ann:    queue.NewAnnouncer(kv, process, adv, o.Logger),
+		peers:  queue.NewRunTable(),
+		served: make(chan struct{}),
+	}
+	pb.RegisterCoordinatorServer(e.grpc, e.rpc)
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	go func() { _ = e.peers.Watch(wctx, kv) }()
+	go func() {
+		if err := e.grpc.Serve(o.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			e.serveErr = fmt.Errorf("grpc serve: %w", err)
+		}
+		close(e.served)
+	}()
+	return e, nil
+}
+
+// Addr is the gRPC listen address.
+func (e *Endpoint) Addr() string { return e.ln.Addr().String() }
+
+// Advertised is the gRPC address workers are told to dial.
+func (e *Endpoint) Advertised() string { return e.advertise }
+
+// RPC is the Coordinator service every run of the process shares (the
+// workers it knows serve them all).
+func (e *Endpoint) RPC() *rpcserver.Server { return e.rpc }
+
+// Runs is the number of runs the endpoint serves now.
+func (e *Endpoint) Runs() int { return e.rpc.Runs() }
+
+// serve adds a run: its results go to rec, its skills come from skills,
+// and it is listed in the directory before serve returns. The returned
+// withdraw lists it no more and waits for the results being recorded.
+func (e *Endpoint) serve(ctx context.Context, runID string, weight float64, rec rpcserver.Recorder, skills rpcserver.SkillSource) (withdraw func(), err error) {
+	stopServing := e.rpc.Serve(runID, rec, skills)
+	if err := e.ann.Add(ctx, runID, weight); err != nil {
+		stopServing()
+		return nil, err
+	}
+	return func() {
+		e.ann.Remove(runID)
+		stopServing()
+	}, nil
+}
+
+// totalWeight is the weight of every live run on the fleet: this
+// process's own runs as it holds them, the others' as the directory
+// shows them.
+func (e *Endpoint) totalWeight() float64 {
+	return e.ann.Weight() + e.peers.Weights(e.ann.Key())
+}
+
+// Close withdraws the process from the directory and stops the gRPC
+// server: open report streams end once the results they carry are
+// recorded, and a stop that waits longer than a few seconds is forced.
+func (e *Endpoint) Close() error {
+	e.once.Do(func() {
+		e.ann.Stop()
+		e.cancel()
+		e.rpc.Drain()
+		stopped := make(chan struct{})
+		go func() { e.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			e.grpc.Stop()
+		}
+		<-e.served
+	})
+	return e.serveErr
+}
