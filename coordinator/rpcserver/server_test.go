@@ -2,6 +2,7 @@ package rpcserver
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"testing"
@@ -68,7 +69,7 @@ func TestDrainEndsOpenReportStreams(t *testing.T) {
 	case <-time.After(3 * time.Second):
 		t.Fatal("graceful stop still waits for the open report stream after Drain")
 	}
-	if _, err := st.Recv(); err != io.EOF {
+	if _, err := st.Recv(); !errors.Is(err, io.EOF) {
 		t.Fatalf("stream after Drain: got %v, want io.EOF", err)
 	}
 	if rec.n != 1 {

@@ -157,6 +157,11 @@ func TestRunTableThroughALostServer(t *testing.T) {
 	}
 	lost := time.Now()
 	var stop2 func()
+	defer func() {
+		if stop2 != nil {
+			stop2()
+		}
+	}()
 	for time.Since(lost) < 30*time.Second {
 		if _, _, live := rt.Lookup("r1"); !live {
 			t.Fatalf("r1 taken for abandoned %s after the run directory's leader %s stopped", time.Since(lost), leader)
@@ -165,7 +170,6 @@ func TestRunTableThroughALostServer(t *testing.T) {
 			if stop2, err = queue.Announce(ctx, kv, queue.RunInfo{RunID: "r2", Addr: "127.0.0.1:2"}, nil); err != nil {
 				t.Fatal(err)
 			}
-			defer stop2()
 		}
 		if _, _, live := rt.Lookup("r2"); live {
 			return
