@@ -23,8 +23,9 @@ import (
 // EndpointOptions configures a coordinator process's [Endpoint].
 type EndpointOptions struct {
 	Logger *slog.Logger
-	// NC is the NATS connection of the fleet the runs use (the run
-	// directory lives there).
+	// NC is the NATS connection of the fleet the runs use: the run
+	// directory lives there, and runs started with the endpoint
+	// ([Config.Endpoint]) use it for their tasks too.
 	NC *nats.Conn
 	// Listener serves the Coordinator service (the endpoint closes it).
 	Listener net.Listener
@@ -47,6 +48,7 @@ type EndpointOptions struct {
 // it per [queue.AnnounceEvery].
 type Endpoint struct {
 	log       *slog.Logger
+	nc        *nats.Conn
 	ln        net.Listener
 	advertise string
 	grpc      *grpc.Server
@@ -90,7 +92,7 @@ func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	host, _ := os.Hostname()
 	process := fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
 	e := &Endpoint{
-		log: o.Logger, ln: o.Listener, advertise: adv,
+		log: o.Logger, nc: o.NC, ln: o.Listener, advertise: adv,
 		grpc:   grpc.NewServer(o.ServerOptions...),
 		rpc:    rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
 		ann:    queue.NewAnnouncer(kv, process, adv, o.Logger),

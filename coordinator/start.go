@@ -57,9 +57,9 @@ type Config struct {
 	// their current count, 1 when new).
 	NATSReplicas int
 	// Endpoint, when set, is the gRPC endpoint the run shares with the
-	// other runs of this process (a campaign's cells); it must be on the
-	// run's NATS. GRPCAddr, GRPCServerOptions and Advertise are then
-	// unused. Nil: the run serves its own endpoint.
+	// other runs of this process (a campaign's cells), and its NATS
+	// connection, which must be to NATSURL. GRPCAddr, GRPCServerOptions
+	// and Advertise are then unused. Nil: the run serves its own endpoint.
 	Endpoint *Endpoint
 	// GRPCAddr is where the coordinator's gRPC service listens (default
 	// 127.0.0.1:0).
@@ -401,6 +401,9 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 	}
 
 	var connect func(name string) (*nats.Conn, error)
+	if cfg.Endpoint != nil && cfg.NATSURL == "" {
+		return errors.New("coordinator: a run on a shared endpoint needs the endpoint's NATS (NATSURL)")
+	}
 	if cfg.NATSURL != "" {
 		connect = func(name string) (*nats.Conn, error) {
 			return queue.Connect(ctx, cfg.NATSURL, queue.ConnectOptions{Name: name, Logger: log, Extra: cfg.NATSOptions})
@@ -413,11 +416,18 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 		r.add(embedded.Shutdown)
 		connect = func(name string) (*nats.Conn, error) { return embedded.Connect(name) }
 	}
-	nc, err := connect("skillfleet-coordinator")
-	if err != nil {
-		return err
+	// A run on a shared endpoint uses the endpoint's NATS connection: one
+	// per process, not per run.
+	var nc *nats.Conn
+	var err error
+	if cfg.Endpoint != nil {
+		nc = cfg.Endpoint.nc
+	} else {
+		if nc, err = connect("skillfleet-coordinator"); err != nil {
+			return err
+		}
+		r.add(nc.Close)
 	}
-	r.add(nc.Close)
 
 	var ln net.Listener
 	if cfg.Endpoint == nil {
