@@ -63,9 +63,9 @@ func (c *Cache) Counts() CacheCounts {
 // lookup fetches the cached results of tasks concurrently; out[i] is nil
 // on a miss (or for a task that is not cached). keys[i] is the task's key
 // ("" for none).
-func (c *Cache) lookup(ctx context.Context, tasks []*pb.Task) (out []*pb.Result, keys []string) {
-	out = make([]*pb.Result, len(tasks))
-	keys = make([]string, len(tasks))
+func (c *Cache) lookup(ctx context.Context, tasks []*pb.Task) ([]*pb.Result, []string) {
+	out := make([]*pb.Result, len(tasks))
+	keys := make([]string, len(tasks))
 	timeout := c.Timeout
 	if timeout <= 0 {
 		timeout = 2 * time.Second

@@ -143,9 +143,11 @@ type Future struct {
 	// fatal is closed when the journal fails; err then says why.
 	fatal <-chan struct{}
 	err   func() error
-	// msg and published are the task's message and when it went out
-	// (for the lost-task sweep).
+	// msg and published are the task's message (without its data: see
+	// kept) and when it went out, and task the task, for the lost-task
+	// sweep.
 	msg       *nats.Msg
+	task      *pb.Task
 	published time.Time
 	// generation counts the times the task ran out of deliveries and was
 	// queued again.
@@ -313,7 +315,7 @@ func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliver
 		return
 	}
 	if again {
-		seq, err := d.republish(context.WithoutCancel(ctx), f.msg)
+		seq, err := d.republish(context.WithoutCancel(ctx), f.msg, f.task)
 		if err == nil {
 			d.mu.Lock()
 			delete(d.seqs, a.StreamSeq)
@@ -414,7 +416,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
 		if !still {
 			continue
 		}
-		seq, err := d.republish(ctx, c.f.msg)
+		seq, err := d.republish(ctx, c.f.msg, c.f.task)
 		if err != nil {
 			d.log.Warn("republish lost task", "task_id", c.f.id, "err", err)
 			continue
@@ -458,9 +460,10 @@ func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
 func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, error) {
 	futs := make([]*Future, len(tasks))
 	type pub struct {
-		f   *Future
-		paf jetstream.PubAckFuture
-		msg *nats.Msg
+		f    *Future
+		paf  jetstream.PubAckFuture
+		msg  *nats.Msg
+		task *pb.Task
 	}
 	classes := map[queue.Class]bool{}
 	pubs := make([]pub, 0, len(tasks))
@@ -561,21 +564,10 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "task has no kind")
 			continue
 		}
-		data, err := proto.Marshal(t)
+		data, err := d.encode(t)
 		if err != nil {
-			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "encode task: "+err.Error())
+			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, err.Error())
 			continue
-		}
-		if t.GetWireVersion() == 0 {
-			// Stamped on the encoding, as the address below is.
-			data = protowire.AppendTag(data, wireVersionField, protowire.VarintType)
-			data = protowire.AppendVarint(data, uint64(pb.WireVersion))
-		}
-		if t.GetCoordinator() == "" && d.o.Addr != "" {
-			// Appended to the encoding rather than set on t, which the
-			// trainer may be reading elsewhere: a later field wins.
-			data = protowire.AppendTag(data, coordinatorField, protowire.BytesType)
-			data = protowire.AppendString(data, d.o.Addr)
 		}
 		class := queue.ClassOf(t)
 		if d.windowed(class) {
@@ -590,7 +582,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, firstErr.Error())
 			continue
 		}
-		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg})
+		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg, task: t})
 	}
 	for k, p := range pubs {
 		var ack *jetstream.PubAck
@@ -621,7 +613,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			// while this run's coordinator was away: JetStream's
 			// de-duplication would drop this one too, so it goes out
 			// under a fresh message id.
-			seq, err := d.republish(ctx, p.msg)
+			seq, err := d.republish(ctx, p.msg, nil)
 			if err != nil {
 				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
 				if firstErr == nil {
@@ -633,7 +625,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		}
 		d.mu.Lock()
 		p.f.seq = ack.Sequence
-		p.f.msg, p.f.published = p.msg, time.Now()
+		p.f.msg, p.f.task, p.f.published = kept(p.msg), p.task, time.Now()
 		if _, still := d.pending[p.f.id]; still {
 			d.seqs[ack.Sequence] = p.f.id
 		}
@@ -648,6 +640,37 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		return nil, firstErr
 	}
 	return futs, nil
+}
+
+// encode is a task's message data: its encoding, stamped with the wire
+// version and this coordinator's address unless the task names them.
+func (d *Dispatcher) encode(t *pb.Task) ([]byte, error) {
+	// Sized for the stamps, so that appending them does not copy the
+	// encoding (an optimizer task's payload can be megabytes).
+	data, err := proto.MarshalOptions{}.MarshalAppend(make([]byte, 0, proto.Size(t)+16+len(d.o.Addr)), t)
+	if err != nil {
+		return nil, fmt.Errorf("encode task: %w", err)
+	}
+	if t.GetWireVersion() == 0 {
+		// Stamped on the encoding, as the address below is.
+		data = protowire.AppendTag(data, wireVersionField, protowire.VarintType)
+		data = protowire.AppendVarint(data, uint64(pb.WireVersion))
+	}
+	if t.GetCoordinator() == "" && d.o.Addr != "" {
+		// Appended to the encoding rather than set on t, which the
+		// trainer may be reading elsewhere: a later field wins.
+		data = protowire.AppendTag(data, coordinatorField, protowire.BytesType)
+		data = protowire.AppendString(data, d.o.Addr)
+	}
+	return data, nil
+}
+
+// kept is what a future keeps of its task's published message, for a
+// republish: the subject and headers, not the data, which the task
+// encodes again (the submitter holds the task anyway; the encoding would
+// be a second copy of it for as long as the task is pending).
+func kept(msg *nats.Msg) *nats.Msg {
+	return &nats.Msg{Subject: msg.Subject, Header: msg.Header}
 }
 
 // taskMsg is the message that carries a task: its class subject, its
@@ -701,11 +724,20 @@ func (d *Dispatcher) vanished(ctx context.Context, seq uint64) bool {
 	return resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound)
 }
 
-// republish publishes msg again under a message id no earlier copy used.
-func (d *Dispatcher) republish(ctx context.Context, msg *nats.Msg) (uint64, error) {
+// republish publishes msg again under a message id no earlier copy used;
+// a kept message without data carries task's encoding.
+func (d *Dispatcher) republish(ctx context.Context, msg *nats.Msg, task *pb.Task) (uint64, error) {
 	id := msg.Header.Get(jetstream.MsgIDHeader)
 	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s~r%d", id, time.Now().UnixNano()))
-	ack, err := d.o.JS.PublishMsg(ctx, msg)
+	out := &nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}
+	if out.Data == nil && task != nil {
+		data, err := d.encode(task)
+		if err != nil {
+			return 0, fmt.Errorf("republish task %s: %w", id, err)
+		}
+		out.Data = data
+	}
+	ack, err := d.o.JS.PublishMsg(ctx, out)
 	if err != nil {
 		return 0, fmt.Errorf("republish task %s: %w", id, err)
 	}

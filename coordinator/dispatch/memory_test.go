@@ -9,7 +9,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/pkg/catalogue"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -128,4 +134,53 @@ func BenchmarkHeapPerRun(b *testing.B) {
 		runtime.KeepAlive(d)
 		_ = j.Close()
 	}
+}
+
+// TestPendingTasksKeepNoSecondCopy: tasks waiting for their results cost
+// the dispatcher little beyond the tasks themselves (which their
+// submitter holds): 40 pending tasks of 256 KB payload add far less
+// than their 10 MB to the live heap.
+func TestPendingTasksKeepNoSecondCopy(t *testing.T) {
+	ctx := context.Background()
+	srv := queuetest.Start(t)
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/", Addr: "127.0.0.1:7070"})
+	const n, size = 40, 256 << 10
+	tasks := make([]*pb.Task, n)
+	for i := range tasks {
+		task, err := catalogue.PromptTask(&pb.OptimizerTask{Prompt: prompts.AnalystFailure, Payload: trajectory(i, size)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		task.Id, task.Stage = fmt.Sprintf("r/o%02d", i), "reflect"
+		tasks[i] = task
+	}
+	base := liveHeap()
+	if _, err := d.Submit(ctx, tasks...); err != nil {
+		t.Fatal(err)
+	}
+	// The server (in this process) and the connection keep copies of the
+	// messages of their own: they go before the heap is measured.
+	nc.Close()
+	srv.Shutdown()
+	held := int64(liveHeap()) - int64(base)
+	t.Logf("live heap with %d pending tasks of %d bytes: %d bytes more", n, size, held)
+	if limit := int64(n * size / 10); held > limit {
+		t.Errorf("%d pending tasks of %d bytes grew the live heap by %d bytes; want at most %d", n, size, held, limit)
+	}
+	if d.Pending() != n {
+		t.Errorf("Pending() = %d, want %d", d.Pending(), n)
+	}
+	runtime.KeepAlive(tasks)
 }

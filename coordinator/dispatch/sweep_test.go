@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -77,6 +79,25 @@ func TestSweepIsBatched(t *testing.T) {
 	}
 	if info.State.Msgs != backlog+200 {
 		t.Errorf("after the sweep the stream holds %d messages, want %d", info.State.Msgs, backlog+200)
+	}
+	// The republished messages carry the lost tasks, encoded again.
+	want := map[string]bool{"r/t0000": true, "r/t0500": true, "r/t0999": true}
+	for k := range lost {
+		m, err := stream.GetMsg(ctx, info.State.LastSeq-uint64(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var task pb.Task
+		if err := proto.Unmarshal(m.Data, &task); err != nil {
+			t.Fatal(err)
+		}
+		if !want[task.GetId()] {
+			t.Errorf("republished message %d holds task %q, want one of %v", m.Sequence, task.GetId(), want)
+		}
+		delete(want, task.GetId())
+		if task.GetWireVersion() != pb.WireVersion {
+			t.Errorf("republished task %s has wire version %d, want %d", task.GetId(), task.GetWireVersion(), pb.WireVersion)
+		}
 	}
 
 	before = nc.Stats().OutMsgs

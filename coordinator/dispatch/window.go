@@ -110,7 +110,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 			seq = ack.Sequence
 			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
 				var err error
-				if seq, err = d.republish(ctx, p.msg); err != nil {
+				if seq, err = d.republish(ctx, p.msg, nil); err != nil {
 					failed(p.h, err)
 					continue
 				}
@@ -125,7 +125,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 			}
 			seq = ack.Sequence
 			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
-				if seq, err = d.republish(ctx, p.msg); err != nil {
+				if seq, err = d.republish(ctx, p.msg, nil); err != nil {
 					failed(p.h, err)
 					continue
 				}
@@ -134,7 +134,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 			return
 		}
 		d.mu.Lock()
-		p.h.f.seq, p.h.f.msg, p.h.f.published = seq, p.msg, time.Now()
+		p.h.f.seq, p.h.f.msg, p.h.f.task, p.h.f.published = seq, kept(p.msg), p.h.task, time.Now()
 		if d.pending[p.h.f.id] == p.h.f {
 			d.seqs[seq] = p.h.f.id
 		}
