@@ -33,7 +33,7 @@ func TestBindsLoopback(t *testing.T) {
 // listening when stopped.
 func TestHTTPServesUntilStopped(t *testing.T) {
 	t.Parallel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	stop, addr, err := HTTP(t.Context(), "127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "ok")
 	}), nil, log)
