@@ -21,6 +21,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
+	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
@@ -224,11 +225,11 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 	defer func() { _ = ep.Close() }()
 	if o.workers > 0 {
-		stop, err := startLocalWorkers(ctx, log, workerSetup{
-			nc: func() (*nats.Conn, error) {
-				return queue.Connect(ctx, natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, Extra: natsOpts})
+		stop, err := fleet.StartLocal(ctx, log, coordinator.WorkerSpec{
+			N: o.workers, Concurrency: o.concurrency, OptimizerConcurrency: o.optConc, MaxDeliver: 5,
+			Connect: func(name string) (*nats.Conn, error) {
+				return queue.Connect(ctx, natsURL, queue.ConnectOptions{Name: name, Logger: log, Extra: natsOpts})
 			},
-			n: o.workers, concurrency: o.concurrency, optConcurrency: o.optConc, maxDeliver: 5,
 		})
 		if err != nil {
 			return err

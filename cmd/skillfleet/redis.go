@@ -8,8 +8,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/skillfleet/skillfleet/backends"
-	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf"
 )
@@ -50,14 +48,4 @@ type redisLog struct{ log *slog.Logger }
 
 func (r redisLog) Printf(ctx context.Context, format string, v ...any) {
 	r.log.DebugContext(ctx, "redis client", "text", fmt.Sprintf(format, v...))
-}
-
-// sharedLimiter is the backends' limiter over the store's buckets: every
-// process using the same store draws from the same per-minute budgets of a
-// (backend, endpoint, model). When the store is unreachable each process
-// falls back to a local share (the limit divided by share()) with a
-// warning.
-func sharedLimiter(st store.Limiter, share func() int64, log *slog.Logger) *backends.Limiter {
-	local := backends.NewLocalBuckets(nil)
-	return backends.NewLimiter(store.NewFallbackLimiter(st, local, share, log), nil)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends"
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
+	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
@@ -95,7 +96,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "status":
 		err = sleepdrv.StatusCommand(n, o.JSON, stdout)
 	case "harvest":
-		err = sleepdrv.HarvestCommand(ctx, n, output, modelFactory(nil, backends.NewLimiter(nil, nil)), stdout)
+		err = sleepdrv.HarvestCommand(ctx, n, output, fleet.ModelFactory(nil, backends.NewLimiter(nil, nil)), stdout)
 	case "adopt":
 		err = sleepdrv.AdoptCommand(n, staging, undo, roots, stdout)
 	case "schedule", "unschedule":
@@ -106,7 +107,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return lerr
 		}
 		n.DryRun = cmd == "dry-run"
-		err = sleepdrv.RunCommand(ctx, &o, n, persona, sleepdrv.CommandDeps{NewModel: modelFactory(nil, backends.NewLimiter(nil, nil)),
+		err = sleepdrv.RunCommand(ctx, &o, n, persona, sleepdrv.CommandDeps{NewModel: fleet.ModelFactory(nil, backends.NewLimiter(nil, nil)),
 			Run: trainOpts{logLevel: o.LogLevel}.runDeps(log), Logger: log}, stdout)
 	}
 	return sleepError(err)

@@ -6,11 +6,7 @@ import (
 	"os"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"google.golang.org/grpc"
-
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
-	"github.com/skillfleet/skillfleet/worker"
 )
 
 // keyVars are the environment variables whose values are redacted from
@@ -59,22 +55,4 @@ func setupTelemetry(ctx context.Context, service, instance, metricsAddr string, 
 		defer cancel()
 		_ = shutdown(sctx)
 	}, nil
-}
-
-// grpcClientTracing traces a worker's calls to the coordinator (result
-// reports join the trace of the task they answer).
-func grpcClientTracing(tel *telemetry.Telemetry) []grpc.DialOption {
-	if tel == nil {
-		return nil
-	}
-	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
-}
-
-// workerTracing is what a worker needs to trace its tasks.
-func workerTracing(tel *telemetry.Telemetry, d worker.Deps) worker.Deps {
-	if tel != nil {
-		d.Propagator, d.Tracer, d.Meters = tel.Propagator, tel.Tracer, tel.Meters
-	}
-	return d
 }

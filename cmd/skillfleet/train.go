@@ -10,11 +10,11 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"golang.org/x/term"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
@@ -157,21 +157,15 @@ func (o trainOpts) runConfig(cfg *config.Config, log *slog.Logger) (coordinator.
 }
 
 // runDeps are the parts of a run this binary gives it: in-process
-// workers, telemetry, the sim-llm, and (in test builds) the crash hook.
+// workers and the sim-llm (package fleet), telemetry, and (in test builds)
+// the crash hook.
 func (o trainOpts) runDeps(log *slog.Logger) coordinator.Deps {
-	return coordinator.Deps{
-		StartWorkers: func(ctx context.Context, w coordinator.WorkerSpec) (func(), error) {
-			return startLocalWorkers(ctx, log, workerSetup{
-				nc: func() (*nats.Conn, error) { return w.Connect("skillfleet-worker") }, tel: w.Telemetry, coordinator: w.Coordinator,
-				n: w.N, concurrency: w.Concurrency, optConcurrency: w.OptimizerConcurrency, maxDeliver: w.MaxDeliver,
-			})
-		},
-		Telemetry: func(ctx context.Context, runID string) (*telemetry.Telemetry, func(), error) {
-			return setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log, o.exposure.metricsTLS)
-		},
-		SimLLM:  func(ctx context.Context) (string, func(), error) { return startSimLLM(ctx, log) },
-		Observe: crashHook(),
+	d := fleet.Deps(log)
+	d.Telemetry = func(ctx context.Context, runID string) (*telemetry.Telemetry, func(), error) {
+		return setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log, o.exposure.metricsTLS)
 	}
+	d.Observe = crashHook()
+	return d
 }
 
 // startError maps what refused a run's start to the command's exit codes.
@@ -251,7 +245,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 			log.Info("health endpoint listening", "addr", addr.String())
 			stopHealth = stop
 		}
-		if err := pw.attach(ctx, o.ui, o.prices, r.Dir(), rc.Progress, r.Trainer(), r.Hub(), o.registry, redisLevels(shared), log, stderr); err != nil {
+		if err := pw.attach(ctx, o.ui, o.prices, r.Dir(), rc.Progress, r.Trainer(), r.Hub(), o.registry, fleet.RedisLevels(shared), log, stderr); err != nil {
 			return err
 		}
 		if o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {

@@ -7,23 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
-	"sort"
-	"strings"
 	"time"
 
-	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
-	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
-	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
-	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // uiFlags are the dashboard flags of train, coordinator (and campaign).
@@ -97,7 +90,7 @@ func (pw *progressWiring) listen(p ui.Progress) {
 // --prices table, else the built-in one) and, with --ui, starts the
 // dashboard on the run dir with the hub's fleet.
 func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, runDir string, prog *coordinator.Progress, tr *trainer.Trainer,
-	hub *coordinator.Hub, reg store.Registry, levels bucketLevels, log *slog.Logger, stderr io.Writer) error {
+	hub *coordinator.Hub, reg store.Registry, levels fleet.BucketLevels, log *slog.Logger, stderr io.Writer) error {
 	prices := pricing.Default()
 	if pricesFile != "" {
 		var err error
@@ -126,7 +119,7 @@ func (pw *progressWiring) attach(ctx context.Context, u uiFlags, pricesFile, run
 			return out
 		})
 		pw.listeners = append(pw.listeners, pw.file.Update)
-		if _, err := serveUI(ctx, u, []string{runDir}, prices, fleetStatus(hub, reg, levels), log, stderr); err != nil {
+		if _, err := serveUI(ctx, u, []string{runDir}, prices, fleet.Status(hub, reg, levels), log, stderr); err != nil {
 			return err
 		}
 	}
@@ -141,187 +134,6 @@ func (pw *progressWiring) close() {
 	if pw.term != nil {
 		pw.term.Close()
 	}
-}
-
-// bucketLevels reads the rate buckets shared in Redis (redisstore's
-// Limiter), which the workers cannot tell the levels of.
-type bucketLevels interface {
-	Level(ctx context.Context, key string, ratePerMin, burst int64) (float64, error)
-}
-
-// redisLevels is st's shared buckets, or nil without a shared store.
-func redisLevels(st *redisstore.Store) bucketLevels {
-	if st == nil {
-		return nil
-	}
-	return st.Limiter()
-}
-
-// fleetStatus reports the hub's workers, queues and the shared registry
-// (reg may be nil), as /status does, and the levels of the rate buckets
-// shared in Redis (levels may be nil).
-func fleetStatus(hub *coordinator.Hub, reg store.Registry, levels bucketLevels) func(context.Context) (*ui.Fleet, error) {
-	return func(ctx context.Context) (*ui.Fleet, error) {
-		if hub == nil {
-			return nil, errors.New("no coordinator in this process")
-		}
-		f := &ui.Fleet{Pending: hub.D.Pending(), Recorded: hub.D.Recorded(), Workers: []ui.FleetWorker{}}
-		for _, w := range hub.RPC.Workers(30 * time.Second) {
-			f.Workers = append(f.Workers, ui.FleetWorker{ID: w.ID, Host: w.Hostname, Concurrency: w.Concurrency, InFlight: w.InFlight, Completed: w.Completed, LastSeen: w.LastSeen})
-		}
-		if hub.Stream != nil {
-			for _, c := range queue.Classes {
-				q := ui.QueueDepth{Class: string(c)}
-				cons, err := hub.Stream.Consumer(ctx, c.Consumer())
-				if err == nil {
-					info, ierr := cons.Info(ctx)
-					if ierr == nil {
-						q.Waiting, q.InDelivery = info.NumPending, info.NumAckPending
-					}
-					err = ierr
-				}
-				if err != nil {
-					q.Error = err.Error()
-				}
-				f.Queues = append(f.Queues, q)
-			}
-		}
-		if reg != nil {
-			list, err := reg.List(ctx)
-			if err != nil {
-				f.RegistryError = err.Error()
-			} else {
-				f.Registry = list
-			}
-		}
-		f.Limits = headrooms(hub.RPC.Workers(30 * time.Second))
-		if note := sharedLevels(ctx, f.Limits, levels); note != "" {
-			f.Notes = append(f.Notes, note)
-		}
-		if len(f.Limits) == 0 {
-			f.Notes = append(f.Notes, "no worker has reported a rate limit: none is configured (model.*_options rpm, tpm, max_concurrency), or no call has been made yet")
-		}
-		return f, nil
-	}
-}
-
-// headrooms lists the workers' rate limiters, by worker then endpoint.
-func headrooms(workers []rpcserver.WorkerInfo) []ui.Headroom {
-	sort.Slice(workers, func(i, j int) bool { return workers[i].ID < workers[j].ID })
-	var out []ui.Headroom
-	for _, w := range workers {
-		for _, l := range w.Limits {
-			if l.GetRequestsPerMin() == 0 && l.GetTokensPerMin() == 0 && l.GetMaxConcurrency() == 0 {
-				continue // an endpoint called without limits
-			}
-			h := ui.Headroom{Worker: w.ID, Backend: l.GetBackend(), Endpoint: l.GetEndpoint(), Model: l.GetModel(),
-				RPM: l.GetRequestsPerMin(), TPM: l.GetTokensPerMin(), MaxConcurrency: int(l.GetMaxConcurrency()), Cap: int(l.GetConcurrencyCap()),
-				InFlight: int(l.GetInFlight()), Waiting: int(l.GetWaiting()), Shared: l.GetShared()}
-			if !h.Shared {
-				rl, tl := l.GetRequestsLeft(), l.GetTokensLeft()
-				h.RequestsLeft, h.TokensLeft = &rl, &tl
-			}
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// sharedLevels fills in the levels of the limits whose buckets are shared
-// in Redis, reading each bucket once however many workers draw from it.
-// The bucket keys are the workers' (backends.Limiter: backend|endpoint|
-// model|rpm or |tpm), with the endpoint as the worker reported it; an
-// endpoint shown without its credentials or query (see shownEndpoint)
-// names no bucket, and its levels stay unknown. It returns a note when the
-// store cannot be read.
-func sharedLevels(ctx context.Context, limits []ui.Headroom, levels bucketLevels) string {
-	if levels == nil {
-		return ""
-	}
-	read := map[string]*float64{}
-	var firstErr error
-	level := func(key string, perMin int64) *float64 {
-		if perMin <= 0 {
-			return nil
-		}
-		if v, ok := read[key]; ok {
-			return v
-		}
-		var out *float64
-		if v, err := levels.Level(ctx, key, perMin, perMin); err == nil {
-			out = &v
-		} else if firstErr == nil {
-			firstErr = err
-		}
-		read[key] = out
-		return out
-	}
-	for i := range limits {
-		h := &limits[i]
-		if !h.Shared || strings.HasSuffix(h.Endpoint, endpointTrimmed) || h.Endpoint == endpointHidden {
-			continue
-		}
-		key := backends.LimitKey{Backend: h.Backend, Endpoint: h.Endpoint, Model: h.Model}.String()
-		h.RequestsLeft, h.TokensLeft = level(key+"|rpm", h.RPM), level(key+"|tpm", h.TPM)
-		if h.RPM > 0 && h.RequestsLeft == nil || h.TPM > 0 && h.TokensLeft == nil {
-			// Either both levels or none, as for a worker's own buckets.
-			h.RequestsLeft, h.TokensLeft = nil, nil
-		}
-	}
-	if firstErr != nil {
-		return "the rate buckets shared in Redis could not be read: " + firstErr.Error()
-	}
-	return ""
-}
-
-// limiterStatus reports a worker's limiter for its heartbeats.
-func limiterStatus(l *backends.Limiter) func() []*pb.LimitStatus {
-	return func() []*pb.LimitStatus {
-		var out []*pb.LimitStatus
-		for _, s := range l.Status() {
-			ls := &pb.LimitStatus{Backend: s.Key.Backend, Endpoint: shownEndpoint(s.Key.Endpoint), Model: s.Key.Model,
-				RequestsPerMin: s.Limits.RequestsPerMin, TokensPerMin: s.Limits.TokensPerMin,
-				MaxConcurrency: int32(s.Limits.MaxConcurrency), ConcurrencyCap: int32(s.Cap), InFlight: int32(s.InFlight), Waiting: int32(s.Waiting),
-				Shared: !s.LevelsKnown}
-			if s.LevelsKnown {
-				ls.RequestsLeft, ls.TokensLeft = s.RequestsLeft, s.TokensLeft
-			}
-			out = append(out, ls)
-		}
-		return out
-	}
-}
-
-// endpointHidden stands for an endpoint that cannot be shown safely.
-const endpointHidden = "(endpoint not shown)"
-
-// endpointTrimmed marks an endpoint shown without parts of it (credentials,
-// query, fragment): it no longer names the endpoint's rate buckets.
-const endpointTrimmed = " (credentials or query not shown)"
-
-// shownEndpoint is an endpoint as a worker reports it: safeEndpoint's
-// form, marked when that dropped something, so that the coordinator does
-// not look its shared buckets up under a name no worker draws from.
-func shownEndpoint(e string) string {
-	s := safeEndpoint(e)
-	if s != e && s != endpointHidden {
-		s += endpointTrimmed
-	}
-	return s
-}
-
-// safeEndpoint is an endpoint address without credentials, query or
-// fragment, fit to show.
-func safeEndpoint(e string) string {
-	u, err := url.Parse(e)
-	if err != nil || (u.Scheme == "" && u.Host == "") {
-		if strings.ContainsAny(e, "@?") {
-			return endpointHidden
-		}
-		return e
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }
 
 // campaignLine is a campaign's terminal status line: its cells done,

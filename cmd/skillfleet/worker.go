@@ -3,24 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"google.golang.org/grpc"
-
-	"github.com/skillfleet/skillfleet/backends"
-	"github.com/skillfleet/skillfleet/internal/serve"
-	"github.com/skillfleet/skillfleet/pkg/queue"
-	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/worker"
 )
 
-func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("worker", "worker --nats URL [flags]", stderr)
 	natsURL := fs.String("nats", "", "NATS URL (required)")
 	coord := fs.String("coordinator", "", "send every result to this coordinator HOST:PORT (default: each task's run's coordinator, found in the run directory on NATS)")
@@ -65,132 +55,20 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) (er
 	if err != nil {
 		return usageError{err}
 	}
-	retryFor := 24 * time.Hour
-	if *natsGiveUp > 0 {
-		retryFor = *natsGiveUp
-	}
-	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-worker", Logger: log, RetryFor: retryFor, Extra: natsOpts})
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	if *natsGiveUp > 0 {
-		lost, stop := context.WithCancelCause(ctx)
-		defer stop(nil)
-		go giveUpWithoutNATS(lost, stop, nc, *natsGiveUp)
-		ctx = lost
-		defer func() {
-			if cause := context.Cause(lost); errors.Is(cause, errNATSLost) {
-				err = cause
-			}
-		}()
-	}
 	dialOpts, err := tlsFlags.dialOptions()
 	if err != nil {
 		return usageError{err}
 	}
-	dialOpts = append(dialOpts, grpcClientTracing(tel)...)
-	consumers, err := waitConsumers(ctx, nc, log)
-	if err != nil {
-		return err
+	p := fleet.Process{
+		Worker:  worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
+		NATSURL: *natsURL, NATSOptions: natsOpts, NATSReplicas: natsF.replicas, GiveUp: *natsGiveUp,
+		Coordinator: *coord, DialOptions: dialOpts, Telemetry: tel, HealthAddr: *health, HealthTLS: exf.httpConf, Logger: log, Out: stdout,
 	}
-	runs, err := worker.WatchRuns(ctx, nc, natsF.replicas)
-	if err != nil {
-		return err
-	}
-	limiter := backends.NewLimiter(nil, nil)
-	var shared *redisstore.Store
 	if redisF.url != "" {
-		st, err := redisF.open(ctx, log)
-		if err != nil {
+		if p.Shared, err = redisF.open(ctx, log); err != nil {
 			return err
 		}
-		defer st.Close()
-		limiter = sharedLimiter(st.Limiter(), nil, log)
-		shared = st
+		defer p.Shared.Close()
 	}
-	x := worker.NewExecutor(worker.ExecutorDeps{Logger: log, NewModel: modelFactory(tel, limiter), NewEnv: newEnv, Prompts: promptSet()})
-	if *optConc == 0 {
-		delete(consumers, queue.ClassOptimizer)
-	}
-	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
-	w := worker.New(worker.Config{ID: *id, Concurrency: *conc, OptimizerConcurrency: *optConc, MaxDeliver: *maxDeliver, DrainTimeout: *drain},
-		workerTracing(tel, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x, Limits: limiterStatus(limiter),
-			Coordinators: worker.CoordinatorsConfig{Override: *coord, Runs: runs, Dial: dial}}))
-	if *health != "" {
-		stop, _, err := serve.HTTP(ctx, *health, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
-			if !nc.IsConnected() {
-				http.Error(rw, "nats disconnected", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintf(rw, "ok %s completed=%d\n", w.ID(), w.Completed())
-		}), exf.httpConf, log)
-		if err != nil {
-			return fmt.Errorf("--health-addr: %w", err)
-		}
-		defer stop()
-	}
-	if shared != nil {
-		actx, stopAnnounce := context.WithCancel(ctx)
-		announced := make(chan struct{})
-		go func() { announceWorker(actx, shared.Registry(), w, log); close(announced) }()
-		defer func() { stopAnnounce(); <-announced }()
-	}
-	reportTo := "each run's coordinator"
-	if *coord != "" {
-		reportTo = *coord
-	}
-	fmt.Fprintf(stdout, "worker %s: pulling tasks of every run from %s, reporting to %s (concurrency %d)\n", w.ID(), *natsURL, reportTo, *conc)
-	return w.Run(ctx)
-}
-
-// errNATSLost ends a worker whose NATS stayed unreachable past --nats-give-up.
-var errNATSLost = errors.New("worker: NATS unreachable past --nats-give-up; exiting")
-
-// giveUpWithoutNATS cancels the worker's context with errNATSLost once nc
-// has been disconnected for longer than after.
-func giveUpWithoutNATS(ctx context.Context, cancel context.CancelCauseFunc, nc *nats.Conn, after time.Duration) {
-	tick := time.NewTicker(min(after/4, time.Second))
-	defer tick.Stop()
-	var since time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if nc.IsConnected() {
-			since = time.Time{}
-			continue
-		}
-		if since.IsZero() {
-			since = time.Now()
-		} else if time.Since(since) >= after {
-			cancel(errNATSLost)
-			return
-		}
-	}
-}
-
-// waitConsumers waits for a coordinator to create the task consumers.
-func waitConsumers(ctx context.Context, nc *nats.Conn, log *slog.Logger) (map[queue.Class]jetstream.Consumer, error) {
-	delay := 200 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		c, err := worker.Consumers(ctx, nc)
-		if err == nil {
-			return c, nil
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if attempt == 1 || attempt%10 == 0 {
-			log.Warn("task consumers not found yet (no coordinator has started on this NATS), retrying", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 3*time.Second)
-	}
+	return fleet.RunProcess(ctx, p)
 }
