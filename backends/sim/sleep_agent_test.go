@@ -1,0 +1,39 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/skillfleet/skillfleet/pkg/nightly"
+)
+
+// TestSleepAttemptThroughAnAgentCLI: a sleep attempt an agent CLI drives
+// (the exec backend's task: the attempt's instructions, then its request)
+// opens the listed skill whose description asks to be read first, then
+// answers under what it read: in the form the skill asks for when it read
+// it, in the bare form when no skill was listed.
+func TestSleepAttemptThroughAnAgentCLI(t *testing.T) {
+	t.Parallel()
+	p := nightly.ResearcherPapers[0]
+	task := nightly.PromptMarker + " attempt. You are the user's coding agent.\n\n" +
+		nightly.PromptMarker + " Request: What is the arXiv id of \"" + p.Title + "\"?\n\nReturn only the answer."
+	listing := "<skills_instructions>\n### Skill roots\n- `r1` = `/ws/.agents/skills`\n### Available skills\n" +
+		"- " + nightly.ManagedSkillName + ": Habits learned overnight. Read it before you answer. (file: r1/" + nightly.ManagedSkillName + "/SKILL.md)\n</skills_instructions>"
+	tools := []ToolDef{{Name: "exec_command", Params: []byte(`{"properties":{"cmd":{}}}`)}}
+	c := &Conversation{Model: "sim-target", System: []string{listing}, Tools: tools, Turns: []Turn{{Role: "user", Text: task}}}
+	r, err := quiet().Agent(t.Context(), c)
+	if err != nil || r.Action != "read_skill" || len(r.Calls) != 1 || !strings.Contains(r.Calls[0].Args, nightly.ManagedSkillName+"/SKILL.md") {
+		t.Fatalf("first turn %+v, %v: want a read of the listed skill", r, err)
+	}
+	skill := "---\nname: " + nightly.ManagedSkillName + "\n---\n\n- " + nightly.HabitWrap + "\n- " + nightly.HabitArxivID + "\n"
+	c.Turns = append(c.Turns, Turn{Role: "assistant", Call: &r.Calls[0]}, Turn{Role: "tool", CallID: r.Calls[0].ID, Output: skill})
+	r, err = quiet().Agent(t.Context(), c)
+	if err != nil || r.Action != "answer" || !strings.Contains(r.Text, "<answer>arXiv:"+p.ID+"</answer>") {
+		t.Fatalf("answer %+v, %v: want the wrapped arXiv id the skill asks for", r, err)
+	}
+	bare := &Conversation{Model: "sim-target", Tools: tools, Turns: []Turn{{Role: "user", Text: task}}}
+	r, err = quiet().Agent(t.Context(), bare)
+	if err != nil || r.Action != "answer" || strings.Contains(r.Text, "<answer>") || !strings.Contains(r.Text, "arxiv.org/abs/"+p.ID) {
+		t.Fatalf("without a skill %+v, %v: want the bare URL", r, err)
+	}
+}
