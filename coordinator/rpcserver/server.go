@@ -131,21 +131,16 @@ func (s *Server) Runs() int {
 // routeLocked returns the run a task id belongs to: the longest run id
 // it starts with (followed by "/"), else the run "".
 func (s *Server) routeLocked(taskID string) *run {
-	if i := strings.IndexByte(taskID, '/'); i >= 0 {
-		if r, ok := s.runs[taskID[:i]]; ok {
+	for prefix := taskID; ; {
+		i := strings.LastIndexByte(prefix, '/')
+		if i < 0 {
+			return s.runs[""]
+		}
+		prefix = prefix[:i]
+		if r, ok := s.runs[prefix]; ok && prefix != "" {
 			return r
 		}
 	}
-	var best *run
-	for id, r := range s.runs {
-		if id != "" && strings.HasPrefix(taskID, id+"/") && (best == nil || len(id) > len(best.id)) {
-			best = r
-		}
-	}
-	if best == nil {
-		best = s.runs[""]
-	}
-	return best
 }
 
 // record hands res to its run's recorder, or answers at once when no run

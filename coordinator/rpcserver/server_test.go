@@ -5,11 +5,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -74,5 +77,92 @@ func TestDrainEndsOpenReportStreams(t *testing.T) {
 	}
 	if rec.n != 1 {
 		t.Fatalf("recorded %d results, want 1", rec.n)
+	}
+}
+
+// recorderOf counts the results it records.
+type recorderOf struct{ ids []string }
+
+func (r *recorderOf) Record(res *pb.Result, done func(pb.ReportAck_Status, error)) {
+	r.ids = append(r.ids, res.GetTaskId())
+	done(pb.ReportAck_STATUS_RECORDED, nil)
+}
+
+type skillsOf map[string]string
+
+func (s skillsOf) Skill(h string) (string, error) {
+	if t, ok := s[h]; ok {
+		return t, nil
+	}
+	return "", ErrSkillNotFound
+}
+
+// One server serves several runs: each result goes to the run its task id
+// names (the longest run id that prefixes it), skills come from any run,
+// and a withdrawn run's results are answered UNKNOWN, never recorded.
+func TestServerRoutesResultsToTheirRuns(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New("proc", nil, nil, nil, 0)
+	a, ab, b := &recorderOf{}, &recorderOf{}, &recorderOf{}
+	withdrawA := s.Serve("run-a", a, skillsOf{"h1": "skill one"})
+	s.Serve("run-a/x", ab, nil)
+	s.Serve("run-b", b, skillsOf{"h2": "skill two"})
+	g := grpc.NewServer()
+	pb.RegisterCoordinatorServer(g, s)
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := pb.NewCoordinatorClient(conn)
+	st, err := c.Report(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(id string) pb.ReportAck_Status {
+		t.Helper()
+		if err := st.Send(&pb.Result{TaskId: id}); err != nil {
+			t.Fatal(err)
+		}
+		ack, err := st.Recv()
+		if err != nil || ack.GetTaskId() != id {
+			t.Fatalf("ack of %s = %v, %v", id, ack, err)
+		}
+		return ack.GetStatus()
+	}
+	for _, id := range []string{"run-a/rollout/1", "run-b/rollout/1", "run-a/x/rollout/2", "run-c/rollout/1"} {
+		want := pb.ReportAck_STATUS_RECORDED
+		if strings.HasPrefix(id, "run-c/") {
+			want = pb.ReportAck_STATUS_UNKNOWN
+		}
+		if got := report(id); got != want {
+			t.Errorf("%s: %v, want %v", id, got, want)
+		}
+	}
+	if len(a.ids) != 1 || a.ids[0] != "run-a/rollout/1" || len(b.ids) != 1 || b.ids[0] != "run-b/rollout/1" || len(ab.ids) != 1 || ab.ids[0] != "run-a/x/rollout/2" {
+		t.Fatalf("routed: run-a %v, run-a/x %v, run-b %v", a.ids, ab.ids, b.ids)
+	}
+	for h, want := range map[string]string{"h1": "skill one", "h2": "skill two"} {
+		r, err := c.GetSkill(ctx, &pb.GetSkillRequest{Hash: h})
+		if err != nil || r.GetText() != want {
+			t.Errorf("GetSkill(%s) = %v, %v", h, r, err)
+		}
+	}
+	if _, err := c.GetSkill(ctx, &pb.GetSkillRequest{Hash: "h3"}); status.Code(err) != codes.NotFound {
+		t.Errorf("GetSkill of an unknown hash: %v, want NotFound", err)
+	}
+	withdrawA()
+	if got := report("run-a/rollout/3"); got != pb.ReportAck_STATUS_UNKNOWN {
+		t.Errorf("a withdrawn run's result: %v, want UNKNOWN", got)
+	}
+	if len(a.ids) != 1 || s.Runs() != 2 {
+		t.Fatalf("after withdrawing run-a: it recorded %v, %d runs served", a.ids, s.Runs())
 	}
 }
