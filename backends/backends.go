@@ -42,14 +42,15 @@ var ErrUnknownBackend = errors.New("unknown backend")
 // New builds the model a spec names, wrapped as [Wrap] describes: retries
 // (spec.MaxRetries, default 4), a circuit breaker (unless option
 // circuit=off), a limiter (when rpm, tpm or max_concurrency is set), and
-// the spec's request defaults.
-func New(spec Spec, deps Deps) (llm.Model, error) {
+// the spec's request defaults. ctx bounds the work building does before
+// the first call: the exec backend checks the agent CLI's version then.
+func New(ctx context.Context, spec Spec, deps Deps) (llm.Model, error) {
 	getenv := deps.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	o := newOptions(spec)
-	base, endpoint, err := build(spec, deps, getenv, o)
+	base, endpoint, err := build(ctx, spec, deps, getenv, o)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +101,7 @@ func New(spec Spec, deps Deps) (llm.Model, error) {
 }
 
 // build makes the bare backend and names its endpoint (for limiter keys).
-func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+func build(ctx context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	if f, ok := deps.Extra[spec.Backend]; ok {
 		m, err := f(spec)
 		if err != nil {
@@ -120,7 +121,7 @@ func build(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Mo
 		slices.Sort(names)
 		return nil, "", fmt.Errorf("%w %q (known: %s)", ErrUnknownBackend, spec.Backend, strings.Join(slices.Compact(names), ", "))
 	}
-	return b(spec, deps, getenv, o)
+	return b(ctx, spec, deps, getenv, o)
 }
 
 func listOr(o *options, key string) []string {

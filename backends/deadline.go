@@ -2,7 +2,7 @@ package backends
 
 import (
 	"context"
-
+	"errors"
 	"math"
 	"slices"
 	"strconv"
@@ -247,7 +247,7 @@ func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, e
 		d.lat.Observe(req.Stage, time.Since(start))
 		return resp, nil
 	}
-	if ctx.Err() == nil && context.Cause(cctx) == llm.ErrStalled {
+	if ctx.Err() == nil && errors.Is(context.Cause(cctx), llm.ErrStalled) {
 		return nil, &llm.Error{Kind: llm.KindTimeout,
 			Msg: "no reply within the stall deadline of " + time.Duration(abandonedAfter.Load()).Round(time.Millisecond).String() + " (abandoned, attempt " + strconv.Itoa(attempt) + ")",
 			Err: llm.ErrStalled}

@@ -25,7 +25,7 @@ func (f *flakyEcho) Chat(_ context.Context, req *llm.Request) (*llm.Response, er
 // a limiter, and fills unset request fields from the spec.
 func ExampleNew() {
 	noWait := func(context.Context, time.Duration) error { return nil }
-	m, err := backends.New(backends.Spec{Backend: "echo", Model: "echo-1", Options: map[string]string{"rpm": "600"}},
+	m, err := backends.New(context.Background(), backends.Spec{Backend: "echo", Model: "echo-1", Options: map[string]string{"rpm": "600"}},
 		backends.Deps{Sleep: noWait, Extra: map[string]func(backends.Spec) (llm.Model, error){
 			"echo": func(backends.Spec) (llm.Model, error) { return &flakyEcho{}, nil },
 		}})

@@ -19,7 +19,9 @@ import (
 const BackendSim = "sim"
 
 // builder makes a bare backend and names its endpoint (for limiter keys).
-type builder func(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error)
+// ctx bounds what building does before the first call (the exec backend
+// runs the agent's --version).
+type builder func(ctx context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error)
 
 // implementations are the backends [New] builds, by the name a wire
 // ModelSpec carries. A new backend is its package plus one row here (and a
@@ -165,13 +167,13 @@ func CheckConfig(c *config.Config) error {
 	return nil
 }
 
-func buildOpenAI(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+func buildOpenAI(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	base := cmpOr(spec.BaseURL, getenv(DefaultOpenAIBaseURLEnv))
 	c := openai.New(openai.Config{BaseURL: base, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultOpenAIKeyEnv)), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
 	return c, c.Endpoint(), nil
 }
 
-func buildAzure(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+func buildAzure(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	if spec.BaseURL == "" {
 		return nil, "", fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
 	}
@@ -188,7 +190,7 @@ func buildAzure(spec Spec, deps Deps, getenv func(string) string, o *options) (l
 	return c, c.Endpoint(), nil
 }
 
-func buildAnthropic(spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
+func buildAnthropic(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	c := anthropic.New(anthropic.Config{
 		BaseURL: spec.BaseURL, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultAnthropicKeyEnv)), Version: o.str("anthropic_version", ""),
 		DefaultMaxTokens: int(o.int("default_max_tokens")), CacheSystem: o.bool("cache_system", false),
@@ -198,7 +200,7 @@ func buildAnthropic(spec Spec, deps Deps, getenv func(string) string, o *options
 	return c, c.Endpoint(), nil
 }
 
-func buildExec(spec Spec, _ Deps, getenv func(string) string, _ *options) (llm.Model, string, error) {
+func buildExec(ctx context.Context, spec Spec, _ Deps, getenv func(string) string, _ *options) (llm.Model, string, error) {
 	cfg, err := exec.ConfigFromOptions(spec.Model, spec.Options)
 	if err != nil {
 		return nil, "", fmt.Errorf("backend exec: %w", err)
@@ -210,7 +212,7 @@ func buildExec(spec Spec, _ Deps, getenv func(string) string, _ *options) (llm.M
 	cfg.BaseURL = cmp.Or(cfg.BaseURL, spec.BaseURL)
 	cfg.APIKeyEnv = cmp.Or(cfg.APIKeyEnv, spec.APIKeyEnv)
 	c := exec.New(cfg)
-	if _, err := c.CheckVersion(context.Background()); err != nil {
+	if _, err := c.CheckVersion(ctx); err != nil {
 		return nil, "", fmt.Errorf("backend exec: %w", err)
 	}
 	return c, c.Endpoint(), nil
@@ -218,6 +220,6 @@ func buildExec(spec Spec, _ Deps, getenv func(string) string, _ *options) (llm.M
 
 // buildSim is the in-process simulated model, which also answers
 // skillfleet sleep's prompts.
-func buildSim(spec Spec, _ Deps, _ func(string) string, _ *options) (llm.Model, string, error) {
+func buildSim(_ context.Context, spec Spec, _ Deps, _ func(string) string, _ *options) (llm.Model, string, error) {
 	return sim.NewSleepAware(sim.New(sim.Options{})), spec.BaseURL, nil
 }

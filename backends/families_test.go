@@ -87,7 +87,7 @@ func TestFamiliesReachAnImplementation(t *testing.T) {
 			t.Errorf("family %s listed twice", f.Name)
 		}
 		seen[f.Name] = true
-		_, err := backends.New(backends.Spec{Backend: f.Backend, Model: "m", BaseURL: "http://127.0.0.1:1/v1"}, backends.Deps{})
+		_, err := backends.New(t.Context(), backends.Spec{Backend: f.Backend, Model: "m", BaseURL: "http://127.0.0.1:1/v1"}, backends.Deps{})
 		if errors.Is(err, backends.ErrUnknownBackend) {
 			t.Errorf("family %s -> backend %s: %v", f.Name, f.Backend, err)
 		}

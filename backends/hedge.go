@@ -168,7 +168,6 @@ func (h *Hedge) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 				if running > 0 {
 					cancels[1-o.i](llm.ErrHedgeLost)
 					other := <-ch
-					running--
 					failed = append(failed, other)
 				}
 				return h.won(o.resp, failed), nil

@@ -24,7 +24,7 @@ import (
 
 func TestNewRejectsUnknownBackend(t *testing.T) {
 	t.Parallel()
-	_, err := backends.New(backends.Spec{Backend: "nope"}, backends.Deps{Extra: map[string]func(backends.Spec) (llm.Model, error){
+	_, err := backends.New(t.Context(), backends.Spec{Backend: "nope"}, backends.Deps{Extra: map[string]func(backends.Spec) (llm.Model, error){
 		"sim": func(backends.Spec) (llm.Model, error) { return &script{}, nil },
 	}})
 	if !errors.Is(err, backends.ErrUnknownBackend) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "sim") {
@@ -34,7 +34,7 @@ func TestNewRejectsUnknownBackend(t *testing.T) {
 
 func TestNewReportsEveryBadOption(t *testing.T) {
 	t.Parallel()
-	_, err := backends.New(backends.Spec{Backend: "openai", Options: map[string]string{
+	_, err := backends.New(t.Context(), backends.Spec{Backend: "openai", Options: map[string]string{
 		"rpm": "lots", "circuit": "maybe", "max_tokens_field": "max_toks", "extra_body": "[1]", "retry_cap": "soon",
 	}}, backends.Deps{})
 	if err == nil {
@@ -45,10 +45,10 @@ func TestNewReportsEveryBadOption(t *testing.T) {
 			t.Errorf("New() error %q does not name option %s", err, key)
 		}
 	}
-	if _, err := backends.New(backends.Spec{Backend: "azure"}, backends.Deps{}); err == nil || !strings.Contains(err.Error(), "endpoint") {
+	if _, err := backends.New(t.Context(), backends.Spec{Backend: "azure"}, backends.Deps{}); err == nil || !strings.Contains(err.Error(), "endpoint") {
 		t.Errorf("New(azure without endpoint) = %v, want an error naming the endpoint", err)
 	}
-	if _, err := backends.New(backends.Spec{Backend: "exec"}, backends.Deps{}); err == nil || !strings.Contains(err.Error(), "option agent") {
+	if _, err := backends.New(t.Context(), backends.Spec{Backend: "exec"}, backends.Deps{}); err == nil || !strings.Contains(err.Error(), "option agent") {
 		t.Errorf("New(exec without a command) = %v, want an error naming the agent option", err)
 	}
 }
@@ -60,7 +60,7 @@ func TestNewAppliesSpecDefaultsAndWrapsExtra(t *testing.T) {
 	temp := 0.25
 	spec := backends.SpecFromProto(&pb.ModelSpec{Backend: "sim", Model: "sim-target", Temperature: &temp, MaxTokens: 99,
 		ReasoningEffort: "low", TimeoutMs: 1500, MaxRetries: 2})
-	got, err := backends.New(spec, backends.Deps{Sleep: s.Sleep, Extra: map[string]func(backends.Spec) (llm.Model, error){
+	got, err := backends.New(t.Context(), spec, backends.Deps{Sleep: s.Sleep, Extra: map[string]func(backends.Spec) (llm.Model, error){
 		"sim": func(backends.Spec) (llm.Model, error) { return m, nil },
 	}})
 	if err != nil {
@@ -138,7 +138,7 @@ func TestNewOpenAIEndToEnd(t *testing.T) {
 	getenv := func(k string) string {
 		return map[string]string{"OPENAI_API_KEY": "sk-default-var-123", "MY_KEY": backendtest.APIKey}[k]
 	}
-	m, err := backends.New(backends.Spec{Backend: "openai_compatible", Model: "Qwen/Qwen3-4B", BaseURL: srv.URL + "/v1", APIKeyEnv: "MY_KEY",
+	m, err := backends.New(t.Context(), backends.Spec{Backend: "openai_compatible", Model: "Qwen/Qwen3-4B", BaseURL: srv.URL + "/v1", APIKeyEnv: "MY_KEY",
 		Options: map[string]string{"thinking_mode": "disabled", "rpm": "600", "max_concurrency": "8"}},
 		backends.Deps{Getenv: getenv, Sleep: s.Sleep})
 	if err != nil {
@@ -167,7 +167,7 @@ func TestNewOpenAIEndToEnd(t *testing.T) {
 	rec2 := &recorder{fail: 1}
 	srv2 := httptest.NewServer(rec2)
 	defer srv2.Close()
-	m2, err := backends.New(backends.Spec{Backend: "openai", Model: "m", BaseURL: srv2.URL, MaxRetries: -1}, backends.Deps{Getenv: getenv})
+	m2, err := backends.New(t.Context(), backends.Spec{Backend: "openai", Model: "m", BaseURL: srv2.URL, MaxRetries: -1}, backends.Deps{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestNewAzureAndAnthropic(t *testing.T) {
 		t.Run(tc.wire.Name, func(t *testing.T) {
 			t.Parallel()
 			backendtest.Run(t, tc.wire, func(t *testing.T, url string) llm.Model {
-				m, err := backends.New(tc.spec(url), backends.Deps{Getenv: getenv, Sleep: func(context.Context, time.Duration) error { return nil }})
+				m, err := backends.New(t.Context(), tc.spec(url), backends.Deps{Getenv: getenv, Sleep: func(context.Context, time.Duration) error { return nil }})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -224,12 +224,14 @@ func TestNewExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	agent := filepath.Join(dir, "agent.sh")
 	if err := os.WriteFile(agent, []byte("#!/bin/bash\necho \"key=${AGENT_KEY:-unset} task=$1\"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m, err := backends.New(backends.Spec{Backend: "exec", Model: "any", APIKeyEnv: "AGENT_KEY",
+	m, err := backends.New(t.Context(), backends.Spec{Backend: "exec", Model: "any", APIKeyEnv: "AGENT_KEY",
 		Options: map[string]string{"command": `["` + agent + `","{task}"]`}},
 		backends.Deps{Getenv: func(k string) string {
 			return map[string]string{"AGENT_KEY": "abc12345", "PATH": os.Getenv("PATH")}[k]
@@ -253,7 +255,7 @@ func TestNewOpenAIBaseURLFromEnvironment(t *testing.T) {
 	getenv := func(k string) string {
 		return map[string]string{"OPENAI_API_KEY": "sk-env-base-url", "OPENAI_BASE_URL": srv.URL + "/v1"}[k]
 	}
-	m, err := backends.New(backends.Spec{Backend: "openai", Model: "m"}, backends.Deps{Getenv: getenv})
+	m, err := backends.New(t.Context(), backends.Spec{Backend: "openai", Model: "m"}, backends.Deps{Getenv: getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,5 +264,34 @@ func TestNewOpenAIBaseURLFromEnvironment(t *testing.T) {
 	}
 	if len(rec.bodies) != 1 {
 		t.Errorf("server behind OPENAI_BASE_URL saw %d requests, want 1", len(rec.bodies))
+	}
+}
+
+// TestNewExecChecksVersionUnderCallersContext: building an exec backend
+// runs the agent's --version under the caller's context, so a caller that
+// is gone is not kept waiting for a subprocess; and a probe cut short is
+// not remembered, so the next build with a live context checks the same
+// binary again and succeeds.
+func TestNewExecChecksVersionUnderCallersContext(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agent := filepath.Join(dir, "codex.sh")
+	if err := os.WriteFile(agent, []byte("#!/bin/bash\necho 'codex-cli 0.169.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := backends.Spec{Backend: "exec", Model: "m", Options: map[string]string{"agent": "codex", "bin": agent, "sandbox": "none"}}
+	deps := backends.Deps{Getenv: func(k string) string {
+		if k == "PATH" {
+			return os.Getenv("PATH")
+		}
+		return ""
+	}}
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := backends.New(gone, spec, deps); !errors.Is(err, context.Canceled) {
+		t.Fatalf("New with a cancelled context: err %v, want context.Canceled from the version probe", err)
+	}
+	if _, err := backends.New(t.Context(), spec, deps); err != nil {
+		t.Fatalf("New after a cancelled probe: %v (the cut-short probe was remembered)", err)
 	}
 }

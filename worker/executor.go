@@ -26,8 +26,9 @@ type ExecutorDeps struct {
 	// Client fetches skill texts by hash when the task's context carries
 	// no coordinator client (see [ClientFrom]).
 	Client pb.CoordinatorClient
-	// NewModel builds a model for a spec (called once per distinct spec).
-	NewModel func(spec *pb.ModelSpec) (llm.Model, error)
+	// NewModel builds a model for a spec (called once per distinct spec,
+	// with the context of the first task that needs it).
+	NewModel func(ctx context.Context, spec *pb.ModelSpec) (llm.Model, error)
 	// NewEnv builds a benchmark (called once per distinct name and config).
 	NewEnv  func(name string, config []byte) (bench.Env, error)
 	Prompts *prompts.Set
@@ -82,7 +83,7 @@ func (x *Executor) Handle(ctx context.Context, t *pb.Task) *pb.Result {
 	return res
 }
 
-func (x *Executor) model(spec *pb.ModelSpec) (llm.Model, error) {
+func (x *Executor) model(ctx context.Context, spec *pb.ModelSpec) (llm.Model, error) {
 	if spec == nil {
 		return nil, errors.New("task names no model")
 	}
@@ -93,7 +94,7 @@ func (x *Executor) model(spec *pb.ModelSpec) (llm.Model, error) {
 	if m, ok := x.models[key]; ok {
 		return m, nil
 	}
-	m, err := x.d.NewModel(spec)
+	m, err := x.d.NewModel(ctx, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (x *Executor) rollout(ctx context.Context, rt *pb.RolloutTask) *pb.Result {
 	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("benchmark %q: %v", rt.GetBench(), err)}
 	}
-	m, err := x.model(rt.GetTarget())
+	m, err := x.model(ctx, rt.GetTarget())
 	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("target model: %v", err)}
 	}
@@ -199,7 +200,7 @@ func (x *Executor) rollout(ctx context.Context, rt *pb.RolloutTask) *pb.Result {
 }
 
 func (x *Executor) optimize(ctx context.Context, ot *pb.OptimizerTask) *pb.Result {
-	m, err := x.model(ot.GetModel())
+	m, err := x.model(ctx, ot.GetModel())
 	if err != nil {
 		return &pb.Result{Outcome: pb.Outcome_OUTCOME_BAD_TASK, Error: fmt.Sprintf("optimizer model: %v", err)}
 	}

@@ -69,12 +69,19 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	bin := c.argv[0]
-	r, ok := versionCache.Load(bin)
-	if !ok {
+	var vr versionResult
+	if r, ok := versionCache.Load(bin); ok {
+		vr = r.(versionResult)
+	} else {
 		v, err := probeVersion(ctx, bin, c.cfg.Getenv("PATH"))
-		r, _ = versionCache.LoadOrStore(bin, versionResult{v, err})
+		vr = versionResult{v, err}
+		if ctx.Err() == nil {
+			// A probe cut short by the caller's context says nothing about
+			// the binary: the next caller probes again.
+			r, _ := versionCache.LoadOrStore(bin, vr)
+			vr = r.(versionResult)
+		}
 	}
-	vr := r.(versionResult)
 	if vr.err != nil {
 		return "", fmt.Errorf("agent %s: %w (install the tested CLIs with scripts/install-agents.sh; supported: %s)", c.cfg.Agent, vr.err, SupportedVersions())
 	}
@@ -112,7 +119,7 @@ func probeVersion(ctx context.Context, bin, path string) (string, error) {
 	err = cmd.Run()
 	killGroup(cmd)
 	if err != nil {
-		return "", fmt.Errorf("%s --version: %v: %s", bin, err, strings.TrimSpace(string(head(out.Bytes(), 300))))
+		return "", fmt.Errorf("%s --version: %w: %s", bin, err, strings.TrimSpace(string(head(out.Bytes(), 300))))
 	}
 	return strings.TrimSpace(out.String()), nil
 }

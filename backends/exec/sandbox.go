@@ -234,24 +234,24 @@ func reachableByNobody(prog string) error {
 		}
 		prog = p
 	}
-	real, err := filepath.EvalSymlinks(prog)
+	resolved, err := filepath.EvalSymlinks(prog)
 	if err != nil {
 		return fmt.Errorf("agent program: %w", err)
 	}
-	st, err := os.Stat(real)
+	st, err := os.Stat(resolved)
 	if err != nil {
 		return fmt.Errorf("agent program: %w", err)
 	}
 	if st.Mode().Perm()&0o005 != 0o005 {
-		return fmt.Errorf("agent program %s (mode %v) is not readable and executable by others: the sandbox runs as uid %d (chmod o+rx it)", real, st.Mode().Perm(), sandbox.Nobody)
+		return fmt.Errorf("agent program %s (mode %v) is not readable and executable by others: the sandbox runs as uid %d (chmod o+rx it)", resolved, st.Mode().Perm(), sandbox.Nobody)
 	}
-	for d := filepath.Dir(real); ; d = filepath.Dir(d) {
+	for d := filepath.Dir(resolved); ; d = filepath.Dir(d) {
 		st, err := os.Stat(d)
 		if err != nil {
 			return fmt.Errorf("agent program: %w", err)
 		}
 		if st.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("agent program %s is in %s (mode %v), which others cannot enter: the sandbox runs as uid %d; install the CLI in a world-readable directory (scripts/install-agents.sh's .tools/agents) or chmod o+x the directory", real, d, st.Mode().Perm(), sandbox.Nobody)
+			return fmt.Errorf("agent program %s is in %s (mode %v), which others cannot enter: the sandbox runs as uid %d; install the CLI in a world-readable directory (scripts/install-agents.sh's .tools/agents) or chmod o+x the directory", resolved, d, st.Mode().Perm(), sandbox.Nobody)
 		}
 		if d == "/" || d == "." {
 			return nil
@@ -275,7 +275,7 @@ func (c *Client) endpoint() (*url.URL, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil, fmt.Errorf("agent sandbox: base_url %q: want http(s)://HOST[:PORT]/...", raw)
+		return nil, fmt.Errorf("agent sandbox: base_url %q: want http(s)://HOST[:PORT][/PATH]", raw)
 	}
 	return u, nil
 }
@@ -359,12 +359,12 @@ func agentBinds(prog string) (inside string, binds []sandbox.Bind, pathDir strin
 		inside = agentRoot + prog[i:]
 		return inside, []sandbox.Bind{{Source: root, Target: agentRoot}}, agentRoot + "/node_modules/.bin", nil
 	}
-	real, err := filepath.EvalSymlinks(prog)
+	resolved, err := filepath.EvalSymlinks(prog)
 	if err != nil {
 		return "", nil, "", fmt.Errorf("agent sandbox: %w", err)
 	}
 	dir := agentRoot + "/bin"
-	return dir + "/" + filepath.Base(real), []sandbox.Bind{{Source: filepath.Dir(real), Target: dir}}, dir, nil
+	return dir + "/" + filepath.Base(resolved), []sandbox.Bind{{Source: filepath.Dir(resolved), Target: dir}}, dir, nil
 }
 
 // sandboxExit is a sandboxed agent's non-zero exit.

@@ -51,7 +51,7 @@ func TestReadToolOverChatAPI(t *testing.T) {
 	raw, _ := json.Marshal(it)
 	episode := func(opts map[string]string) *bench.Episode {
 		t.Helper()
-		m, err := backends.New(backends.Spec{Backend: "openai", Model: "sim-target", BaseURL: ts.URL + "/v1", APIKeyEnv: "SKILLFLEET_NO_KEY", Options: opts},
+		m, err := backends.New(t.Context(), backends.Spec{Backend: "openai", Model: "sim-target", BaseURL: ts.URL + "/v1", APIKeyEnv: "SKILLFLEET_NO_KEY", Options: opts},
 			backends.Deps{Getenv: func(string) string { return "unused" }})
 		if err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ func TestReadToolOverChatAPI(t *testing.T) {
 	if st := srv.Stats(); st.Served != 3 {
 		t.Fatalf("sim-llm served %d requests, want 3 (the tool round trip, its answer, the inline call)", st.Served)
 	}
-	if _, err := backends.New(backends.Spec{Backend: "openai", Model: "m", BaseURL: ts.URL, Options: map[string]string{"skill_files": "files"}}, backends.Deps{Getenv: func(string) string { return "k" }}); err == nil || !strings.Contains(err.Error(), "skill_files") {
+	if _, err := backends.New(t.Context(), backends.Spec{Backend: "openai", Model: "m", BaseURL: ts.URL, Options: map[string]string{"skill_files": "files"}}, backends.Deps{Getenv: func(string) string { return "k" }}); err == nil || !strings.Contains(err.Error(), "skill_files") {
 		t.Fatalf("option skill_files=files: err %v, want one naming the option", err)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/skillfleet/skillfleet/backends"
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
 	"github.com/skillfleet/skillfleet/internal/fleet"
+	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 const sleepUsage = `skillfleet sleep improves your agent's skill overnight from your own coding sessions.
@@ -92,11 +94,16 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return sleepError(err)
 	}
+	// The optimizer role's model, built in this process under the
+	// command's context.
+	newModel := func(spec *pb.ModelSpec) (llm.Model, error) {
+		return fleet.ModelFactory(nil, backends.NewLimiter(nil, nil))(ctx, spec)
+	}
 	switch cmd {
 	case "status":
 		err = sleepdrv.StatusCommand(n, o.JSON, stdout)
 	case "harvest":
-		err = sleepdrv.HarvestCommand(ctx, n, output, fleet.ModelFactory(nil, backends.NewLimiter(nil, nil)), stdout)
+		err = sleepdrv.HarvestCommand(ctx, n, output, newModel, stdout)
 	case "adopt":
 		err = sleepdrv.AdoptCommand(n, staging, undo, roots, stdout)
 	case "schedule", "unschedule":
@@ -107,7 +114,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return lerr
 		}
 		n.DryRun = cmd == "dry-run"
-		err = sleepdrv.RunCommand(ctx, &o, n, persona, sleepdrv.CommandDeps{NewModel: fleet.ModelFactory(nil, backends.NewLimiter(nil, nil)),
+		err = sleepdrv.RunCommand(ctx, &o, n, persona, sleepdrv.CommandDeps{NewModel: newModel,
 			Run: trainOpts{logLevel: o.LogLevel}.runDeps(log), Logger: log}, stdout)
 	}
 	return sleepError(err)

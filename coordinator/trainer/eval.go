@@ -23,9 +23,10 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, sk
 	if err != nil {
 		return nil, err
 	}
-	if split == bench.SplitTest {
+	switch split {
+	case bench.SplitTest:
 		items = t.testItems()
-	} else if split == bench.SplitVal {
+	case bench.SplitVal:
 		items = t.selItems()
 	}
 	if len(items) == 0 {

@@ -37,9 +37,9 @@ import (
 // limiter, shared by every model the factory builds (and by every factory
 // given the same one), holds the rate limits and adaptive concurrency of
 // each (backend, endpoint, model).
-func ModelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(spec *pb.ModelSpec) (llm.Model, error) {
-	return func(spec *pb.ModelSpec) (llm.Model, error) {
-		m, err := backends.New(backends.SpecFromProto(spec), backends.Deps{Limiter: limiter})
+func ModelFactory(tel *telemetry.Telemetry, limiter *backends.Limiter) func(ctx context.Context, spec *pb.ModelSpec) (llm.Model, error) {
+	return func(ctx context.Context, spec *pb.ModelSpec) (llm.Model, error) {
+		m, err := backends.New(ctx, backends.SpecFromProto(spec), backends.Deps{Limiter: limiter})
 		if err != nil || tel == nil {
 			return m, err
 		}

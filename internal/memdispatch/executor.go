@@ -23,7 +23,7 @@ func NewModel(m llm.Model, slots int) *Dispatcher {
 	d.h = worker.NewExecutor(worker.ExecutorDeps{
 		Client:   skillClient{d: d},
 		Prompts:  prompts.New(nil),
-		NewModel: func(*pb.ModelSpec) (llm.Model, error) { return m, nil },
+		NewModel: func(context.Context, *pb.ModelSpec) (llm.Model, error) { return m, nil },
 		NewEnv:   func(name string, c []byte) (bench.Env, error) { return registry.New(name, c) },
 	})
 	return d

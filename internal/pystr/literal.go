@@ -81,11 +81,11 @@ func LiteralEval(src string) (Value, error) {
 	p := &litParser{src: src}
 	n, err := p.parseTop()
 	if err != nil {
-		return Value{}, fmt.Errorf("%w: %v", ErrNotLiteral, err)
+		return Value{}, fmt.Errorf("%w: %w", ErrNotLiteral, err)
 	}
 	v, err := convert(n)
 	if err != nil {
-		return Value{}, fmt.Errorf("%w: %v", ErrNotLiteral, err)
+		return Value{}, fmt.Errorf("%w: %w", ErrNotLiteral, err)
 	}
 	return v, nil
 }
@@ -529,15 +529,15 @@ func (p *litParser) parseNumber() (Value, error) {
 		}
 	}
 	text := strings.ReplaceAll(s[start:p.pos], "_", "")
-	imag := false
+	isImag := false
 	if p.pos < len(s) && (s[p.pos] == 'j' || s[p.pos] == 'J') {
-		imag = true
+		isImag = true
 		p.pos++
 	}
 	if err := p.numberEnd(); err != nil {
 		return Value{}, err
 	}
-	if !isFloat && !imag {
+	if !isFloat && !isImag {
 		if len(text) > 1 && strings.Trim(text, "0") != "" && text[0] == '0' {
 			return Value{}, p.errf("leading zeros in a decimal integer")
 		}
@@ -551,7 +551,7 @@ func (p *litParser) parseNumber() (Value, error) {
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return Value{}, p.errf("invalid number %q", text)
 	}
-	if imag {
+	if isImag {
 		return Value{Kind: KindComplex, Imag: f}, nil
 	}
 	return Value{Kind: KindFloat, Float: f}, nil

@@ -248,7 +248,7 @@ func (s *Server) runWatch(t *target) *watch {
 	// live part once a change.
 	var base, live []byte
 	return newWatch(s.ctx, s.o.Poll, nil, func() ([]part, error) {
-		v, changed, any, err := l.load()
+		v, changed, anyChanged, err := l.load()
 		if err != nil {
 			return nil, err
 		}
@@ -259,7 +259,7 @@ func (s *Server) runWatch(t *target) *watch {
 				return nil, err
 			}
 		}
-		if any || live == nil {
+		if anyChanged || live == nil {
 			if live, err = json.Marshal(v.RunLive); err != nil {
 				return nil, err
 			}

@@ -259,14 +259,14 @@ func cursorFiles(home string, sk *Skipped) ([]string, error) {
 
 // readLines calls fn with each line of r that is at most max bytes; longer
 // lines are skipped and counted.
-func readLines(r io.Reader, max int, fn func([]byte)) (huge int, err error) {
+func readLines(r io.Reader, limit int, fn func([]byte)) (huge int, err error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var buf []byte
 	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if len(chunk) > 0 && !tooLong {
-			if len(buf)+len(chunk) > max+1 {
+			if len(buf)+len(chunk) > limit+1 {
 				tooLong = true
 				buf = buf[:0]
 			} else {

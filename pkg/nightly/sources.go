@@ -198,9 +198,10 @@ func parseCodex(path string, o *HarvestOptions) (*Digest, Skipped, error) {
 					}
 				}
 				t := strings.Join(texts, "\n")
-				if p.Role == "user" {
+				switch p.Role {
+				case "user":
 					itUser = append(itUser, t)
-				} else if p.Role == "assistant" {
+				case "assistant":
 					itAsst = append(itAsst, t)
 				}
 			case "function_call", "custom_tool_call":

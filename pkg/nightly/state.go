@@ -62,7 +62,7 @@ func LoadState(path string) (*State, error) {
 	}
 	var s State
 	if err := json.Unmarshal(b, &s); err != nil {
-		return nil, fmt.Errorf("state %s: not valid JSON (%v); move it aside to start afresh", path, err)
+		return nil, fmt.Errorf("state %s: not valid JSON (%w); move it aside to start afresh", path, err)
 	}
 	if s.Version > StateVersion {
 		return nil, fmt.Errorf("state %s: version %d is newer than this skillfleet understands (%d)", path, s.Version, StateVersion)

@@ -220,7 +220,7 @@ func AssignSplits(tasks []Task, seed int64, val, test float64) {
 		i   int
 		sum []byte
 	}
-	var real []hashed
+	var realTasks []hashed
 	for i := range tasks {
 		if tasks[i].Origin == "recall" {
 			tasks[i].Split = SplitTrain
@@ -235,14 +235,14 @@ func AssignSplits(tasks []Task, seed int64, val, test float64) {
 		default:
 			tasks[i].Split = SplitTrain
 		}
-		real = append(real, hashed{i, sum})
+		realTasks = append(realTasks, hashed{i, sum})
 	}
-	if len(real) < 2 {
+	if len(realTasks) < 2 {
 		return
 	}
-	sort.Slice(real, func(a, b int) bool { return string(real[a].sum) < string(real[b].sum) })
+	sort.Slice(realTasks, func(a, b int) bool { return string(realTasks[a].sum) < string(realTasks[b].sum) })
 	has := func(split string) bool {
-		for _, h := range real {
+		for _, h := range realTasks {
 			if tasks[h.i].Split == split {
 				return true
 			}
@@ -250,7 +250,7 @@ func AssignSplits(tasks []Task, seed int64, val, test float64) {
 		return false
 	}
 	promote := func(from, to string) {
-		for _, h := range real {
+		for _, h := range realTasks {
 			if tasks[h.i].Split == from {
 				tasks[h.i].Split = to
 				return
@@ -270,7 +270,7 @@ func AssignSplits(tasks []Task, seed int64, val, test float64) {
 		} else {
 			// Keep at least one val.
 			n := 0
-			for _, h := range real {
+			for _, h := range realTasks {
 				if tasks[h.i].Split == SplitVal {
 					n++
 				}

@@ -81,7 +81,7 @@ func ReadFormat(dir string) (string, error) {
 	case err == nil:
 		var f Format
 		if err := json.Unmarshal(b, &f); err != nil {
-			return "", fmt.Errorf("run dir %s: %s is not valid JSON (%v): restore it, or run `skillfleet migrate %s` to stamp it again", dir, FormatFile, err, dir)
+			return "", fmt.Errorf("run dir %s: %s is not valid JSON (%w): restore it, or run `skillfleet migrate %s` to stamp it again", dir, FormatFile, err, dir)
 		}
 		if _, _, ok := parseVersion(f.RunDirFormat); !ok {
 			return "", fmt.Errorf("run dir %s: %s: run_dir_format %q is not MAJOR.MINOR", dir, FormatFile, f.RunDirFormat)
@@ -98,14 +98,14 @@ func ReadFormat(dir string) (string, error) {
 	return "", nil
 }
 
-func parseVersion(v string) (maj, min int, ok bool) {
+func parseVersion(v string) (major, minor int, ok bool) {
 	a, b, found := strings.Cut(v, ".")
 	if !found {
 		return 0, 0, false
 	}
-	maj, err1 := strconv.Atoi(a)
-	min, err2 := strconv.Atoi(b)
-	return maj, min, err1 == nil && err2 == nil && maj >= 0 && min >= 0
+	major, err1 := strconv.Atoi(a)
+	minor, err2 := strconv.Atoi(b)
+	return major, minor, err1 == nil && err2 == nil && major >= 0 && minor >= 0
 }
 
 // Prepare readies dir for a run of this build before any of its files is
@@ -190,7 +190,7 @@ func checkLegacy(dir string) error {
 			Version *int `json:"version"`
 		}
 		if err := json.Unmarshal(b, &v); err != nil {
-			return fmt.Errorf("run dir %s: %s is not valid JSON (%v): not migrated", dir, name, err)
+			return fmt.Errorf("run dir %s: %s is not valid JSON (%w): not migrated", dir, name, err)
 		}
 		if v.Version != nil && *v.Version != 1 {
 			return fmt.Errorf("run dir %s: %s has schema version %d, want 1: not a run dir this skillfleet can migrate", dir, name, *v.Version)

@@ -707,7 +707,7 @@ func orDiscard(w io.Writer) io.Writer {
 
 // readCollected reads the tar stream of collected entries; only regular
 // files carry data, capped at max bytes in all.
-func readCollected(r io.Reader, max int64) (map[string]*Entry, bool) {
+func readCollected(r io.Reader, limit int64) (map[string]*Entry, bool) {
 	files := map[string]*Entry{}
 	tr := tar.NewReader(r)
 	var used int64
@@ -725,7 +725,7 @@ func readCollected(r io.Reader, max int64) (map[string]*Entry, bool) {
 		switch h.Typeflag {
 		case tar.TypeReg:
 			e.Type = "file"
-			if h.Size < 0 || used+h.Size > max {
+			if h.Size < 0 || used+h.Size > limit {
 				e.TooLarge, truncated = true, true
 				files[name] = e
 				return files, truncated

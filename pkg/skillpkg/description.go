@@ -28,14 +28,14 @@ const DefaultMaxDescription = 1024
 // desc must be one line of at most max characters, not blank; entry must
 // have a front matter that parses. The new line is written as YAML
 // renders the value (quoted when it must be), and read back to check.
-func setDescription(entry, desc string, max int) (string, error) {
+func setDescription(entry, desc string, limit int) (string, error) {
 	switch {
 	case strings.TrimSpace(desc) == "":
 		return "", refuse(ReasonBadDescription, EntryFile, "the new description is empty")
 	case strings.ContainsAny(desc, "\r\n"):
 		return "", refuse(ReasonBadDescription, EntryFile, "the new description spans several lines; give one line")
-	case utf8.RuneCountInString(desc) > max:
-		return "", refuse(ReasonBadDescription, EntryFile, "the new description has %d characters, over the bound of %d", utf8.RuneCountInString(desc), max)
+	case utf8.RuneCountInString(desc) > limit:
+		return "", refuse(ReasonBadDescription, EntryFile, "the new description has %d characters, over the bound of %d", utf8.RuneCountInString(desc), limit)
 	}
 	desc = strings.TrimSpace(desc)
 	if _, err := ParseFrontMatter(entry); err != nil {

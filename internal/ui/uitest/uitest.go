@@ -148,7 +148,10 @@ func (b *Browser) WaitFor(expr string, timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	state, _ := Eval[string](b, `JSON.stringify(Object.assign({}, document.documentElement.dataset))`)
-	return fmt.Errorf("waited %s for %s (last error %v); page state %s", timeout, expr, last, state)
+	if last != nil {
+		return fmt.Errorf("waited %s for %s (last error %w); page state %s", timeout, expr, last, state)
+	}
+	return fmt.Errorf("waited %s for %s; page state %s", timeout, expr, state)
 }
 
 // Screenshot writes a PNG of the window (full: of the whole page).

@@ -298,7 +298,7 @@ func (e *Env) check(item map[string]any, golds []string) (*gold, error) {
 		for _, t := range golds {
 			re, err := regexp.Compile(t)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %q is not a valid pattern (scorer regex): %v", field, t, err)
+				return nil, fmt.Errorf("%s: %q is not a valid pattern (scorer regex): %w", field, t, err)
 			}
 			g.res = append(g.res, re)
 		}
@@ -442,7 +442,7 @@ func (e *Env) runCommand(ctx context.Context, item map[string]any, answer string
 		return 0, 0, fmt.Errorf("env.scorer_command timed out after %s", e.timeout)
 	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("env.scorer_command failed: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return 0, 0, fmt.Errorf("env.scorer_command failed: %w: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	printed := strings.TrimSpace(string(out))
 	f := strings.Fields(printed)

@@ -224,15 +224,15 @@ func (t *Tools) resolve(p string) (string, error) {
 		return "", fmt.Errorf("path %q is not one of this question's documents: %s", p, strings.Join(t.files, ", "))
 	}
 	full := filepath.Join(t.root, filepath.FromSlash(clean))
-	real, err := filepath.EvalSymlinks(full)
+	resolved, err := filepath.EvalSymlinks(full)
 	if err != nil {
-		return "", fmt.Errorf("path %q: %v", p, errors.Unwrap(err))
+		return "", fmt.Errorf("path %q: %w", p, errors.Unwrap(err))
 	}
 	rootReal, _ := filepath.EvalSymlinks(t.root)
-	if rel, err := filepath.Rel(rootReal, real); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+	if rel, err := filepath.Rel(rootReal, resolved); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
 		return "", fmt.Errorf("path %q leaves the document folder", p)
 	}
-	return real, nil
+	return resolved, nil
 }
 
 // Glob lists the item's files matching a shell pattern ("*" for all).

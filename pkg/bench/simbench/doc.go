@@ -1,4 +1,4 @@
-// Package sim is the simulated benchmark: a test double of a real
+// Package simbench is the simulated benchmark: a test double of a real
 // benchmark, generated from a seed, that lets skillfleet train, be tested
 // and be load-tested with no network and no API key. Its partner is the
 // simulated model in backends/sim; SIMULATOR.md specifies both.

@@ -315,9 +315,9 @@ type cellRange struct {
 	c2, r2 int
 }
 
-// ParsePositions reads answer_position: comma-separated ranges or cells,
+// parsePositions reads answer_position: comma-separated ranges or cells,
 // each optionally sheet-qualified ("Sheet1!A1:C5", "'My data'!B2").
-func ParsePositions(s string) ([]cellRange, error) {
+func parsePositions(s string) ([]cellRange, error) {
 	var out []cellRange
 	for _, part := range splitPositions(s) {
 		part = strings.TrimSpace(part)
@@ -376,7 +376,7 @@ func splitPositions(s string) []string {
 // opened without following links, must be regular files and are read
 // under DefaultOutputLimits (the prediction) and GoldLimits.
 func Compare(predPath, goldPath, positions string) (diff string, err error) {
-	ranges, err := ParsePositions(positions)
+	ranges, err := parsePositions(positions)
 	if err != nil {
 		return "", err
 	}

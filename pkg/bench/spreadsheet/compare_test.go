@@ -283,7 +283,7 @@ func TestCompareRules(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ParsePositions("A1:ZZZZ9"); err == nil {
+	if _, err := parsePositions("A1:ZZZZ9"); err == nil {
 		t.Error("bad position accepted")
 	}
 	g := book(t, filepath.Join(dir, "g.xlsx"), map[string]any{"Sheet1!A1": 1})
@@ -303,7 +303,7 @@ func TestCompareRules(t *testing.T) {
 }
 
 func TestParsePositions(t *testing.T) {
-	rs, err := ParsePositions("'My, data'!$B$2:A1, C3 ,Sheet2!D4")
+	rs, err := parsePositions("'My, data'!$B$2:A1, C3 ,Sheet2!D4")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +318,7 @@ func TestParsePositions(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", " , ", "A0", "Sheet1!", "1A"} {
-		if _, err := ParsePositions(bad); err == nil {
+		if _, err := parsePositions(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

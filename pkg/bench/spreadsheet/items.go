@@ -26,7 +26,7 @@ func checkItem(dir, _ string, it map[string]any) error {
 			return errors.New("field answer_sheet: want a string")
 		}
 	}
-	if _, err := ParsePositions(it["answer_position"].(string)); err != nil {
+	if _, err := parsePositions(it["answer_position"].(string)); err != nil {
 		return fmt.Errorf("field answer_position: %w", err)
 	}
 	p := it["spreadsheet_path"].(string)

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -481,7 +482,7 @@ func (h *ProbeHost) CrossRun(ctx context.Context, e *Env) (ProbeResult, error) {
 	go func() { defer wg.Done(); ar, aerr = e.RunCase(ctx, h.Fill(crossAttacker), h.Case, "B1") }()
 	wg.Wait()
 	if verr != nil || aerr != nil {
-		return ProbeResult{}, fmt.Errorf("probe cross-run: %v %v", verr, aerr)
+		return ProbeResult{}, fmt.Errorf("probe cross-run: %w", errors.Join(verr, aerr))
 	}
 	r := ProbeResult{Class: "cross-run tampering (kill, read, overwrite another run)", Outcome: ar.Outcome, Elapsed: time.Since(start), Case: ar}
 	var why []string

@@ -61,7 +61,7 @@ var (
 // ReadRegular reads a file without following a final symlink
 // (O_NOFOLLOW), without blocking on a FIFO (O_NONBLOCK, then refused),
 // only if it is a regular file of at most max bytes.
-func ReadRegular(path string, max int64) ([]byte, error) {
+func ReadRegular(path string, limit int64) ([]byte, error) {
 	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
@@ -78,15 +78,15 @@ func ReadRegular(path string, max int64) ([]byte, error) {
 	if !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: %w (%s)", path, ErrNotRegular, st.Mode().Type())
 	}
-	if st.Size() > max {
-		return nil, fmt.Errorf("%s: %w (%d bytes, limit %d)", path, ErrTooLarge, st.Size(), max)
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s: %w (%d bytes, limit %d)", path, ErrTooLarge, st.Size(), limit)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) > max {
-		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, max)
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s: %w (grew past %d bytes)", path, ErrTooLarge, limit)
 	}
 	return data, nil
 }
@@ -139,7 +139,7 @@ func (s Scorer) Score(ctx context.Context, out *sandbox.Entry, goldPath, positio
 	case out.TooLarge || out.Size > lim.MaxFile:
 		return OutcomeTooLarge, fmt.Sprintf("the output workbook is larger than %d MB", lim.MaxFile>>20), st, nil
 	}
-	if _, err := ParsePositions(positions); err != nil {
+	if _, err := parsePositions(positions); err != nil {
 		return "", "", st, err
 	}
 	gold, err := ReadRegular(goldPath, GoldLimits.MaxFile)
@@ -258,7 +258,7 @@ func scorerMain(in io.Reader, out io.Writer) int {
 	syscall.Setrlimit(unix.RLIMIT_DATA, &syscall.Rlimit{Cur: mem + 256<<20, Max: mem + 256<<20})
 	syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: uint64(req.CPUSeconds), Max: uint64(req.CPUSeconds)})
 	debug.SetMemoryLimit(int64(mem))
-	ranges, err := ParsePositions(req.Positions)
+	ranges, err := parsePositions(req.Positions)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "scorer:", err)
 		return 2

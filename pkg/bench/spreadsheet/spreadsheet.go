@@ -330,7 +330,7 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 			return nil, fmt.Errorf("spreadsheet item %s: field %s is missing or empty", req.Item.ID, f.name)
 		}
 	}
-	if _, err := ParsePositions(it.AnswerPosition); err != nil {
+	if _, err := parsePositions(it.AnswerPosition); err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: %w", req.Item.ID, err)
 	}
 	caseDir, err := e.caseDir(it.SpreadsheetPath)

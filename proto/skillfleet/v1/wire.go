@@ -1,3 +1,6 @@
+// Package skillfleetv1 holds skillfleet's wire messages and services
+// (generated from skillfleet.proto: tasks, results, the coordinator's
+// gRPC service) and the wire version this build speaks.
 package skillfleetv1
 
 // WireVersion is the major version of the task and result messages this
