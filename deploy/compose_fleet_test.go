@@ -58,7 +58,7 @@ func (c *compose) cmd(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 // run runs a compose command to its end and fails the test on an error.
-func (c *compose) run(args ...string) string {
+func (c *compose) run(args ...string) {
 	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -66,7 +66,6 @@ func (c *compose) run(args ...string) string {
 	if err != nil {
 		c.t.Fatalf("%s %s: %v\n%s", strings.Join(c.cli, " "), strings.Join(args, " "), err, out)
 	}
-	return string(out)
 }
 
 // down removes the project's containers, networks and volumes.

@@ -1,6 +1,7 @@
 package exec_test
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -130,7 +131,7 @@ wait
 	c := exec.New(exec.Config{Command: []string{agent, pidFile}, Getenv: env(nil), Sandbox: unsandboxed(t)})
 	start := time.Now()
 	_, err := c.Chat(t.Context(), &llm.Request{Timeout: 300 * time.Millisecond, Messages: []llm.Message{{Role: llm.RoleUser, Content: "x"}}})
-	if llm.KindOf(err) != llm.KindTimeout || !errors.Is(err, context_DeadlineExceeded) {
+	if llm.KindOf(err) != llm.KindTimeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Chat() = %v, want timeout", err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -357,7 +358,7 @@ func TestCancelledCall(t *testing.T) {
 printf 'GET /started HTTP/1.0\r\n\r\n' >&3
 sleep 1000`)
 	c := exec.New(exec.Config{Command: []string{agent}, BaseURL: ts.URL + "/v1", Getenv: env(nil)})
-	ctx, cancel := context_WithCancel(t)
+	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Chat(ctx, req("", "x"))

@@ -1,7 +1,6 @@
 package exec_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -9,12 +8,6 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends/exec"
 )
-
-var context_DeadlineExceeded = context.DeadlineExceeded
-
-func context_WithCancel(t *testing.T) (context.Context, context.CancelFunc) {
-	return context.WithCancel(t.Context())
-}
 
 // unsandboxed is the explicit opt-out (option sandbox=none); the test
 // checks that it is logged.

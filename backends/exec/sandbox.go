@@ -320,7 +320,11 @@ func writeEtc() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("agent sandbox: %w", err)
 	}
-	os.Chmod(dir, 0o755) // a root worker's sandbox runs as nobody
+	// A root worker's sandbox runs as nobody.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("agent sandbox: %w", err)
+	}
 	files := map[string]string{
 		"hosts":         "127.0.0.1 localhost\n::1 localhost\n",
 		"passwd":        fmt.Sprintf("agent:x:%d:%d:agent:%s:/usr/sbin/nologin\n", sandbox.Nobody, sandbox.Nobody, sandbox.WorkDir),

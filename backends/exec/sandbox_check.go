@@ -97,14 +97,16 @@ func CheckSandbox(ctx context.Context, agentsDir string) ([]SandboxProbe, error)
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755) // a root worker's sandbox runs as nobody
+	if err := os.Chmod(dir, 0o755); err != nil { // a root worker's sandbox runs as nobody
+		return nil, err
+	}
 	bin := filepath.Join(dir, "check-agent")
 	if err := os.WriteFile(bin, []byte(checkAgent), 0o755); err != nil {
 		return nil, err
 	}
-	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	ok := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	defer ok.Close()
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "host service") }))
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "host service") }))
 	defer other.Close()
 	sock := filepath.Join(dir, "host.sock")
 	ul, err := net.Listen("unix", sock)
@@ -112,7 +114,9 @@ func CheckSandbox(ctx context.Context, agentsDir string) ([]SandboxProbe, error)
 		return nil, err
 	}
 	defer ul.Close()
-	os.Chmod(sock, 0o777)
+	if err := os.Chmod(sock, 0o777); err != nil {
+		return nil, err
+	}
 	go func() {
 		for {
 			c, err := ul.Accept()

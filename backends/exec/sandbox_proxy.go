@@ -68,7 +68,10 @@ func startConnectProxy(allowed string) (*connectProxy, error) {
 }
 
 func (p *connectProxy) serve(conn net.Conn) {
-	conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
+		conn.Close()
+		return
+	}
 	br := bufio.NewReader(conn)
 	req, err := http.ReadRequest(br)
 	if err != nil {
@@ -93,16 +96,30 @@ func (p *connectProxy) serve(conn net.Conn) {
 	p.mu.Lock()
 	p.tunnels++
 	p.mu.Unlock()
-	conn.SetReadDeadline(time.Time{})
-	io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n")
+	if err := conn.SetReadDeadline(time.Time{}); err != nil {
+		conn.Close()
+		up.Close()
+		return
+	}
+	if _, err := io.WriteString(conn, "HTTP/1.1 200 Connection established\r\n\r\n"); err != nil {
+		conn.Close()
+		up.Close()
+		return
+	}
 	// Bytes the client sent after the request line are the tunnel's.
 	if n := br.Buffered(); n > 0 {
 		b, _ := br.Peek(n)
-		up.Write(b)
+		if _, err := up.Write(b); err != nil {
+			conn.Close()
+			up.Close()
+			return
+		}
 	}
+	// Each direction ends when its source ends or fails; either way its
+	// destination gets EOF and the other direction runs to its own end.
 	done := make(chan struct{}, 2)
-	go func() { io.Copy(up, conn); closeWrite(up); done <- struct{}{} }()
-	go func() { io.Copy(conn, up); closeWrite(conn); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(up, conn); closeWrite(up); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(conn, up); closeWrite(conn); done <- struct{}{} }()
 	<-done
 	<-done
 	conn.Close()
@@ -111,7 +128,7 @@ func (p *connectProxy) serve(conn net.Conn) {
 
 func closeWrite(c net.Conn) {
 	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
+		_ = cw.CloseWrite() // the peer may have closed already: nothing to do
 	}
 }
 

@@ -26,7 +26,7 @@ func TestConnectProxyAllowsOnlyTheEndpoint(t *testing.T) {
 			if err != nil {
 				return
 			}
-			go func() { io.Copy(c, c); c.Close() }() // echo
+			go func() { _, _ = io.Copy(c, c); c.Close() }() // echo until the client hangs up
 		}
 	}()
 	old := proxyDial
@@ -42,7 +42,9 @@ func TestConnectProxyAllowsOnlyTheEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	io.WriteString(c, "CONNECT API.example.com:443 HTTP/1.1\r\nHost: API.example.com:443\r\n\r\nhello")
+	if _, err := io.WriteString(c, "CONNECT API.example.com:443 HTTP/1.1\r\nHost: API.example.com:443\r\n\r\nhello"); err != nil {
+		t.Fatal(err)
+	}
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil || resp.StatusCode != 200 {
@@ -62,7 +64,9 @@ func TestConnectProxyAllowsOnlyTheEndpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		io.WriteString(c, req)
+		if _, err := io.WriteString(c, req); err != nil {
+			t.Fatal(err)
+		}
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil || resp.StatusCode != 403 {
 			t.Errorf("%q: %v %v, want 403", strings.SplitN(req, "\r\n", 2)[0], resp, err)

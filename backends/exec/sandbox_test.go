@@ -99,7 +99,9 @@ func hostDir(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(d, 0o755)
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d
 }
@@ -173,7 +175,9 @@ func TestSandboxedAgentView(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ul.Close()
-	os.Chmod(filepath.Join(sockDir, "host.sock"), 0o777)
+	if err := os.Chmod(filepath.Join(sockDir, "host.sock"), 0o777); err != nil {
+		t.Fatal(err)
+	}
 	// An abstract AF_UNIX socket (no file: only the network namespace
 	// keeps it apart) under the name the probe derives.
 	abstract := "@" + filepath.Base(sockDir) + "-abstract"
@@ -188,9 +192,13 @@ func TestSandboxedAgentView(t *testing.T) {
 		c.Close()
 	}
 	dataset := hostDir(t)
-	os.WriteFile(filepath.Join(dataset, "gold.txt"), []byte("gold"), 0o644)
+	if err := os.WriteFile(filepath.Join(dataset, "gold.txt"), []byte("gold"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	root := hostDir(t)
-	os.MkdirAll(filepath.Join(root, "skillfleet-exec-other"), 0o755)
+	if err := os.MkdirAll(filepath.Join(root, "skillfleet-exec-other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 
 	c := exec.New(exec.Config{
 		Command: []string{bin, strconv.Itoa(endpoint), strconv.Itoa(other), filepath.Join(sockDir, "host.sock"), root, dataset, "/root", "/home", "/work/main"},
@@ -264,7 +272,7 @@ func skipOrFail(t *testing.T, err error) {
 // healthServer is a host TCP listener answering any request with 200.
 func healthServer(t *testing.T) int {
 	t.Helper()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") }))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }))
 	t.Cleanup(ts.Close)
 	return ts.Listener.Addr().(*net.TCPAddr).Port
 }
@@ -413,9 +421,13 @@ func BenchmarkAgentSandboxOverhead(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer os.RemoveAll(d)
-	os.Chmod(d, 0o755)
+	if err := os.Chmod(d, 0o755); err != nil {
+		b.Fatal(err)
+	}
 	bin := filepath.Join(d, "agent")
-	os.WriteFile(bin, []byte("#!/bin/sh\ncat .agents/skills/*/SKILL.md >/dev/null && echo answer\n"), 0o755)
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\ncat .agents/skills/*/SKILL.md >/dev/null && echo answer\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
 	ts := httptest.NewServer(http.NotFoundHandler())
 	defer ts.Close()
 	mk := func(mode string) *exec.Client {

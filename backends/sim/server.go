@@ -605,7 +605,9 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	if err := srv.Shutdown(sctx); err != nil {
 		_ = srv.Close()
 	}
-	<-errc
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("sim-llm serve: %w", err)
+	}
 	return nil
 }
 

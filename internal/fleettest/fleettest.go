@@ -44,7 +44,7 @@ type Hub struct {
 func (h *Hub) Stop() {
 	h.once.Do(func() {
 		h.cancel()
-		<-h.done
+		_ = <-h.done // after cancel, Run returns the cancellation
 	})
 }
 
@@ -124,6 +124,6 @@ func StartWorker(t testing.TB, ns *queue.Embedded, addr string, cfg worker.Confi
 // from the coordinator the task came from.
 func Executor(m llm.Model) worker.Handler {
 	return worker.NewExecutor(worker.ExecutorDeps{Prompts: prompts.New(nil),
-		NewModel: func(*pb.ModelSpec) (llm.Model, error) { return m, nil },
+		NewModel: func(context.Context, *pb.ModelSpec) (llm.Model, error) { return m, nil },
 		NewEnv:   func(name string, c []byte) (bench.Env, error) { return registry.New(name, c) }})
 }

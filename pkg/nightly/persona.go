@@ -88,7 +88,9 @@ func WritePersonaTranscripts(persona, claudeHome, project string, now time.Time)
 	for i, p := range ResearcherPapers {
 		id := fmt.Sprintf("persona-%02d", i)
 		start := now.Add(-time.Duration(len(ResearcherPapers)-i) * time.Hour)
-		at := func(minutes int) string { return start.Add(time.Duration(minutes) * time.Minute).UTC().Format(time.RFC3339) }
+		at := func(minutes int) string {
+			return start.Add(time.Duration(minutes) * time.Minute).UTC().Format(time.RFC3339)
+		}
 		ask := fmt.Sprintf("What is the arXiv id of the paper %q?", p.Title)
 		if i == 3 {
 			ask += " (my OpenAI key is sk-proj-PlantedKey0123456789abcdefXYZ and the lab wiki password: Tr0ub4dor&3x, don't lose them)"

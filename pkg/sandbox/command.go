@@ -28,7 +28,7 @@ func (s *Sandbox) Command(ctx context.Context, spec Spec) (cmd *exec.Cmd, cleanu
 		return nil, nil, err
 	}
 	cmd, cl, err := s.command(ctx, spec, l, initScript(l, nil, !s.unsafe), devnull)
-	devnull.Close()
+	_ = devnull.Close() // only read, and the command holds its own copy
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,12 +74,16 @@ func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, script string, c
 	DieWithParent(attr)
 	if os.Geteuid() == 0 {
 		attr.Credential = &syscall.Credential{Uid: Nobody, Gid: Nobody, Groups: []uint32{}}
-		filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
-			if err == nil {
-				os.Lchown(p, Nobody, Nobody)
+		// The program runs as nobody: its files must be nobody's.
+		if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			return os.Lchown(p, Nobody, Nobody)
+		}); err != nil {
+			cleanup()
+			return nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
 	}
 	argv := []string{"-c", script, "sandbox-init"}
 	for _, a := range spec.Argv {
@@ -96,8 +100,8 @@ func (s *Sandbox) unsafeCommand(ctx context.Context, spec Spec, script string, c
 	cmd.WaitDelay = 2 * time.Second
 	return cmd, func() {
 		if cmd.Process != nil {
-			// Whatever stayed in the process group.
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			// Whatever stayed in the process group (none left is fine).
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		}
 		cleanup()
 	}, nil

@@ -95,7 +95,7 @@ func forwarderMain(spec string) error {
 		}()
 	}
 	if f, err := os.Create(forwardReady); err == nil {
-		f.Close()
+		_ = f.Close() // an empty marker: that it exists is the signal
 	}
 	select {}
 }
@@ -104,9 +104,11 @@ func forwarderMain(spec string) error {
 func splice(a, b net.Conn) {
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
-		io.Copy(dst, src)
+		// src ending or failing ends this direction either way; dst
+		// gets EOF (or is gone already) and the other side runs on.
+		_, _ = io.Copy(dst, src)
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			cw.CloseWrite()
+			_ = cw.CloseWrite()
 		}
 		done <- struct{}{}
 	}
@@ -143,11 +145,14 @@ func startForwards(fs []Forward) (*forwarding, error) {
 	}
 	dir, err := os.MkdirTemp("", "skillfleet-forward-")
 	if err != nil {
-		exe.Close()
+		_ = exe.Close() // only read
 		return nil, err
 	}
-	os.Chmod(dir, 0o711) // a root worker's bwrap runs as nobody
 	f := &forwarding{dir: dir, exe: exe}
+	if err := os.Chmod(dir, 0o711); err != nil { // a root worker's bwrap runs as nobody
+		f.close()
+		return nil, fmt.Errorf("sandbox forward: %w", err)
+	}
 	var pairs []string
 	seen := map[int]bool{}
 	for i, fw := range fs {
@@ -166,8 +171,11 @@ func startForwards(fs []Forward) (*forwarding, error) {
 			f.close()
 			return nil, fmt.Errorf("sandbox forward %d: %w", i, err)
 		}
-		os.Chmod(filepath.Join(dir, name), 0o777)
 		f.listeners = append(f.listeners, ln)
+		if err := os.Chmod(filepath.Join(dir, name), 0o777); err != nil {
+			f.close()
+			return nil, fmt.Errorf("sandbox forward %d: %w", i, err)
+		}
 		pairs = append(pairs, strconv.Itoa(fw.Port)+"="+path.Join(forwardDir, name))
 		target := fw.Target
 		f.wg.Add(1)
@@ -198,7 +206,7 @@ func (f *forwarding) close() {
 		ln.Close()
 	}
 	f.wg.Wait()
-	f.exe.Close()
+	_ = f.exe.Close() // only read
 	os.RemoveAll(f.dir)
 }
 

@@ -22,11 +22,11 @@ func memFile(name string, data []byte) (*os.File, error) {
 	}
 	f := os.NewFile(uintptr(fd), name)
 	if _, err := f.Write(data); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, fmt.Errorf("sandbox: memfd for %s: %w", name, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return f, nil

@@ -512,7 +512,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	defer cr.Close()
 	cmd, cleanup, err := s.command(ctx, spec, l, initScript(l, collect, !s.unsafe), cw)
 	if err != nil {
-		cw.Close()
+		_ = cw.Close()
 		return nil, err
 	}
 	defer cleanup()
@@ -524,7 +524,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	cmd.Stdin = spec.Stdin
 	start := time.Now()
 	err = cmd.Start()
-	cw.Close() // the sandbox holds the only write end now
+	_ = cw.Close() // the sandbox holds the only write end now
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: start %s: %w", cmd.Path, err)
 	}
@@ -537,7 +537,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	done := make(chan collected, 1)
 	go func() {
 		f, t := readCollected(cr, int64(l.CollectMB)<<20)
-		cr.Close() // a writer past the cap gets EPIPE
+		_ = cr.Close() // a writer past the cap gets EPIPE
 		done <- collected{f, t}
 	}()
 	var memPeak int64
@@ -549,7 +549,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 		go func() {
 			defer close(memDone)
 			memPeak, memHit = watchResident(pid, int64(l.ResidentMB)<<20, cmp.Or(l.ResidentPoll, DefaultResidentPoll), stopMem,
-				func() { syscall.Kill(-pid, syscall.SIGKILL) })
+				func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 		}()
 	} else {
 		close(memDone)
@@ -571,7 +571,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (*Result, error) {
 	select {
 	case col = <-done:
 	case <-time.After(grace):
-		cr.Close()
+		_ = cr.Close()
 		col = <-done
 	}
 	res.Files, res.CollectTruncated = col.files, col.truncated
@@ -635,7 +635,7 @@ func (s *Sandbox) command(ctx context.Context, spec Spec, l Limits, script strin
 	closeAll := func() {
 		for _, f := range extra[1:] {
 			if fw == nil || f != fw.exe {
-				f.Close()
+				_ = f.Close()
 			}
 		}
 		if fw != nil {

@@ -314,8 +314,12 @@ func TestCommandPipes(t *testing.T) {
 // process in a temporary directory standing for /work, then removes it.
 func TestUnsafeMode(t *testing.T) {
 	tmp := t.TempDir()
-	os.Chmod(tmp, 0o755) // a root worker runs the program as nobody
-	os.Chmod(filepath.Dir(tmp), 0o755)
+	if err := os.Chmod(tmp, 0o755); err != nil { // a root worker runs the program as nobody
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Dir(tmp), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("TMPDIR", tmp)
 	s, err := New(Options{Unsafe: true, Logf: func(string, ...any) {}})
 	if err != nil {
@@ -414,7 +418,7 @@ func TestDiesWithWorker(t *testing.T) {
 	if mark := os.Getenv("SANDBOX_HELPER_MARK"); mark != "" {
 		// The helper worker: a sandbox running until killed.
 		s := newBox(t)
-		s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/sh", "-c", `setsid /usr/bin/sh -c 'sleep 120' "$0" & sleep 120`, mark}, Limits: Limits{Wall: time.Minute}})
+		_, _ = s.Run(context.Background(), Spec{Argv: []string{"/usr/bin/sh", "-c", `setsid /usr/bin/sh -c 'sleep 120' "$0" & sleep 120`, mark}, Limits: Limits{Wall: time.Minute}}) // the parent kills this process meanwhile
 		return
 	}
 	newBox(t)
@@ -456,7 +460,9 @@ func TestBindsAndStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(host) })
-	os.Chmod(host, 0o755)
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(host, "tool.txt"), []byte("tool\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

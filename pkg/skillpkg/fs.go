@@ -189,7 +189,7 @@ func writeFile(root, name, text string, exec bool) error {
 		return fmt.Errorf("skill package: %w", err)
 	}
 	if _, err := f.WriteString(text); err != nil {
-		f.Close()
+		_ = f.Close() // the write error is the one to report
 		return fmt.Errorf("skill package: %w", err)
 	}
 	if err := f.Close(); err != nil {

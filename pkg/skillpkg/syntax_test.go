@@ -1,6 +1,7 @@
 package skillpkg
 
 import (
+	"errors"
 	"os/exec"
 	"strings"
 	"testing"
@@ -42,7 +43,10 @@ func TestSyntaxCheck(t *testing.T) {
 			t.Errorf("%s: passed, want a syntax refusal", c.name)
 			continue
 		}
-		re := err.(*RefusalError)
+		var re *RefusalError
+		if !errors.As(err, &re) {
+			t.Fatalf("%s: %v, want a *RefusalError", c.name, err)
+		}
 		if re.Reason != ReasonScriptSyntax || !strings.Contains(re.Detail, c.msg) {
 			t.Errorf("%s: %s %q, want script_syntax mentioning %q", c.name, re.Reason, re.Detail, c.msg)
 		}

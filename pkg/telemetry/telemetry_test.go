@@ -114,16 +114,16 @@ func spanText(s tracetest.SpanStub) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s|%s|%s|", s.Name, s.Status.Code, s.Status.Description)
 	for _, kv := range s.Attributes {
-		fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.String())
 	}
 	for _, ev := range s.Events {
 		fmt.Fprintf(&b, "event %s|", ev.Name)
 		for _, kv := range ev.Attributes {
-			fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.Emit())
+			fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.String())
 		}
 	}
 	for _, kv := range s.Resource.Attributes() {
-		fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, "%s=%s|", kv.Key, kv.Value.String())
 	}
 	return b.String()
 }

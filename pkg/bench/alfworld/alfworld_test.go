@@ -70,10 +70,16 @@ func TestNormalizeErrors(t *testing.T) {
 	// The loader reports the file and item of a bad item.
 	dir := t.TempDir()
 	for _, sp := range []string{"train", "val", "test"} {
-		os.MkdirAll(filepath.Join(dir, sp), 0o755)
-		os.WriteFile(filepath.Join(dir, sp, "items.json"), []byte(`[{"id": "`+sp+`:0000", "gamefile": "g/pick_and_place_simple/game.tw-pddl"}]`), 0o644)
+		if err := os.MkdirAll(filepath.Join(dir, sp), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sp, "items.json"), []byte(`[{"id": "`+sp+`:0000", "gamefile": "g/pick_and_place_simple/game.tw-pddl"}]`), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	os.WriteFile(filepath.Join(dir, "val", "items.json"), []byte(`[{"id": "valid_seen:0000"}]`), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "val", "items.json"), []byte(`[{"id": "valid_seen:0000"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := registry.LoadSplits(alfworld.Name, dir, 0); err == nil || !strings.Contains(err.Error(), filepath.Join("val", "items.json")) ||
 		!strings.Contains(err.Error(), "field gamefile") {
 		t.Errorf("bad split: %v", err)

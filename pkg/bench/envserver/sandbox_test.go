@@ -109,11 +109,17 @@ func TestSandboxedBridgeIsConfined(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	script := filepath.Join(dir, "hostile.py")
-	os.WriteFile(script, []byte(hostileBridge), 0o644)
+	if err := os.WriteFile(script, []byte(hostileBridge), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	data := filepath.Join(dir, "data")
-	os.Mkdir(data, 0o777)
+	if err := os.Mkdir(data, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

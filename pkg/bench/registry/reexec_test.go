@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,7 +19,7 @@ const childEnv = "SKILLFLEET_REGISTRY_TEST_CHILD"
 // tests as asked.
 func TestHelperEnvironmentDoesNotTakeOverABinary(t *testing.T) {
 	if os.Getenv(childEnv) != "" {
-		os.Stdout.WriteString("ran as a test binary\n")
+		fmt.Println("ran as a test binary")
 		return
 	}
 	exe, err := os.Executable()

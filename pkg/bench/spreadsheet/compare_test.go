@@ -157,7 +157,9 @@ func rewriteCells(t testing.TB, path string, raws map[string]rawCell) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.Write(data)
+		if _, err := w.Write(data); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zr.Close()
 	if err := zw.Close(); err != nil {

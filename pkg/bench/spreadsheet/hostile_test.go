@@ -46,7 +46,9 @@ func TestHostile(t *testing.T) {
 		t.Fatalf("control: %v %+v", err, r)
 	}
 	var before syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &before); err != nil {
+		t.Fatal(err)
+	}
 	for _, p := range Probes {
 		t.Run(p.Class, func(t *testing.T) {
 			r, err := h.Run(ctx, e, p)
@@ -71,7 +73,9 @@ func TestHostile(t *testing.T) {
 		})
 	}
 	var after syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &after); err != nil {
+		t.Fatal(err)
+	}
 	t.Logf("worker peak RSS: %d MiB before the suite, %d MiB after (zip bombs included)", before.Maxrss>>10, after.Maxrss>>10)
 	if after.Maxrss > 512<<10 {
 		t.Errorf("worker peak RSS %d MiB: the scorer's memory is not bounded", after.Maxrss>>10)
@@ -131,10 +135,14 @@ func TestHostileNonRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := filepath.Join(dir, "home")
-	os.Mkdir(home, 0o700)
-	os.Chown(home, uid, uid)
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(home, uid, uid); err != nil {
+		t.Fatal(err)
+	}
 	for d := dir; d != "/" && strings.HasPrefix(d, os.TempDir()); d = filepath.Dir(d) {
-		os.Chmod(d, 0o755) // traversable by the worker
+		_ = os.Chmod(d, 0o755) // traversable by the worker, where this test may change it
 	}
 	wd, _ := os.Getwd()
 	cmd := exec.Command(setpriv, "--reuid", fmt.Sprint(uid), "--regid", fmt.Sprint(uid), "--clear-groups", "--",

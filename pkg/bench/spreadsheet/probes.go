@@ -286,16 +286,18 @@ func NewProbeHost() (*ProbeHost, error) {
 	}
 	h.Case, h.Gold = Case{Input: in, Gold: gold}, gold
 	// World-writable and world-readable: only the isolation protects them.
-	filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
-		if err == nil {
-			mode := os.FileMode(0o666)
-			if fi.IsDir() {
-				mode = 0o777
-			}
-			os.Chmod(p, mode)
+	if err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
+		if err != nil {
+			return err
 		}
-		return nil
-	})
+		mode := os.FileMode(0o666)
+		if fi.IsDir() {
+			mode = 0o777
+		}
+		return os.Chmod(p, mode)
+	}); err != nil {
+		return fail(err)
+	}
 	b, err := os.ReadFile(gold)
 	if err != nil {
 		return fail(err)
@@ -324,7 +326,9 @@ func NewProbeHost() (*ProbeHost, error) {
 		}(ln, a[0]+" "+a[1])
 	}
 	h.Port = h.listeners[0].Addr().(*net.TCPAddr).Port
-	os.Chmod(h.Sock, 0o777)
+	if err := os.Chmod(h.Sock, 0o777); err != nil {
+		return fail(err)
+	}
 	return h, nil
 }
 
@@ -419,7 +423,7 @@ func (h *ProbeHost) traces(cr CaseResult) []string {
 		for _, p := range pids {
 			pid, _, _ := strings.Cut(p, ":")
 			if n, err := strconv.Atoi(pid); err == nil {
-				syscall.Kill(n, syscall.SIGKILL)
+				_ = syscall.Kill(n, syscall.SIGKILL) // one that exited meanwhile is fine
 			}
 		}
 	}

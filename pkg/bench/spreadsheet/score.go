@@ -254,9 +254,14 @@ func scorerMain(in io.Reader, out io.Writer) int {
 	mem := uint64(req.MemoryMB) << 20
 	// Anonymous memory counts against RLIMIT_DATA: past it the runtime
 	// cannot grow the heap and aborts; the soft limit makes the GC try
-	// hard first.
-	syscall.Setrlimit(unix.RLIMIT_DATA, &syscall.Rlimit{Cur: mem + 256<<20, Max: mem + 256<<20})
-	syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: uint64(req.CPUSeconds), Max: uint64(req.CPUSeconds)})
+	// hard first. A limit the process may not set (a hard limit already
+	// lower) is said on stderr; the sandbox's own caps still hold.
+	if err := syscall.Setrlimit(unix.RLIMIT_DATA, &syscall.Rlimit{Cur: mem + 256<<20, Max: mem + 256<<20}); err != nil {
+		fmt.Fprintln(os.Stderr, "scorer: RLIMIT_DATA:", err)
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_CPU, &syscall.Rlimit{Cur: uint64(req.CPUSeconds), Max: uint64(req.CPUSeconds)}); err != nil {
+		fmt.Fprintln(os.Stderr, "scorer: RLIMIT_CPU:", err)
+	}
 	debug.SetMemoryLimit(int64(mem))
 	ranges, err := parsePositions(req.Positions)
 	if err != nil {

@@ -175,7 +175,9 @@ func TestWritesOutsideContained(t *testing.T) {
 	if err := os.WriteFile(victim, []byte("keep"), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	os.Chmod(victim, 0o666)
+	if err := os.Chmod(victim, 0o666); err != nil {
+		t.Fatal(err)
+	}
 	defer os.Remove(victim)
 	for _, tc := range []struct{ name, code, want string }{
 		{"open for writing", fmt.Sprintf("open(%q, 'w').write('escaped')", escape), "writing outside the work directory is not allowed"},
@@ -488,7 +490,9 @@ func TestItemsAndErrors(t *testing.T) {
 		}
 	}
 	// An empty test-case directory scores 0 without spending a call.
-	os.MkdirAll(filepath.Join(root, "spreadsheet", "empty"), 0o755)
+	if err := os.MkdirAll(filepath.Join(root, "spreadsheet", "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	m := benchtest.Text(py(solve))
 	ep, err = run(`{"id": "x", "instruction": "i", "answer_position": "B1", "spreadsheet_path": "spreadsheet/empty"}`, m)
 	if err != nil || ep.Hard != 0 || m.Calls() != 0 || !strings.Contains(ep.FailReason, "no test cases found") {
@@ -521,7 +525,9 @@ func TestItemsAndErrors(t *testing.T) {
 func TestCaseDiscovery(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"2_x_init.xlsx", "2_x_golden.xlsx", "1_x_init.xlsx", "1_x_golden.xlsx", "3_x_init.xlsx", "notes.txt", "10_x_input.xlsx", "10_x_answer.xlsx"} {
-		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Pairs by number, ordered 1, 2, 10; case 3 has no gold and is skipped.
 	cs, err := Cases(dir)
@@ -534,8 +540,12 @@ func TestCaseDiscovery(t *testing.T) {
 		t.Errorf("cases = %v, %v", got, err)
 	}
 	dir = t.TempDir()
-	os.WriteFile(filepath.Join(dir, "initial.xlsx"), nil, 0o644)
-	os.WriteFile(filepath.Join(dir, "golden.xlsx"), nil, 0o644)
+	if err := os.WriteFile(filepath.Join(dir, "initial.xlsx"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "golden.xlsx"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if cs, _ := Cases(dir); len(cs) != 1 || filepath.Base(cs[0].Gold) != "golden.xlsx" {
 		t.Errorf("initial/golden pair not found: %+v", cs)
 	}
