@@ -103,7 +103,7 @@ func TestUpdateSingleFileUnchanged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, wantRows := skill.Apply(current, skill.FromItems(items), skill.ApplyOptions{NormalizeOps: true})
+	want, wantRows := skill.Apply(current, prompts.Edits(items), skill.ApplyOptions{NormalizeOps: true})
 	if cand != want {
 		t.Errorf("candidate %q, want %q", cand, want)
 	}

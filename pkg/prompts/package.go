@@ -2,48 +2,31 @@ package prompts
 
 import (
 	"reflect"
-	"strings"
-	"sync"
+
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // A skill package (pkg/skillpkg) travels in a payload's "skill" as a
-// bundle: one text whose first line starts with bundlePrefix. The prompts
-// of a package run differ from a single-file run's in two places only: a
-// patch-mode system prompt gets the package rules block (package.md,
-// before the reply format), and a user message gets a readable view of
-// the package (its tree and files within a token budget) before the
-// payload. A single-file skill is never a bundle, so its prompts are
-// byte-identical to those before packages existed.
-const bundlePrefix = "<!-- SKILLPKG v1 files="
+// bundle ([skillpkg.IsBundle]). The prompts of a package run differ from
+// a single-file run's in two places only: a patch-mode system prompt gets
+// the package rules block (package.md, before the reply format), and a
+// user message gets a readable view of the package (its tree and files
+// within a token budget) before the payload. A single-file skill is never
+// a bundle, so its prompts are the same as without packages.
 
 // IsPackage reports whether a payload's skill text is a multi-file skill
 // package bundle.
-func IsPackage(skill string) bool { return strings.HasPrefix(skill, bundlePrefix) }
+func IsPackage(skill string) bool { return skillpkg.IsBundle(skill) }
 
-// PackageView renders a bundle for a user message. pkg/skillpkg sets it
-// (it imports this package, not the other way round); while unset, a
-// package's user message shows the payload alone.
-var (
-	packageViewMu sync.RWMutex
-	packageView   func(bundle string) (string, bool)
-)
-
-// SetPackageView installs the function that renders a package bundle for
-// the user message (pkg/skillpkg installs skillpkg.Render at init).
-func SetPackageView(f func(bundle string) (string, bool)) {
-	packageViewMu.Lock()
-	defer packageViewMu.Unlock()
-	packageView = f
-}
-
+// renderPackage renders a bundle for a user message as [skillpkg.Render]
+// does, with the default budget; a bundle that does not decode is shown
+// as the payload alone (false).
 func renderPackage(bundle string) (string, bool) {
-	packageViewMu.RLock()
-	f := packageView
-	packageViewMu.RUnlock()
-	if f == nil {
+	p, err := skillpkg.Decode(bundle)
+	if err != nil {
 		return "", false
 	}
-	return f(bundle)
+	return skillpkg.Render(p, skillpkg.RenderOptions{}), true
 }
 
 // payloadSkill returns the payload's "skill" field, if it has one.

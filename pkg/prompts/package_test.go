@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/skillfleet/skillfleet/pkg/prompts"
+	"github.com/skillfleet/skillfleet/pkg/skill"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -155,5 +158,14 @@ func TestDescriptionPrompts(t *testing.T) {
 		if at >= 0 && (!strings.Contains(system, "`set_description`") || strings.Index(system, "## Reply format") < at) {
 			t.Errorf("%s: the block must name set_description and come before the reply format", tc.label)
 		}
+	}
+}
+
+func TestEdits(t *testing.T) {
+	t.Parallel()
+	items := []prompts.Item{{Op: "replace", Target: "a", Content: "b", SupportCount: 3}, {Op: "append", Content: "c"}}
+	want := []skill.Edit{{Op: "replace", Target: "a", Content: "b"}, {Op: "append", Content: "c"}}
+	if diff := cmp.Diff(want, prompts.Edits(items)); diff != "" {
+		t.Errorf("Edits mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -1,6 +1,10 @@
 package prompts
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/skillfleet/skillfleet/pkg/skill"
+)
 
 // Prompt names. Each names an embedded template; a benchmark may override
 // the analyst ones. The names are also the payload's "kind".
@@ -67,6 +71,15 @@ type Item struct {
 	MergeLevel   int    `json:"merge_level,omitempty"`
 	// Label is the skill-aware classification (DISCOVERY, OPTIMIZATION, ...), logged only.
 	Label string `json:"label,omitempty"`
+}
+
+// Edits returns the edits of patch-mode items, for [skill.Apply].
+func Edits(items []Item) []skill.Edit {
+	edits := make([]skill.Edit, len(items))
+	for i, it := range items {
+		edits[i] = skill.Edit{Op: it.Op, Target: it.Target, Content: it.Content}
+	}
+	return edits
 }
 
 // Message is one line of a rendered trajectory.

@@ -2,8 +2,6 @@ package skill
 
 import (
 	"strings"
-
-	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // Edit operations (SkillOpt's four).
@@ -20,15 +18,6 @@ type Edit struct {
 	Op      string
 	Target  string
 	Content string
-}
-
-// FromItems returns the edits of patch-mode items.
-func FromItems(items []prompts.Item) []Edit {
-	edits := make([]Edit, len(items))
-	for i, it := range items {
-		edits[i] = Edit{Op: it.Op, Target: it.Target, Content: it.Content}
-	}
-	return edits
 }
 
 // Status is the outcome of applying one edit, as SkillOpt names it.

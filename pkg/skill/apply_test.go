@@ -5,8 +5,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 const (
@@ -383,15 +381,6 @@ func TestNormalizeOp(t *testing.T) {
 		if got != tt.want || ok != tt.wantOK {
 			t.Errorf("NormalizeOp(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.wantOK)
 		}
-	}
-}
-
-func TestFromItems(t *testing.T) {
-	t.Parallel()
-	items := []prompts.Item{{Op: "replace", Target: "a", Content: "b", SupportCount: 3}, {Op: "append", Content: "c"}}
-	want := []Edit{{Op: "replace", Target: "a", Content: "b"}, {Op: "append", Content: "c"}}
-	if diff := cmp.Diff(want, FromItems(items)); diff != "" {
-		t.Errorf("FromItems mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
-	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // RenderOptions bound [Render].
@@ -130,17 +129,4 @@ func Render(p *Package, opts RenderOptions) string {
 		}
 	}
 	return b.String()
-}
-
-// The optimizer prompts show a package bundle as [Render] does, with the
-// default budget; a bundle that does not decode is shown as the payload
-// alone.
-func init() {
-	prompts.SetPackageView(func(bundle string) (string, bool) {
-		p, err := Decode(bundle)
-		if err != nil {
-			return "", false
-		}
-		return Render(p, RenderOptions{}), true
-	})
 }
