@@ -136,11 +136,11 @@ func TestClaudeFileToolsOpenPackageFiles(t *testing.T) {
 // the line and what was wrong), never a reply to score.
 func TestClaudeBrokenStreamIsTyped(t *testing.T) {
 	t.Parallel()
-	real, err := os.ReadFile(filepath.Join("testdata", claudeCapture))
+	captured, err := os.ReadFile(filepath.Join("testdata", claudeCapture))
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := bytes.SplitAfter(bytes.TrimSuffix(real, []byte("\n")), []byte("\n"))
+	lines := bytes.SplitAfter(bytes.TrimSuffix(captured, []byte("\n")), []byte("\n"))
 	n := len(lines)
 	join := func(ls ...[]byte) []byte { return bytes.Join(ls, nil) }
 	for _, tc := range []struct {
@@ -150,12 +150,12 @@ func TestClaudeBrokenStreamIsTyped(t *testing.T) {
 		line      int
 		problem   string
 	}{
-		{name: "cut inside the result event", out: real[:len(real)-200], line: n, problem: "ends inside an event"},
+		{name: "cut inside the result event", out: captured[:len(captured)-200], line: n, problem: "ends inside an event"},
 		{name: "garbage line", out: join(join(lines[:2]...), []byte("Segmentation fault (core dumped)\n"), join(lines[2:]...)), line: 3, problem: "not a JSON event"},
 		{name: "JSON without an event type", out: join([]byte(`{"result":"4821"}`+"\n"), join(lines...)), line: 1, problem: "without an event type"},
 		{name: "no result event", out: join(lines[:n-1]...), problem: "no result event"},
-		{name: "cut at max_output_bytes", out: real, maxOutput: 4000, line: bytes.Count(real[:4000], []byte("\n")) + 1, problem: "max_output_bytes"},
-		{name: "cut at max_output_bytes between events", out: real, maxOutput: len(join(lines[:n-1]...)), problem: "max_output_bytes"},
+		{name: "cut at max_output_bytes", out: captured, maxOutput: 4000, line: bytes.Count(captured[:4000], []byte("\n")) + 1, problem: "max_output_bytes"},
+		{name: "cut at max_output_bytes between events", out: captured, maxOutput: len(join(lines[:n-1]...)), problem: "max_output_bytes"},
 		{name: "empty", out: nil, problem: "no JSON event"},
 		{name: "a secret in a broken line", out: join(lines[0], []byte("export KEY="+plantedKey+"\n")), line: 2, problem: "not a JSON event"},
 	} {

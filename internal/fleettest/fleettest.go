@@ -44,7 +44,7 @@ type Hub struct {
 func (h *Hub) Stop() {
 	h.once.Do(func() {
 		h.cancel()
-		_ = <-h.done // after cancel, Run returns the cancellation
+		<-h.done //nolint:errcheck // after cancel, Run returns the cancellation
 	})
 }
 

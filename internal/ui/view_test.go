@@ -183,23 +183,23 @@ func TestLoaderReusesAndExpires(t *testing.T) {
 	}
 	l := newRunLoader(dir, nil)
 	l.now = func() time.Time { return now }
-	v1, base, any, err := l.load()
-	if err != nil || !base || !any || !v1.Live {
-		t.Fatalf("first load: live %t, base changed %t, changed %t, err %v; want a live view, all new", v1 != nil && v1.Live, base, any, err)
+	v1, base, changed, err := l.load()
+	if err != nil || !base || !changed || !v1.Live {
+		t.Fatalf("first load: live %t, base changed %t, changed %t, err %v; want a live view, all new", v1 != nil && v1.Live, base, changed, err)
 	}
-	v2, base, any, err := l.load()
-	if err != nil || base || any || v2 != v1 {
-		t.Fatalf("load with no file changed: base changed %t, changed %t, same view %t, err %v; want the last view", base, any, v2 == v1, err)
+	v2, base, changed, err := l.load()
+	if err != nil || base || changed || v2 != v1 {
+		t.Fatalf("load with no file changed: base changed %t, changed %t, same view %t, err %v; want the last view", base, changed, v2 == v1, err)
 	}
 	now = now.Add(liveWindow + time.Second)
-	v3, base, any, err := l.load()
-	if err != nil || base || !any || v3.Live {
-		t.Fatalf("load after progress.json went stale: live %t, base changed %t, changed %t, err %v; want not live, a live-part change", v3.Live, base, any, err)
+	v3, base, changed, err := l.load()
+	if err != nil || base || !changed || v3.Live {
+		t.Fatalf("load after progress.json went stale: live %t, base changed %t, changed %t, err %v; want not live, a live-part change", v3.Live, base, changed, err)
 	}
 	if len(v3.Notes) == 0 || !strings.Contains(v3.Notes[len(v3.Notes)-1], "not running") {
 		t.Errorf("stale run's notes %q: want one saying it is not running", v3.Notes)
 	}
-	if _, _, any, _ := l.load(); any {
+	if _, _, changed, _ := l.load(); changed {
 		t.Error("a stale run with no file changed: changed again")
 	}
 	pf = NewProgressFile(dir, time.Hour)
@@ -208,8 +208,8 @@ func TestLoaderReusesAndExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	now = time.Now()
-	if v4, _, any, err := l.load(); err != nil || !any || !v4.Live {
-		t.Errorf("after progress.json was written again: live %t, changed %t, err %v; want live", v4 != nil && v4.Live, any, err)
+	if v4, _, changed, err := l.load(); err != nil || !changed || !v4.Live {
+		t.Errorf("after progress.json was written again: live %t, changed %t, err %v; want live", v4 != nil && v4.Live, changed, err)
 	}
 }
 
@@ -251,8 +251,8 @@ func TestProgressRewrittenInPlace(t *testing.T) {
 	if err := pf.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if v, _, any, err := l.load(); err != nil || !any || v.Progress == nil || v.Progress.Head != "next" {
-		t.Fatalf("load after the next write: progress %+v, changed %t, err %v", v.Progress, any, err)
+	if v, _, changed, err := l.load(); err != nil || !changed || v.Progress == nil || v.Progress.Head != "next" {
+		t.Fatalf("load after the next write: progress %+v, changed %t, err %v", v.Progress, changed, err)
 	}
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
