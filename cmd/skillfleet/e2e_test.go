@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/loadtest"
 	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/sandbox"
@@ -156,7 +157,7 @@ func TestMultiProcessWorkerKilledMidBatch(t *testing.T) {
 	<-workers[0].done
 	start(t, "worker", "--nats", ns.URL(), "--coordinator", addr, "--concurrency", "8", "--log-level", "warn")
 	out := coord.line(t, "{", 120*time.Second)
-	var rep loadtestReport
+	var rep loadtest.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("report %q: %v", out, err)
 	}

@@ -6,26 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"os"
-	"path/filepath"
-	"sync"
 	"time"
 
-	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/loadtest"
 	"github.com/skillfleet/skillfleet/pkg/queue"
-	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
-
-// loadtestReport is what `skillfleet loadtest` prints as JSON.
-type loadtestReport struct {
-	Tasks          int     `json:"tasks"`
-	Recorded       int     `json:"recorded"`
-	MaxRecordCount int     `json:"max_record_count"`
-	Failed         int     `json:"failed"`
-	Seconds        float64 `json:"seconds"`
-	TasksPerSecond float64 `json:"tasks_per_second"`
-}
 
 func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("loadtest", "loadtest --nats URL [--tasks N] [flags]", stderr)
@@ -51,74 +36,15 @@ func runLoadtest(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	dir := *out
-	if dir == "" {
-		d, err := os.MkdirTemp("", "skillfleet-loadtest-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		dir = d
-	}
-	nc, err := queue.Connect(ctx, *natsURL, queue.ConnectOptions{Name: "skillfleet-loadtest", Logger: log})
+	rep, err := loadtest.Run(ctx, loadtest.Config{NATSURL: *natsURL, Replicas: *replicas, GRPCAddr: *grpcAddr, Tasks: *tasks, TaskMS: *taskMS,
+		Dir: *out, RunID: *runID, AckWait: *ackWait, Logger: log}, stdout)
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	ln, err := net.Listen("tcp", *grpcAddr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", *grpcAddr, err)
-	}
-	var mu sync.Mutex
-	counts := map[string]int{}
-	hub, err := coordinator.NewHub(ctx, coordinator.HubOptions{
-		Logger: log, NC: nc, RunDir: dir, RunID: *runID, GRPCListener: ln,
-		Consumer: queue.ConsumerOptions{AckWait: *ackWait, MaxDeliver: 10}, Replicas: *replicas,
-		OnResult: func(r *pb.Result) {
-			mu.Lock()
-			counts[r.GetTaskId()]++
-			mu.Unlock()
-		},
-	})
+	b, err := json.Marshal(rep)
 	if err != nil {
 		return err
 	}
-	hctx, hstop := context.WithCancel(context.WithoutCancel(ctx))
-	hdone := make(chan error, 1)
-	go func() { hdone <- hub.Run(hctx) }()
-	defer func() { hstop(); <-hdone }()
-	fmt.Fprintf(stdout, "coordinator listening on %s\n", hub.Addr())
-	_ = filepath.Join
-
-	ts := make([]*pb.Task, *tasks)
-	for i := range ts {
-		ts[i] = &pb.Task{Id: fmt.Sprintf("%s/noop/%06d", *runID, i), RunId: *runID, Stage: "loadtest",
-			Kind: &pb.Task_Noop{Noop: &pb.NoopTask{SleepMs: int64(*taskMS)}}}
-	}
-	start := time.Now()
-	futs, err := hub.D.Submit(ctx, ts...)
-	if err != nil {
-		return err
-	}
-	rep := loadtestReport{Tasks: *tasks}
-	for _, f := range futs {
-		r, err := f.Wait(ctx)
-		if err != nil {
-			return err
-		}
-		if r.GetOutcome() != pb.Outcome_OUTCOME_OK {
-			rep.Failed++
-		}
-	}
-	rep.Seconds = time.Since(start).Seconds()
-	rep.TasksPerSecond = float64(*tasks) / rep.Seconds
-	mu.Lock()
-	rep.Recorded = len(counts)
-	for _, c := range counts {
-		rep.MaxRecordCount = max(rep.MaxRecordCount, c)
-	}
-	mu.Unlock()
-	b, _ := json.Marshal(rep)
 	fmt.Fprintln(stdout, string(b))
 	return nil
 }
