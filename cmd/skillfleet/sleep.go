@@ -37,7 +37,7 @@ const sleepRunSynopsis = `sleep %s [flags]
 
   skillfleet sleep %[1]s --backend anthropic --model claude-sonnet-4-5
   skillfleet sleep %[1]s --persona researcher --backend sim --model sim-target --sim-llm \
-      --target-backend codex_exec --codex-exec-path .tools/agents/node_modules/.bin/codex --assert-improves
+      --target-backend codex_exec --codex-exec-path .tools/agents/node_modules/.bin/codex --max-tokens 0 --assert-improves
 
 --target-backend codex_exec or claude_code_exec replays through that agent CLI
 (sandboxed; --target-option sandbox=none opts out), --backend stays the optimizer's.`
