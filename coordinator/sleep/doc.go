@@ -13,6 +13,15 @@
 // coordinator/gate's metric), so gate_metric and gate_mixed_weight mean
 // the same in `sleep` and `train`.
 //
+// The target may be an agent CLI (the exec backend: Codex, Claude Code),
+// built from train's keys by [Specs]; a replay it fails stops the night
+// with an [*AgentFailure] instead of being left out of the scores.
+//
+// [Options] are the sleep commands' flags over the config file, and
+// [RunCommand], [StatusCommand], [HarvestCommand], [AdoptCommand] and
+// [Options.ScheduleCommand] the commands; cmd/skillfleet only parses the
+// flags and maps the errors to exit codes.
+//
 // Harvest, mining, judging, staging and adoption are pkg/nightly's; this
 // package decides.
 package sleep
