@@ -476,7 +476,12 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 	hubCtx, hubStop := context.WithCancel(context.WithoutCancel(ctx))
 	hubDone := make(chan error, 1)
 	go func() { hubDone <- hub.Run(hubCtx) }()
-	r.add(func() { hubStop(); <-hubDone })
+	r.add(func() {
+		hubStop()
+		if err := <-hubDone; err != nil {
+			log.Warn("hub stopped with an error", "err", err)
+		}
+	})
 	r.hub = hub
 
 	workers := cfg.Workers
