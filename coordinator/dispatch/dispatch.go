@@ -608,11 +608,12 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 			}
 			return nil, ctx.Err()
 		}
-		if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+		if ack.Duplicate && !d.answered(p.f.id) && d.vanished(ctx, ack.Sequence) {
 			// The first copy ran out of deliveries or was dropped
 			// while this run's coordinator was away: JetStream's
 			// de-duplication would drop this one too, so it goes out
-			// under a fresh message id.
+			// under a fresh message id. (A first copy that a worker
+			// already answered is gone too, and needs nothing.)
 			seq, err := d.republish(ctx, p.msg, nil)
 			if err != nil {
 				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
@@ -739,10 +740,22 @@ func (d *Dispatcher) republish(ctx context.Context, msg *nats.Msg, task *pb.Task
 	}
 	ack, err := d.o.JS.PublishMsg(ctx, out)
 	if err != nil {
+		// A lost ack or a slow server: again, under the same fresh id.
+		ack, err = queue.PublishAgain(ctx, d.o.JS, out, err)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("republish task %s: %w", id, err)
 	}
 	d.log.Info("task republished: its earlier copy left the queue without a result", "task_id", id)
 	return ack.Sequence, nil
+}
+
+// answered reports whether task id's result is recorded or being recorded.
+func (d *Dispatcher) answered(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.recorded[id]
+	return ok || d.recording[id]
 }
 
 func (d *Dispatcher) unpend(f *Future) {

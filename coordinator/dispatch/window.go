@@ -108,7 +108,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 		select {
 		case ack := <-p.paf.Ok():
 			seq = ack.Sequence
-			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+			if ack.Duplicate && !d.answered(p.h.f.id) && d.vanished(ctx, ack.Sequence) {
 				var err error
 				if seq, err = d.republish(ctx, p.msg, nil); err != nil {
 					failed(p.h, err)
@@ -124,7 +124,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 				continue
 			}
 			seq = ack.Sequence
-			if ack.Duplicate && d.vanished(ctx, ack.Sequence) {
+			if ack.Duplicate && !d.answered(p.h.f.id) && d.vanished(ctx, ack.Sequence) {
 				if seq, err = d.republish(ctx, p.msg, nil); err != nil {
 					failed(p.h, err)
 					continue

@@ -108,9 +108,9 @@ for n in "${ns[@]}"; do
   for p in "${mpids[@]}"; do wait "$p" || failed=1; done
   end=$(date +%s.%N)
   if ((failed)); then
-    echo "scale.sh: a campaign process failed at $n cells" >&2
-    tail -20 "$run"/member*.out >&2
-    exit 1
+    # A cell that failed is reported with the row (its state counts).
+    echo "scale.sh: a campaign process exited non-zero at $n cells" >&2
+    for f in "$run"/member*.out; do tail -n 5 "$f" >&2; done
   fi
   served=$(curl -s "$url/stats" | python3 -c 'import json,sys; print(json.load(sys.stdin)["served"])')
   i=0
@@ -147,7 +147,10 @@ for c in camp["cells"]:
     states[c["state"]] = states.get(c["state"], 0) + 1
 done = states.get("done", 0)
 if done != n:
-    print("scale.sh: %d of %d cells done (%s)" % (done, n, states), file=sys.stderr)
+    print("scale.sh: %d of %d cells done (%s); failed cells:" % (done, n, states), file=sys.stderr)
+    for c in camp["cells"]:
+        if c["state"] != "done":
+            print("  %s: %s" % (c["name"], c.get("error", "")), file=sys.stderr)
 journal = 0
 for c in camp["cells"]:
     p = os.path.join(run, "camp", c["dir"], "results.journal")
