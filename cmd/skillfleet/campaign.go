@@ -9,9 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -102,13 +100,13 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if o.member != "" && o.natsURL == "" {
 		return usageError{errors.New("campaign: --member needs --nats: the members share the campaign's state on one NATS")}
 	}
-	if o.member != "" && !memberRe.MatchString(o.member) {
+	if o.member != "" && !campaign.ValidMember(o.member) {
 		return usageError{fmt.Errorf("campaign: --member %q: use letters, digits, '.', '-' and '_'", o.member)}
 	}
 	if o.member == "" && (o.sticky || o.cells != "") {
 		return usageError{errors.New("campaign: --sticky and --cells are for a member of a shared campaign (--member)")}
 	}
-	sel, err := cellGlobs(o.cells)
+	sel, err := campaign.SelectGlobs(o.cells)
 	if err != nil {
 		return usageError{fmt.Errorf("campaign: --cells: %w", err)}
 	}
@@ -317,12 +315,10 @@ func campaignExit(ctx context.Context, runErr error, f *campaign.File) error {
 // line, or a plain line.
 func printCampaignStatus(out io.Writer, term *ui.Terminal, s campaign.Status) {
 	if term != nil {
-		term.SetText(campaignLine(s.Counts, s.Total, s.Tokens, s.USD, s.Elapsed))
+		term.SetText(s.Line())
 		return
 	}
-	fmt.Fprintf(out, "campaign: %d done, %d running, %d queued, %d failed; %s tokens, $%.2f; %s\n",
-		s.Counts[campaign.StateDone], s.Counts[campaign.StateRunning], s.Counts[campaign.StateQueued], s.Counts[campaign.StateFailed],
-		fmtTokens(s.Tokens), s.USD, s.Elapsed.Round(time.Second))
+	fmt.Fprintln(out, s)
 }
 
 func fleetLine(o campaignOpts, url string) string {
@@ -335,37 +331,11 @@ func fleetLine(o campaignOpts, url string) string {
 	return "fleet on " + url
 }
 
-var memberRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-
 func memberLine(o campaignOpts) string {
 	if o.member == "" {
 		return ""
 	}
 	return " in this process, member " + o.member + " of those sharing the campaign"
-}
-
-// cellGlobs parses --cells: comma-separated globs a cell's name must match
-// one of (nil: every cell).
-func cellGlobs(s string) (func(campaign.Cell) bool, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var globs []string
-	for _, g := range strings.Split(s, ",") {
-		g = strings.TrimSpace(g)
-		if _, err := path.Match(g, ""); err != nil || g == "" {
-			return nil, fmt.Errorf("%q is not a glob", g)
-		}
-		globs = append(globs, g)
-	}
-	return func(c campaign.Cell) bool {
-		for _, g := range globs {
-			if ok, _ := path.Match(g, c.Name); ok {
-				return true
-			}
-		}
-		return false
-	}, nil
 }
 
 // portRange parses FIRST-LAST.

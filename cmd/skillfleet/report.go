@@ -48,7 +48,7 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, campaign.FileName)); err == nil {
-		return campaignReport(dir, *htmlOut, *csvOut, prices, stdout)
+		return campaign.WriteReport(dir, *htmlOut, *csvOut, prices, stdout)
 	}
 	if *csvOut != "" {
 		return usageError{errors.New("report: --csv is for campaign dirs")}
@@ -75,58 +75,4 @@ func runReport(_ context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "HTML report: %s\n", *htmlOut)
 	}
 	return nil
-}
-
-// campaignReport prints a campaign's results table and writes its CSV and
-// HTML forms (the HTML matrix links each cell's own report).
-func campaignReport(dir, htmlOut, csvOut string, prices *pricing.Table, stdout io.Writer) error {
-	f, err := campaign.Read(dir)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	if err := f.WriteText(stdout); err != nil {
-		return err
-	}
-	if csvOut != "" {
-		if err := writeFileWith(csvOut, f.WriteCSV); err != nil {
-			return fmt.Errorf("report: --csv: %w", err)
-		}
-		fmt.Fprintf(stdout, "CSV: %s\n", csvOut)
-	}
-	if htmlOut != "" {
-		links := map[string]string{}
-		base, _ := filepath.Abs(filepath.Dir(htmlOut))
-		for _, c := range f.Cells {
-			cellDir := filepath.Join(dir, filepath.FromSlash(c.Dir))
-			r, err := report.Load(cellDir, prices)
-			if err != nil {
-				continue // a cell that has not run yet has no report
-			}
-			page := filepath.Join(cellDir, "report.html")
-			if err := writeFileWith(page, r.WriteHTML); err != nil {
-				return fmt.Errorf("report: cell %s: %w", c.Name, err)
-			}
-			abs, _ := filepath.Abs(page)
-			if rel, err := filepath.Rel(base, abs); err == nil {
-				links[c.Name] = filepath.ToSlash(rel)
-			}
-		}
-		if err := writeFileWith(htmlOut, func(w io.Writer) error { return f.WriteHTML(w, links) }); err != nil {
-			return fmt.Errorf("report: --html: %w", err)
-		}
-		fmt.Fprintf(stdout, "HTML report: %s\n", htmlOut)
-	}
-	return nil
-}
-
-func writeFileWith(path string, write func(io.Writer) error) error {
-	out, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := write(out); err != nil {
-		_ = out.Close()
-		return err
-	}
-	return out.Close()
 }

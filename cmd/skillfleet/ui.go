@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
-	"github.com/skillfleet/skillfleet/coordinator/campaign"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/ui"
@@ -134,25 +132,6 @@ func (pw *progressWiring) close() {
 	if pw.term != nil {
 		pw.term.Close()
 	}
-}
-
-// campaignLine is a campaign's terminal status line: its cells done,
-// running and queued (and failed, stopped) of all, its spend and time so
-// far, and an ETA from the pace at which cells end.
-func campaignLine(counts map[string]int, total int, tokens int64, usd float64, elapsed time.Duration) string {
-	done, failed, stopped := counts[campaign.StateDone], counts[campaign.StateFailed], counts[campaign.StateStopped]
-	s := fmt.Sprintf("campaign: cells %d/%d done · %d running · %d queued", done, total, counts[campaign.StateRunning], counts[campaign.StateQueued])
-	if failed > 0 {
-		s += fmt.Sprintf(" · %d failed", failed)
-	}
-	if stopped > 0 {
-		s += fmt.Sprintf(" · %d stopped", stopped)
-	}
-	s += fmt.Sprintf(" · %s tok $%.2f · %s", fmtTokens(tokens), usd, elapsed.Round(time.Second))
-	if ended, left := done+failed, total-done-failed; ended > 0 && left > 0 {
-		s += " · ETA " + (elapsed / time.Duration(ended) * time.Duration(left)).Round(time.Second).String()
-	}
-	return s
 }
 
 // runUI serves the dashboard for finished (or running) runs and campaigns.

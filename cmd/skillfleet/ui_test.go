@@ -90,20 +90,6 @@ func TestUIBeyondLoopbackRefused(t *testing.T) {
 	}
 }
 
-// TestCampaignStatusLine: the campaign line counts cells and spend, and
-// estimates the time left from the pace at which cells end.
-func TestCampaignStatusLine(t *testing.T) {
-	counts := map[string]int{"done": 2, "running": 2, "queued": 3, "failed": 1}
-	got := campaignLine(counts, 8, 1_234_567, 0.4567, 90*time.Second)
-	want := "campaign: cells 2/8 done · 2 running · 3 queued · 1 failed · 1.23M tok $0.46 · 1m30s · ETA 2m30s"
-	if got != want {
-		t.Errorf("line\n got %q\nwant %q", got, want)
-	}
-	if got := campaignLine(map[string]int{"running": 1, "queued": 1}, 2, 0, 0, time.Second); got != "campaign: cells 0/2 done · 1 running · 1 queued · 0 tok $0.00 · 1s" {
-		t.Errorf("no cell ended yet: %q", got)
-	}
-}
-
 // TestCampaignTerminalLine: on a terminal (a pseudo-terminal from
 // script(1)) a campaign keeps one live status line — cells done, running,
 // queued, spend — below the cells' plain lines, and ends it before the
