@@ -15,8 +15,12 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/queue"
 )
 
-// The lost-task sweep asks the stream which of a run's pending messages it
-// still holds with one batched direct get per run subject filter: the
+// The lost-task sweep first asks the stream how many messages it holds
+// on the run's subjects (stream info with a subject filter: one request,
+// one reply): when that is at least the run's published pending tasks,
+// none is lost and the sweep is done. Otherwise it asks which of the
+// run's pending messages the stream still holds with one batched direct
+// get per run subject filter: the
 // server streams back every message of the run from the oldest pending
 // sequence on, and a pending sequence missing from that answer is a
 // candidate for republishing. Only those candidates — rare — are checked
@@ -76,8 +80,26 @@ func (d *Dispatcher) missing(ctx context.Context, cands []sweepCand) []sweepCand
 		s.lo, s.hi = min(s.lo, c.seq), max(s.hi, c.seq)
 		s.n++
 	}
+	d.mu.Lock()
+	published := map[string]uint64{}
+	for _, f := range d.pending {
+		if f.seq != 0 && f.msg != nil {
+			published[runFilter(f.msg.Subject)]++
+		}
+	}
+	d.mu.Unlock()
 	held := map[uint64]bool{}
 	for filter, s := range spans {
+		if n, err := d.storedCount(ctx, filter); err == nil && n >= published[filter] {
+			// Nothing of this run left the stream (a task answered
+			// meanwhile leaves one fewer, and is checked below).
+			for _, c := range cands {
+				if c.filter == filter {
+					held[c.seq] = true
+				}
+			}
+			continue
+		}
 		// The run's messages in the span are its pending tasks and the
 		// few copies a cancel or a republish left behind; the batch is
 		// sized for them so that one request usually covers the span.
@@ -96,6 +118,22 @@ func (d *Dispatcher) missing(ctx context.Context, cands []sweepCand) []sweepCand
 		}
 	}
 	return out
+}
+
+// storedCount is how many messages the stream holds on the subjects
+// filter matches.
+func (d *Dispatcher) storedCount(ctx context.Context, filter string) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	info, err := d.o.Stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return 0, err
+	}
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n, nil
 }
 
 // directGets reports whether the task stream answers direct gets.
