@@ -73,7 +73,7 @@ func workerExposure(health, metrics, natsURL string, n natsFlags, r redisFlags, 
 }
 
 func natsPeer(u string, n natsFlags) serve.Peer {
-	return serve.Peer{What: "NATS", Addr: u, TLS: n.tls.Enabled() || strings.HasPrefix(u, "tls://"), Flags: "--nats-ca (and --nats-tls-cert, --nats-tls-key)"}
+	return serve.Peer{What: "NATS", Addr: u, TLS: n.auth.TLS.Enabled() || strings.HasPrefix(u, "tls://"), Flags: "--nats-ca (and --nats-tls-cert, --nats-tls-key)"}
 }
 
 func redisPeer(r redisFlags) serve.Peer {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/internal/serve"
+	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf/tlstest"
@@ -74,7 +75,7 @@ func TestExposureCheck(t *testing.T) {
 		{name: "NATS list with one remote", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://127.0.0.1:4222,nats://10.9.9.9:4222", natsFlags{})}},
 			warn: []string{"host=10.9.9.9"}},
 		{name: "NATS over tls://", e: serve.Exposure{Peers: []serve.Peer{natsPeer("tls://10.1.2.3:4222", natsFlags{})}}},
-		{name: "NATS with --nats-ca", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://10.1.2.3:4222", natsFlags{tls: tlsconf.Files{CA: b.CA}})}}},
+		{name: "NATS with --nats-ca", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://10.1.2.3:4222", natsFlags{auth: queue.Auth{TLS: tlsconf.Files{CA: b.CA}}})}}},
 		{name: "NATS on loopback", e: serve.Exposure{Peers: []serve.Peer{natsPeer("nats://127.0.0.1:4222", natsFlags{})}}},
 		{name: "plaintext Redis beyond loopback", e: serve.Exposure{Peers: []serve.Peer{redisPeer(redisFlags{url: "redis://:s3cret@10.0.0.5:6379/0"})}},
 			warn: []string{"connecting beyond loopback without TLS", "to=Redis", "rediss://", "host=10.0.0.5"}, notWarn: "s3cret"},
