@@ -32,7 +32,8 @@ const DefaultTargetTimeout = 5 * time.Minute
 // the target is built by train's role builder ([coordinator.RoleSpec])
 // from the same keys a training config has; an agent CLI target
 // (the exec backend) gets the skill installed under the live skill's own
-// name and notes the skill files it opened, a plain SKILL.md included.
+// name, notes the skill files it opened, a plain SKILL.md included, and
+// has no stall deadline (target_timeout bounds a call).
 func Specs(n Night) (target, optimizer *pb.ModelSpec, err error) {
 	c := n.Config
 	if c.Backend == "" {
@@ -65,6 +66,12 @@ func Specs(n Night) (target, optimizer *pb.ModelSpec, err error) {
 		}
 		if _, set := target.Options["note_opened"]; !set {
 			target.Options["note_opened"] = "always"
+		}
+		// An agent's tool loop takes as long as it takes: target_timeout
+		// bounds it, not a stall deadline learned from the process's
+		// other (much faster) model calls.
+		if _, set := target.Options["stall_deadline"]; !set {
+			target.Options["stall_deadline"] = "off"
 		}
 	}
 	return target, optimizer, nil

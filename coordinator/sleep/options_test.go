@@ -45,7 +45,7 @@ func TestSpecsAgentTarget(t *testing.T) {
 	}
 	o := target.GetOptions()
 	if target.GetBackend() != "exec" || target.GetModel() != "sim-target" || o["agent"] != "codex" || o["bin"] != "/opt/codex" ||
-		o["sandbox"] != "none" || o["env"] != "MY_VAR" || o["skill_name"] != "papers" || o["note_opened"] != "always" ||
+		o["sandbox"] != "none" || o["env"] != "MY_VAR" || o["skill_name"] != "papers" || o["note_opened"] != "always" || o["stall_deadline"] != "off" ||
 		target.GetTimeoutMs() != 90_000 || target.GetMaxRetries() != -1 {
 		t.Errorf("target %v", target)
 	}
