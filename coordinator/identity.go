@@ -71,7 +71,7 @@ func lockRunDir(dir string) (unlock func(), err error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(path)
-		f.Close()
+		_ = f.Close() // only locked, not written
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, &lockedError{fmt.Errorf("run dir %s is in use by another coordinator (%s); wait for it to finish or stop it, then re-run to resume",
 				dir, cmp.Or(strings.TrimSpace(string(holder)), "holder unknown"))}
@@ -81,7 +81,7 @@ func lockRunDir(dir string) (unlock func(), err error) {
 	host, _ := os.Hostname()
 	_ = f.Truncate(0)
 	_, _ = f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+" on "+host+"\n"), 0)
-	return func() { f.Close() }, nil
+	return func() { _ = f.Close() }, nil // closing releases the lock; the pid line is informational
 }
 
 // lockedError is an error that wraps [ErrLocked] without saying so in its

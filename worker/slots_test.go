@@ -152,7 +152,11 @@ func setupSlotsAck(t *testing.T, cancelledInFlight int, hold chan struct{}, ackW
 	h := HandlerFunc(func(ctx context.Context, tk *pb.Task) *pb.Result {
 		n := b.running.Add(1)
 		defer b.running.Add(-1)
-		for p := b.peak.Load(); n > p && !b.peak.CompareAndSwap(p, n); p = b.peak.Load() {
+		// Raise peak to n unless another call raised it past n first.
+		for p := b.peak.Load(); n > p; p = b.peak.Load() {
+			if b.peak.CompareAndSwap(p, n) {
+				break
+			}
 		}
 		b.mu.Lock()
 		b.ctxs[tk.GetId()] = ctx

@@ -313,8 +313,8 @@ func (w *Worker) onReady(m *nats.Msg) {
 // (many workers polling fast after each bell cost the NATS server more
 // than the tasks themselves).
 const (
-	idleMin = 10 * time.Millisecond
-	idleMax = 250 * time.Millisecond
+	idleFloor = 10 * time.Millisecond
+	idleMax   = 250 * time.Millisecond
 )
 
 // pull fetches tasks for n slots from the classes in order — all of the
@@ -329,7 +329,7 @@ func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int
 		linger = make(chan struct{}, w.cfg.CancelledInFlight*n)
 	}
 	reporting := make(chan struct{}, n)
-	idle := idleMin
+	idle := idleFloor
 	for ctx.Err() == nil {
 		// Wait for at least one free slot, then ask for as many tasks as slots are free.
 		select {
@@ -375,7 +375,7 @@ func (w *Worker) pull(ctx, taskCtx context.Context, classes []queue.Class, n int
 		switch {
 		case got == free:
 			// Every free slot took a task: there may be more.
-			idle = idleMin
+			idle = idleFloor
 			continue
 		case got > 0:
 			// The queue ran dry: the next bell says when there is more.

@@ -373,7 +373,9 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { os.RemoveAll(binDir) })
-			os.Chmod(binDir, 0o755)
+			if err := os.Chmod(binDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
 			bin := filepath.Join(binDir, tc.agent)
 			if err := os.WriteFile(bin, []byte(fmt.Sprintf(fakeAgentScript, tc.version, tc.answer)), 0o755); err != nil {
 				t.Fatal(err)

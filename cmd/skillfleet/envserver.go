@@ -69,7 +69,9 @@ func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		defer br.Stop()
+		// The bridge's exit status after it is told to stop adds nothing
+		// to what serving returned.
+		defer func() { _ = br.Stop() }()
 		srv, what = br, "bridge "+fs.Arg(0)
 		if !*unsafeBridge {
 			what += " (sandboxed)"

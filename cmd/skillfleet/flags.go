@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -27,7 +28,7 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 // parse parses args; --help is not an error.
 func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+		if errors.Is(err, flag.ErrHelp) {
 			return true, nil
 		}
 		return false, usageError{err}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -109,7 +110,7 @@ func TestHistoryRunDirOfAnotherFormatIsRefusedInOneLine(t *testing.T) {
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitError {
+	if ee := (*exec.ExitError)(nil); !errors.As(err, &ee) || ee.ExitCode() != exitError {
 		t.Fatalf("train on a format-2.0 run dir: %v, want exit %d\n%s", err, exitError, stderr.String())
 	}
 	msg := strings.TrimSpace(stderr.String())

@@ -34,6 +34,15 @@ type command struct {
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
+// exec runs the command until it ends or the process is interrupted, and
+// returns its exit code.
+func (c command) exec(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	defer startProfile(stderr)()
+	return exitCode(c.run(ctx, args, stdout, stderr), stderr)
+}
+
 func commands() []command {
 	return []command{
 		{"train", "train a skill (all-in-one unless --nats is given)", runTrain},
@@ -89,14 +98,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	for _, c := range commands() {
-		if c.name != args[0] {
-			continue
+		if c.name == args[0] {
+			return c.exec(args[1:], stdout, stderr)
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		defer startProfile(stderr)()
-		err := c.run(ctx, args[1:], stdout, stderr)
-		return exitCode(err, stderr)
 	}
 	fmt.Fprintf(stderr, "skillfleet: unknown command %q\n\n", args[0])
 	usage(stderr)

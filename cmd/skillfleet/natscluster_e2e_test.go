@@ -227,7 +227,10 @@ func TestCampaignSurvivesNATSNodeLoss(t *testing.T) {
 
 	// It comes back once a cell has finished on the two survivors, and
 	// catches up.
-	for !strings.HasSuffix(strings.Fields(camp.line(t, "cell ", 180*time.Second))[2], "done") {
+	for {
+		if strings.HasSuffix(strings.Fields(camp.line(t, "cell ", 180*time.Second))[2], "done") {
+			break
+		}
 	}
 	cl.start(t, cl.node(t, first))
 	restarted := time.Now()

@@ -22,11 +22,13 @@ func startProfile(stderr io.Writer) func() {
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		fmt.Fprintln(stderr, "skillfleet: SKILLFLEET_CPUPROFILE:", err)
-		f.Close()
+		_ = f.Close() // nothing was written
 		return func() {}
 	}
 	return func() {
 		pprof.StopCPUProfile()
-		f.Close()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(stderr, "skillfleet: SKILLFLEET_CPUPROFILE:", err)
+		}
 	}
 }

@@ -71,7 +71,7 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	rest := args
 	for {
 		if err := flags.Parse(rest); err != nil {
-			if err == flag.ErrHelp {
+			if errors.Is(err, flag.ErrHelp) {
 				return nil
 			}
 			return usageError{err}

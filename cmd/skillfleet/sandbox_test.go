@@ -45,7 +45,9 @@ func TestSandboxRun(t *testing.T) {
 	}
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "p.py")
-	os.WriteFile(prog, []byte("import openpyxl\nwb = openpyxl.load_workbook(INPUT_PATH)\nwb.active['C1'] = 3\nwb.save(OUTPUT_PATH)\nprint('saved')\n"), 0o644)
+	if err := os.WriteFile(prog, []byte("import openpyxl\nwb = openpyxl.load_workbook(INPUT_PATH)\nwb.active['C1'] = 3\nwb.save(OUTPUT_PATH)\nprint('saved')\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	input := filepath.Join("..", "..", "pkg", "bench", "spreadsheet", "testdata", "spreadsheet", "204", "1_204_input.xlsx")
 	keep := filepath.Join(dir, "keep")
 	var stdout, stderr bytes.Buffer
@@ -60,7 +62,9 @@ func TestSandboxRun(t *testing.T) {
 			t.Errorf("--keep: %v", err)
 		}
 	}
-	os.WriteFile(prog, []byte("import os\nos.mkfifo(OUTPUT_PATH)\nraise SystemExit(4)\n"), 0o644)
+	if err := os.WriteFile(prog, []byte("import os\nos.mkfifo(OUTPUT_PATH)\nraise SystemExit(4)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	stdout.Reset()
 	code = run([]string{"sandbox", "run", "--input", input, prog}, &stdout, &stderr)
 	if code != exitError || !strings.Contains(stdout.String(), "--- exit 4") || !strings.Contains(stdout.String(), "OUTPUT_PATH: fifo") {
@@ -219,7 +223,7 @@ func TestSandboxedAgentHarnessesTrain(t *testing.T) {
 	<-done
 	<-done
 	n := 0
-	filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(tmp, func(p string, d fs.DirEntry, err error) error { // never fails: unreadable entries are skipped
 		if err != nil || !d.Type().IsRegular() {
 			return nil
 		}

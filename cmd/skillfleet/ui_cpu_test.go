@@ -186,7 +186,9 @@ func loadAvg() string {
 		return "?"
 	}
 	var one string
-	fmt.Sscan(string(b), &one)
+	if _, err := fmt.Sscan(string(b), &one); err != nil {
+		return "?"
+	}
 	return one
 }
 

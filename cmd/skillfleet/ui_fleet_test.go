@@ -189,7 +189,7 @@ func getJSON(url string, v any) error {
 		return fmt.Errorf("GET %s: %d %s", url, resp.StatusCode, body)
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("GET %s: %v\n%s", url, err, body)
+		return fmt.Errorf("GET %s: %w\n%s", url, err, body)
 	}
 	return nil
 }

@@ -41,7 +41,7 @@ func TestUIPageLoadsWithOnlyLoopback(t *testing.T) {
 		t.Skipf("skipping: a network namespace cannot be created here (needs root and util-linux unshare): %v", err)
 	}
 	if out, err := exec.Command("unshare", "--net", "--", "ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
-		unavailable(fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out))))
+		unavailable(fmt.Errorf("%w: %s", err, strings.TrimSpace(string(out))))
 	}
 	self, err := os.Executable()
 	if err != nil {

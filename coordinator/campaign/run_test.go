@@ -38,8 +38,8 @@ type fakeRuns struct {
 	evalSkills map[string]string
 }
 
-func newFakeRuns(phases int, perPhase int64, pause time.Duration) *fakeRuns {
-	return &fakeRuns{phases: phases, perPhase: perPhase, pause: pause, started: map[string]int{}, evalSkills: map[string]string{}}
+func newFakeRuns(phases int, pause time.Duration) *fakeRuns {
+	return &fakeRuns{phases: phases, perPhase: 10, pause: pause, started: map[string]int{}, evalSkills: map[string]string{}}
 }
 
 func (f *fakeRuns) run(ctx context.Context, r CellRun) error {
@@ -119,7 +119,7 @@ func specOf(n, maxActive int, budget string, evals ...string) string {
 // cell runs once, at most max_active_runs at once, an eval-only cell
 // after the cell it measures, and campaign.json holds every result.
 func TestCampaignAloneRunsEveryCell(t *testing.T) {
-	runs := newFakeRuns(3, 10, 5*time.Millisecond)
+	runs := newFakeRuns(3, 5*time.Millisecond)
 	dir := t.TempDir()
 	c, err := New(Config{Spec: writeSpec(t, specOf(5, 2, "", "c4")), Dir: dir}, Deps{Run: runs.run})
 	if err != nil {
@@ -153,7 +153,7 @@ func TestCampaignAloneRunsEveryCell(t *testing.T) {
 // starts once it is spent, and running cells stop at a phase boundary. A
 // stopped run writes no tokens.json: its spend still counts.
 func TestCampaignAloneBudget(t *testing.T) {
-	runs := newFakeRuns(4, 10, 5*time.Millisecond)
+	runs := newFakeRuns(4, 5*time.Millisecond)
 	c, err := New(Config{Spec: writeSpec(t, specOf(6, 1, "budget: {max_tokens: 100}\n")), Dir: t.TempDir()}, Deps{Run: runs.run})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestMembersShareACampaign(t *testing.T) {
 	emb := embeddedNATS(t)
 	spec := writeSpec(t, specOf(10, 2, "", "c0", "c9"))
 	dir := t.TempDir()
-	runs := newFakeRuns(6, 10, 40*time.Millisecond)
+	runs := newFakeRuns(6, 40*time.Millisecond)
 	trainOnly := func(c Cell) bool { return c.EvalFrom == "" }
 	evalOnly := func(c Cell) bool { return c.EvalFrom != "" }
 	a := startMember(t, emb, spec, dir, "a", runs, trainOnly)
@@ -317,7 +317,7 @@ func TestMembersShareOneBudget(t *testing.T) {
 	// for the whole campaign. Budgets per member would let all six end.
 	spec := writeSpec(t, specOf(6, 1, "budget: {max_tokens: 200}\n"))
 	dir := t.TempDir()
-	runs := newFakeRuns(10, 10, 100*time.Millisecond)
+	runs := newFakeRuns(10, 100*time.Millisecond)
 	ms := []*member{
 		startMember(t, emb, spec, dir, "a", runs, nil),
 		startMember(t, emb, spec, dir, "b", runs, nil),

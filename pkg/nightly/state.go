@@ -121,7 +121,7 @@ func LockState(path string) (unlock func(), err error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := os.ReadFile(lp)
-		f.Close()
+		_ = f.Close() // only locked, not written
 		if errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("%w (%s, held by pid %s)", ErrLocked, lp, strings.TrimSpace(string(holder)))
 		}
@@ -131,7 +131,7 @@ func LockState(path string) (unlock func(), err error) {
 	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
+		_ = f.Close() // the pid line is informational
 	}, nil
 }
 
@@ -154,8 +154,9 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	ok := false
 	defer func() {
 		if !ok {
-			f.Close()
-			os.Remove(tmp)
+			// The write already failed; this only clears the temporary.
+			_ = f.Close()
+			_ = os.Remove(tmp)
 		}
 	}()
 	for off := 0; off < len(data) || off == 0; {
@@ -186,7 +187,7 @@ func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
 	ok = true
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync()
-		d.Close()
+		_ = d.Close()
 	}
 	return nil
 }
