@@ -70,7 +70,8 @@ func leadRun(ctx context.Context, st *redisstore.Store, runID string, wait bool,
 			}
 		}
 	}
-	return fence, func() { cancel(); <-done }, nil
+	stop = func() { cancel(); <-done }
+	return fence, stop, nil
 }
 
 // publishCounters adds the run's task, call and token totals to the shared

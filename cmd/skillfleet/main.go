@@ -39,7 +39,8 @@ type command struct {
 func (c command) exec(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer startProfile(stderr)()
+	stopProfile := startProfile(stderr)
+	defer stopProfile()
 	return exitCode(c.run(ctx, args, stdout, stderr), stderr)
 }
 

@@ -227,10 +227,8 @@ func TestCampaignSurvivesNATSNodeLoss(t *testing.T) {
 
 	// It comes back once a cell has finished on the two survivors, and
 	// catches up.
-	for {
-		if strings.HasSuffix(strings.Fields(camp.line(t, "cell ", 180*time.Second))[2], "done") {
-			break
-		}
+	for done := false; !done; {
+		done = strings.HasSuffix(strings.Fields(camp.line(t, "cell ", 180*time.Second))[2], "done")
 	}
 	cl.start(t, cl.node(t, first))
 	restarted := time.Now()
