@@ -22,7 +22,6 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
-	usagepkg "github.com/skillfleet/skillfleet/pkg/usage"
 )
 
 // trainOpts are the flags shared by train and coordinator.
@@ -285,6 +284,3 @@ func classifyRunError(err error, runDir string) error {
 	}
 	return err
 }
-
-// fmtTokens renders a token count for people.
-func fmtTokens(n int64) string { return usagepkg.FormatCount(n) }
