@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/skillfleet/skillfleet/internal/filelock"
 	"github.com/skillfleet/skillfleet/pkg/config"
 )
 
@@ -64,24 +64,16 @@ func runIdentity(cfg *config.Config, out, id string) (dir, runID string, err err
 func LockRunDir(dir string) (unlock func(), err error) { return lockRunDir(dir) }
 
 func lockRunDir(dir string) (unlock func(), err error) {
-	path := filepath.Join(dir, "coordinator.lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("run dir lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(path)
-		_ = f.Close() // only locked, not written
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, &lockedError{fmt.Errorf("run dir %s is in use by another coordinator (%s); wait for it to finish or stop it, then re-run to resume",
-				dir, cmp.Or(strings.TrimSpace(string(holder)), "holder unknown"))}
-		}
-		return nil, fmt.Errorf("run dir lock %s: %w", path, err)
-	}
 	host, _ := os.Hostname()
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte("pid "+strconv.Itoa(os.Getpid())+" on "+host+"\n"), 0)
-	return func() { _ = f.Close() }, nil // closing releases the lock; the pid line is informational
+	unlock, err = filelock.Lock(filepath.Join(dir, "coordinator.lock"), 0o644, "pid "+strconv.Itoa(os.Getpid())+" on "+host)
+	if held := (*filelock.HeldError)(nil); errors.As(err, &held) {
+		return nil, &lockedError{fmt.Errorf("run dir %s is in use by another coordinator (%s); wait for it to finish or stop it, then re-run to resume",
+			dir, cmp.Or(held.Holder, "holder unknown"))}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run dir %w", err)
+	}
+	return unlock, nil
 }
 
 // lockedError is an error that wraps [ErrLocked] without saying so in its

@@ -213,7 +213,7 @@ func Adopt(o AdoptOptions) (*Receipt, error) {
 				return nil, err
 			}
 			rf.Backup = filepath.Join(backupDir, e.Name+".orig")
-			if err := WriteFileAtomic(rf.Backup, old, 0o600); err != nil {
+			if err := writeFile(rf.Backup, old, 0o600); err != nil {
 				return nil, fmt.Errorf("backup %s: %w", e.LivePath, err)
 			}
 		}
@@ -240,7 +240,7 @@ func Adopt(o AdoptOptions) (*Receipt, error) {
 		if fi, err := os.Stat(e.LivePath); err == nil {
 			perm = fi.Mode().Perm()
 		}
-		if err := WriteFileAtomic(e.LivePath, texts[i], perm); err != nil {
+		if err := writeFile(e.LivePath, texts[i], perm); err != nil {
 			return nil, fmt.Errorf("adopt %s: %w (the next adopt or undo rolls this one back)", e.LivePath, err)
 		}
 		if o.afterWrite != nil {
@@ -350,7 +350,7 @@ func restore(files []ReceiptFile) error {
 		if fi, err := os.Stat(f.LivePath); err == nil {
 			perm = fi.Mode().Perm()
 		}
-		if err := WriteFileAtomic(f.LivePath, b, perm); err != nil {
+		if err := writeFile(f.LivePath, b, perm); err != nil {
 			return err
 		}
 	}
@@ -409,7 +409,7 @@ func writeJSON(path string, v any) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return writeFile(path, append(b, '\n'), 0o600)
 }
 
 // checkPackage checks a package entry before anything is written: the

@@ -140,10 +140,10 @@ func Schedule(o ScheduleOptions) (string, error) {
 		svc += "StandardOutput=append:" + o.Log + "\nStandardError=append:" + o.Log + "\n"
 	}
 	timer := fmt.Sprintf("[Unit]\nDescription=Run %s daily\n\n[Timer]\nOnCalendar=*-*-* %02d:%02d:00\nPersistent=true\n\n[Install]\nWantedBy=timers.target\n", o.Name, h, m)
-	if err := WriteFileAtomic(filepath.Join(o.SystemdDir, o.Name+".service"), []byte(svc), 0o644); err != nil {
+	if err := writeFile(filepath.Join(o.SystemdDir, o.Name+".service"), []byte(svc), 0o644); err != nil {
 		return "", err
 	}
-	if err := WriteFileAtomic(filepath.Join(o.SystemdDir, o.Name+".timer"), []byte(timer), 0o644); err != nil {
+	if err := writeFile(filepath.Join(o.SystemdDir, o.Name+".timer"), []byte(timer), 0o644); err != nil {
 		return "", err
 	}
 	if o.Systemctl != "-" {

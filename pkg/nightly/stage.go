@@ -175,7 +175,7 @@ func Stage(in StageInput) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("stage: proposal %s: %w", p.Name, err)
 		}
-		if err := WriteFileAtomic(filepath.Join(dir, file), []byte(p.Text), 0o600); err != nil {
+		if err := writeFile(filepath.Join(dir, file), []byte(p.Text), 0o600); err != nil {
 			return "", err
 		}
 		m.Proposals = append(m.Proposals, ManifestEntry{
@@ -187,10 +187,10 @@ func Stage(in StageInput) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("stage: report: %w", err)
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "report.json"), []byte(Redact(string(rj))+"\n"), 0o600); err != nil {
+	if err := writeFile(filepath.Join(dir, "report.json"), []byte(Redact(string(rj))+"\n"), 0o600); err != nil {
 		return "", err
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(Redact(in.ReportMD)), 0o600); err != nil {
+	if err := writeFile(filepath.Join(dir, "report.md"), []byte(Redact(in.ReportMD)), 0o600); err != nil {
 		return "", err
 	}
 	var ev strings.Builder
@@ -201,14 +201,14 @@ func Stage(in StageInput) (string, error) {
 		}
 		ev.WriteString(Redact(string(b)) + "\n")
 	}
-	if err := WriteFileAtomic(filepath.Join(dir, "evidence.jsonl"), []byte(ev.String()), 0o600); err != nil {
+	if err := writeFile(filepath.Join(dir, "evidence.jsonl"), []byte(ev.String()), 0o600); err != nil {
 		return "", err
 	}
 	mb, _ := json.MarshalIndent(m, "", "  ")
-	if err := WriteFileAtomic(filepath.Join(dir, "manifest.json"), append(mb, '\n'), 0o600); err != nil {
+	if err := writeFile(filepath.Join(dir, "manifest.json"), append(mb, '\n'), 0o600); err != nil {
 		return "", err
 	}
-	if err := WriteFileAtomic(filepath.Join(in.Root, ".latest"), []byte(filepath.Base(dir)+"\n"), 0o600); err != nil {
+	if err := writeFile(filepath.Join(in.Root, ".latest"), []byte(filepath.Base(dir)+"\n"), 0o600); err != nil {
 		return "", err
 	}
 	return dir, nil

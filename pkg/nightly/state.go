@@ -8,9 +8,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
+	"github.com/skillfleet/skillfleet/internal/filelock"
 )
 
 // StateVersion is the state file's schema version.
@@ -83,7 +84,7 @@ func (s *State) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return writeFile(path, append(b, '\n'), 0o600)
 }
 
 // Archive adds tasks to the archive, replacing older entries of the same id.
@@ -115,79 +116,22 @@ func LockState(path string) (unlock func(), err error) {
 		return nil, err
 	}
 	lp := path + ".lock"
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", lp, err)
+	unlock, err = filelock.Lock(lp, 0o600, strconv.Itoa(os.Getpid()))
+	if held := (*filelock.HeldError)(nil); errors.As(err, &held) {
+		return nil, fmt.Errorf("%w (%s, held by pid %s)", ErrLocked, lp, held.Holder)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		holder, _ := os.ReadFile(lp)
-		_ = f.Close() // only locked, not written
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w (%s, held by pid %s)", ErrLocked, lp, strings.TrimSpace(string(holder)))
-		}
-		return nil, fmt.Errorf("lock %s: %w", lp, err)
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		_ = f.Close() // the pid line is informational
-	}, nil
+	return unlock, err
 }
 
-// writeHook, in tests, runs after each chunk WriteFileAtomic writes.
+// writeHook, in tests, runs after each chunk writeFile writes.
 var writeHook func(path string, written int)
 
-// WriteFileAtomic writes data to path so that a reader (or a crash) sees
-// either the old file or the new one, never a part: a temporary file in
-// the same directory, fsync, rename, fsync of the directory.
-func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+// writeFile replaces path with data atomically (see [atomicfile]),
+// reporting each written chunk to writeHook when a test sets it.
+func writeFile(path string, data []byte, perm fs.FileMode) error {
+	var progress func(int)
+	if hook := writeHook; hook != nil {
+		progress = func(n int) { hook(path, n) }
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			// The write already failed; this only clears the temporary.
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	for off := 0; off < len(data) || off == 0; {
-		n := min(len(data)-off, 1<<20)
-		if _, err := f.Write(data[off : off+n]); err != nil {
-			return fmt.Errorf("write %s: %w", tmp, err)
-		}
-		off += n
-		if writeHook != nil {
-			writeHook(path, off)
-		}
-		if n == 0 {
-			break
-		}
-	}
-	if err := f.Chmod(perm); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("rename onto %s: %w", path, err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
+	return atomicfile.WriteProgress(path, data, perm, progress)
 }

@@ -328,5 +328,5 @@ func WriteTasksFile(path string, tf TasksFile) error {
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, append(b, '\n'), 0o600)
+	return writeFile(path, append(b, '\n'), 0o600)
 }

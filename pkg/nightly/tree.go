@@ -179,7 +179,7 @@ func buildTree(dst string, files map[string]treeFile) error {
 			return err
 		}
 		f := files[name]
-		if err := WriteFileAtomic(p, f.data, f.perm); err != nil {
+		if err := writeFile(p, f.data, f.perm); err != nil {
 			return err
 		}
 	}
