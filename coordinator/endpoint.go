@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/grpc"
 
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -55,8 +56,12 @@ type Endpoint struct {
 	rpc       *rpcserver.Server
 	ann       *queue.Announcer
 	peers     *queue.RunTable
+	// sweeper looks for every run's lost tasks in one round.
+	sweeper *dispatch.Sweeper
 
 	cancel context.CancelFunc
+	// bg runs the directory watch and the sweeper until cancel.
+	bg sync.WaitGroup
 	// served is closed when the gRPC server stops serving, serveErr
 	// then says why (nil: it was stopped).
 	served   chan struct{}
@@ -93,16 +98,18 @@ func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	process := fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
 	e := &Endpoint{
 		log: o.Logger, nc: o.NC, ln: o.Listener, advertise: adv,
-		grpc:   grpc.NewServer(o.ServerOptions...),
-		rpc:    rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
-		ann:    queue.NewAnnouncer(kv, process, adv, o.Logger),
-		peers:  queue.NewRunTable(),
-		served: make(chan struct{}),
+		grpc:    grpc.NewServer(o.ServerOptions...),
+		rpc:     rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
+		ann:     queue.NewAnnouncer(kv, process, adv, o.Logger),
+		peers:   queue.NewRunTable(),
+		sweeper: dispatch.NewSweeper(o.Logger),
+		served:  make(chan struct{}),
 	}
 	pb.RegisterCoordinatorServer(e.grpc, e.rpc)
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e.cancel = cancel
-	go func() { _ = e.peers.Watch(wctx, kv) }()
+	e.bg.Go(func() { _ = e.peers.Watch(wctx, kv) })
+	e.bg.Go(func() { e.sweeper.Run(wctx) })
 	go func() {
 		if err := e.grpc.Serve(o.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			e.serveErr = fmt.Errorf("grpc serve: %w", err)
@@ -154,6 +161,7 @@ func (e *Endpoint) Close() error {
 	e.once.Do(func() {
 		e.ann.Stop()
 		e.cancel()
+		e.bg.Wait()
 		e.rpc.Drain()
 		stopped := make(chan struct{})
 		go func() { e.grpc.GracefulStop(); close(stopped) }()

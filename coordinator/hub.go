@@ -146,6 +146,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
 		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow, OnFatal: o.OnFatal,
+		Sweeper: ep.sweeper,
 	})
 	h.RPC = ep.RPC()
 	if n := h.D.Recorded(); n > 0 {

@@ -81,6 +81,10 @@ type Options struct {
 	// worker that fails a task on its last delivery reports the failure
 	// itself, so only a task no worker finished reaches this bound.
 	Generations int
+	// Sweeper, if set, looks for this dispatcher's lost tasks together
+	// with the other runs of its process while Run runs; without one, Run
+	// sweeps on its own every [SweepEvery].
+	Sweeper *Sweeper
 }
 
 // DefaultGenerations is [Options.Generations]' default: with the
@@ -278,7 +282,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		return err
 	}
 	var wg sync.WaitGroup
-	if d.o.Stream != nil {
+	switch {
+	case d.o.Sweeper != nil:
+		defer d.o.Sweeper.add(d)()
+	case d.o.Stream != nil:
 		wg.Go(func() { d.sweepEvery(ctx, SweepEvery) })
 	}
 	if d.o.BulkWindow != nil {
@@ -392,21 +399,51 @@ func (d *Dispatcher) sweepEvery(ctx context.Context, every time.Duration) {
 // it, and a worker acknowledges only after the result is recorded, so a
 // pending task whose message is gone is lost, never merely finished.
 // Tasks published within minAge are left alone. It returns how many tasks
-// it republished.
+// it republished. A dispatcher with a [Sweeper] is swept by it; Sweep
+// still sweeps it alone when called.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
-	var cands []sweepCand
-	d.mu.Lock()
-	for id, f := range d.pending {
-		if f.seq != 0 && f.msg != nil && !d.recording[id] && time.Since(f.published) >= minAge {
-			cands = append(cands, sweepCand{f: f, seq: f.seq, filter: runFilter(f.msg.Subject)})
-		}
-	}
-	d.mu.Unlock()
-	if len(cands) == 0 {
+	r := d.sweepRound(minAge)
+	if r == nil {
 		return 0
 	}
+	return d.sweepWith(ctx, r, d.storedCount)
+}
+
+// sweepRound is what one sweep of a dispatcher looks at: its pending
+// tasks old enough to be looked at, and how many of its tasks are
+// published and pending on each run subject filter. It is nil when no
+// task is old enough.
+type sweepRound struct {
+	cands     []sweepCand
+	published map[string]uint64
+}
+
+func (d *Dispatcher) sweepRound(minAge time.Duration) *sweepRound {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var cands []sweepCand
+	published := map[string]uint64{}
+	for id, f := range d.pending {
+		if f.seq == 0 || f.msg == nil {
+			continue
+		}
+		filter := runFilter(f.msg.Subject)
+		published[filter]++
+		if !d.recording[id] && time.Since(f.published) >= minAge {
+			cands = append(cands, sweepCand{f: f, seq: f.seq, filter: filter})
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return &sweepRound{cands: cands, published: published}
+}
+
+// sweepWith finishes a sweep round: stored says how many messages the
+// stream holds on a run subject filter, counted after the round was taken.
+func (d *Dispatcher) sweepWith(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) int {
 	n := 0
-	for _, c := range d.missing(ctx, cands) {
+	for _, c := range d.missing(ctx, r, stored) {
 		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
 			continue
 		}

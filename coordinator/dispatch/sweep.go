@@ -62,7 +62,8 @@ func runFilter(subject string) string {
 // missing returns the candidates whose message the stream no longer seems
 // to hold. On any failure of the batched read it returns every candidate,
 // for the caller to check one by one.
-func (d *Dispatcher) missing(ctx context.Context, cands []sweepCand) []sweepCand {
+func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) []sweepCand {
+	cands := r.cands
 	if !d.directGets() {
 		return cands
 	}
@@ -80,17 +81,9 @@ func (d *Dispatcher) missing(ctx context.Context, cands []sweepCand) []sweepCand
 		s.lo, s.hi = min(s.lo, c.seq), max(s.hi, c.seq)
 		s.n++
 	}
-	d.mu.Lock()
-	published := map[string]uint64{}
-	for _, f := range d.pending {
-		if f.seq != 0 && f.msg != nil {
-			published[runFilter(f.msg.Subject)]++
-		}
-	}
-	d.mu.Unlock()
 	held := map[uint64]bool{}
 	for filter, s := range spans {
-		if n, err := d.storedCount(ctx, filter); err == nil && n >= published[filter] {
+		if n, err := stored(ctx, filter); err == nil && n >= r.published[filter] {
 			// Nothing of this run left the stream (a task answered
 			// meanwhile leaves one fewer, and is checked below).
 			for _, c := range cands {

@@ -3,6 +3,7 @@ package dispatch_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -146,5 +147,84 @@ func TestSweepWithoutDirectGets(t *testing.T) {
 	}
 	if _, err := stream.GetMsg(ctx, info.State.LastSeq+1); err != nil {
 		t.Errorf("the republished task is not in the stream: %v", err)
+	}
+}
+
+// TestSweeperServesManyRunsWithOneRequest: a process's sweeper looks at
+// all its runs' pending tasks with one stream request a round, finds the
+// one task lost in one run, republishes it, and leaves the other runs'
+// tasks alone; a round where nothing is lost sends one request however
+// many runs there are.
+func TestSweeperServesManyRunsWithOneRequest(t *testing.T) {
+	ctx := context.Background()
+	nc, js, stream := startQueue(t)
+	s := dispatch.NewSweeper(nil)
+	const runs, perRun = 20, 10
+	for r := range runs {
+		run := fmt.Sprintf("run%02d", r)
+		d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: run + "/", Sweeper: s})
+		defer s.Add(d)()
+		for i := range perRun {
+			task := noopTask(fmt.Sprintf("%s/t%d", run, i))
+			task.RunId = run
+			if _, err := d.Submit(ctx, task); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != runs*perRun {
+		t.Fatalf("stream holds %d messages, want %d", info.State.Msgs, runs*perRun)
+	}
+
+	before := nc.Stats().OutMsgs
+	if n := s.Sweep(ctx, 0); n != 0 {
+		t.Fatalf("a sweep with nothing lost republished %d tasks", n)
+	}
+	if sent := nc.Stats().OutMsgs - before; sent > 1 {
+		t.Errorf("a sweep of %d runs with nothing lost sent %d messages, want 1", runs, sent)
+	}
+
+	// One message of run07 leaves the stream with no result.
+	lost := info.State.FirstSeq + 7*perRun + 3
+	m, err := stream.GetMsg(ctx, lost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := queue.RunSubjects("run07"); !strings.HasSuffix(m.Subject, ".run07") {
+		t.Fatalf("message %d is on %s, not on %s", lost, m.Subject, want)
+	}
+	if err := stream.DeleteMsg(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	before = nc.Stats().OutMsgs
+	if n := s.Sweep(ctx, 0); n != 1 {
+		t.Fatalf("sweep republished %d tasks, want 1", n)
+	}
+	// The count, run07's batched read, the check with the stream leader,
+	// the publish and one wake-up per class.
+	if sent, limit := nc.Stats().OutMsgs-before, uint64(4+len(queue.Classes)); sent > limit {
+		t.Errorf("sweep of %d runs with one task lost sent %d messages, want at most %d", runs, sent, limit)
+	}
+	info, err = stream.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != runs*perRun {
+		t.Errorf("after the sweep the stream holds %d messages, want %d", info.State.Msgs, runs*perRun)
+	}
+	m, err = stream.GetMsg(ctx, info.State.LastSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task pb.Task
+	if err := proto.Unmarshal(m.Data, &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.GetId() != "run07/t3" {
+		t.Errorf("republished task %q, want run07/t3", task.GetId())
 	}
 }

@@ -6,7 +6,7 @@
 #
 #   scripts/bench/scale.sh [--cells 8,384] [--pad 50KB] [--members 2] [--workers 3] \
 #       [--concurrency 32] [--optimizer-concurrency 16] [--config configs/demo.yaml] \
-#       [--skillfleet PATH] [--keep DIR] [--set section.key=value ...]
+#       [--skillfleet PATH] [--keep DIR] [--tap] [--set section.key=value ...]
 #
 # For each N of --cells it starts a standalone nats-server
 # (scripts/bench/natsd), `skillfleet sim-llm` (no latency; --pad pads every
@@ -26,12 +26,15 @@
 #     (every cell runs at once), and the peak RSS of the processes;
 #   - each worker's peak RSS.
 #
+# --tap counts the messages published by subject pattern and prints the
+# counts after each row (the tap's deliveries inflate the out column).
+#
 # --skillfleet runs the campaign and workers from a prebuilt binary (for
 # example one built from an older commit, to compare); sim-llm and natsd are
 # always built from this tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-cells_list=8,384 pad=0 members=2 workers=3 conc=32 oconc=16 config=configs/demo.yaml sfbin="" keep=""
+cells_list=8,384 pad=0 members=2 workers=3 conc=32 oconc=16 config=configs/demo.yaml sfbin="" keep="" tap=""
 sets=(--set train.num_epochs=1 --set evaluation.sel_env_num=20 --set evaluation.test_env_num=20)
 while (($#)); do
   case "$1" in
@@ -44,6 +47,7 @@ while (($#)); do
     --config) config=$2; shift 2 ;;
     --skillfleet) sfbin=$(realpath "$2"); shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
+    --tap) tap=--tap; shift ;;
     --set) sets+=(--set "$2"); shift 2 ;;
     *) echo "scale.sh: unknown flag $1" >&2; exit 2 ;;
   esac
@@ -75,7 +79,7 @@ for n in "${ns[@]}"; do
   sim_port=$(port) nats_port=$(port)
   "$tmp/sim" sim-llm --addr "127.0.0.1:$sim_port" --trajectory-pad "$pad" >"$run/sim.log" 2>&1 &
   pids+=($!)
-  "$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$run/nats" >"$run/nats.log" 2>&1 &
+  "$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$run/nats" $tap >"$run/nats.log" 2>&1 &
   natspid=$!
   pids+=($natspid)
   wait_port "$nats_port" && wait_port "$sim_port" || { echo "scale.sh: servers did not start" >&2; exit 1; }
@@ -160,6 +164,7 @@ mib = 1 << 20
 print("| %d | %d | %.0f s | %.1f | %.2f | %.2f | %.3f | %.0f MiB | %.1f MiB | %.0f MiB |" % (
     n, served, wall, journal / 1024 / served, nin / served, nout / served, 1000 * cpu / served, rss / mib, rss / mib / n, wrss / mib))
 PY
+  [[ -n "$tap" ]] && grep '^tap ' "$run/nats.log" | head -40
   [[ -n "$keep" ]] && mkdir -p "$keep" && rm -rf "${keep:?}/n$n" && cp -r "$run" "$keep/n$n"
   rm -rf "$run"
 done

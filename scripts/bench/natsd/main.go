@@ -28,6 +28,7 @@ func main() {
 	clusterAddr := flag.String("cluster", "", "listen for cluster routes on HOST:PORT (makes the server a JetStream cluster node)")
 	clusterName := flag.String("cluster-name", "skillfleet", "the cluster's name, the same on every node")
 	routes := flag.String("routes", "", "comma-separated route URLs of the cluster's nodes (nats://HOST:PORT; may include this node's own)")
+	tap := flag.Bool("tap", false, "count every message published, by subject pattern, and print the counts at exit (the tap's own deliveries add to the out count)")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -73,9 +74,19 @@ func main() {
 		fmt.Println("nats cluster routes on", u)
 	}
 	fmt.Println("nats listening on", e.URL())
+	var t *tapCounts
+	if *tap {
+		if t, err = startTap(e); err != nil {
+			fmt.Fprintln(os.Stderr, "natsd: --tap:", err)
+			os.Exit(1)
+		}
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	<-sig
+	if t != nil {
+		t.print(os.Stdout)
+	}
 	in, out := e.Traffic()
 	fmt.Printf("nats traffic: %d messages in, %d out\n", in, out)
 	e.Shutdown()
