@@ -15,6 +15,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 	"github.com/skillfleet/skillfleet/pkg/sandbox"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // Exit codes.
@@ -144,7 +145,9 @@ func exitCode(err error, stderr io.Writer) int {
 	return exitError
 }
 
-// newLogger returns a logger writing text (or JSON) to w at level.
+// newLogger returns a logger writing text (or JSON) to w at level; records
+// written with a context that carries a span get trace_id and span_id
+// (see telemetry.LogHandler), so a log line leads to its trace.
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -153,9 +156,9 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "json":
-		return traceLogger(slog.NewJSONHandler(w, opts)), nil
+		return slog.New(telemetry.NewLogHandler(slog.NewJSONHandler(w, opts))), nil
 	case "text", "":
-		return traceLogger(slog.NewTextHandler(w, opts)), nil
+		return slog.New(telemetry.NewLogHandler(slog.NewTextHandler(w, opts))), nil
 	default:
 		return nil, usageError{fmt.Errorf("--log-format %q: want text or json", format)}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"log/slog"
 
 	"github.com/nats-io/nats.go"
@@ -54,10 +55,21 @@ func (r *redisFlags) register(fs *flag.FlagSet, use string) {
 	fs.StringVar(&r.tls.Key, "redis-tls-key", "", "client key for Redis (mutual TLS)")
 }
 
+// open connects to the shared store (see [redisstore.Open]). The password
+// comes from --redis-password-file or the environment, never from a flag
+// value.
 func (r redisFlags) open(ctx context.Context, log *slog.Logger) (*redisstore.Store, error) {
-	var tc *tlsconf.Files
+	o := redisstore.Options{URL: r.url, PasswordFile: r.passwordFile}
 	if r.tls.Enabled() {
-		tc = &r.tls
+		c, err := r.tls.Client()
+		if err != nil {
+			return nil, fmt.Errorf("--redis-ca/--redis-tls-*: %w", err)
+		}
+		o.TLS = c
 	}
-	return openRedis(ctx, r.url, r.passwordFile, tc, log)
+	st, err := redisstore.Open(ctx, o, log)
+	if err != nil {
+		return nil, fmt.Errorf("--redis: %w", err)
+	}
+	return st, nil
 }
