@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/skillfleet/skillfleet/pkg/sandbox"
 )
 
 // proxyPort is where a sandboxed agent finds its HTTPS_PROXY (on the
@@ -115,21 +117,7 @@ func (p *connectProxy) serve(conn net.Conn) {
 			return
 		}
 	}
-	// Each direction ends when its source ends or fails; either way its
-	// destination gets EOF and the other direction runs to its own end.
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(up, conn); closeWrite(up); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(conn, up); closeWrite(conn); done <- struct{}{} }()
-	<-done
-	<-done
-	conn.Close()
-	up.Close()
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite() // the peer may have closed already: nothing to do
-	}
+	sandbox.Splice(conn, up)
 }
 
 func (p *connectProxy) close() {

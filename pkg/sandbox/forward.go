@@ -89,7 +89,7 @@ func forwarderMain(spec string) error {
 						c.Close()
 						return
 					}
-					splice(c, u)
+					Splice(c, u)
 				}()
 			}
 		}()
@@ -100,15 +100,16 @@ func forwarderMain(spec string) error {
 	select {}
 }
 
-// splice copies both ways until either side ends.
-func splice(a, b net.Conn) {
+// Splice copies bytes between a and b both ways, then closes both. Each
+// direction ends when its source ends or fails; its destination then gets
+// EOF (a half-close where the connection has one) and the other direction
+// runs on to its own end. Splice returns when both directions have ended.
+func Splice(a, b net.Conn) {
 	done := make(chan struct{}, 2)
 	cp := func(dst, src net.Conn) {
-		// src ending or failing ends this direction either way; dst
-		// gets EOF (or is gone already) and the other side runs on.
-		_, _ = io.Copy(dst, src)
+		_, _ = io.Copy(dst, src) // an error ends this direction like EOF does
 		if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-			_ = cw.CloseWrite()
+			_ = cw.CloseWrite() // the peer may have closed already: nothing to do
 		}
 		done <- struct{}{}
 	}
@@ -116,8 +117,8 @@ func splice(a, b net.Conn) {
 	go cp(b, a)
 	<-done
 	<-done
-	a.Close()
-	b.Close()
+	_ = a.Close()
+	_ = b.Close()
 }
 
 // forwarding is the host side of a run's forwards.
@@ -192,7 +193,7 @@ func startForwards(fs []Forward) (*forwarding, error) {
 						c.Close()
 						return
 					}
-					splice(c, t)
+					Splice(c, t)
 				}()
 			}
 		}()
