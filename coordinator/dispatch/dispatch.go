@@ -284,7 +284,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	switch {
 	case d.o.Sweeper != nil:
-		defer d.o.Sweeper.add(d)()
+		leave := d.o.Sweeper.add(d)
+		defer leave()
 	case d.o.Stream != nil:
 		wg.Go(func() { d.sweepEvery(ctx, SweepEvery) })
 	}

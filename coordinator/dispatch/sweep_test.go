@@ -163,7 +163,7 @@ func TestSweeperServesManyRunsWithOneRequest(t *testing.T) {
 	for r := range runs {
 		run := fmt.Sprintf("run%02d", r)
 		d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: run + "/", Sweeper: s})
-		defer s.Add(d)()
+		t.Cleanup(s.Add(d))
 		for i := range perRun {
 			task := noopTask(fmt.Sprintf("%s/t%d", run, i))
 			task.RunId = run
@@ -194,8 +194,8 @@ func TestSweeperServesManyRunsWithOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := queue.RunSubjects("run07"); !strings.HasSuffix(m.Subject, ".run07") {
-		t.Fatalf("message %d is on %s, not on %s", lost, m.Subject, want)
+	if !strings.HasSuffix(m.Subject, ".run07") {
+		t.Fatalf("message %d is on %s, not one of run07's subjects", lost, m.Subject)
 	}
 	if err := stream.DeleteMsg(ctx, lost); err != nil {
 		t.Fatal(err)
