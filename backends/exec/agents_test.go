@@ -361,7 +361,8 @@ func TestCodexConfig(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "config.toml")
 	bin := script(t, `[ "$1" = "--version" ] && { echo 'codex-cli 0.169.0'; exit 0; }
 cp "$CODEX_HOME/config.toml" `+out+`
-echo '{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}'`)
+echo '{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}'
+echo '{"type":"turn.completed"}'`)
 	for _, tc := range []struct {
 		base string
 		want string

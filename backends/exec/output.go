@@ -55,11 +55,7 @@ func (c *Client) parse(out []byte, cut bool) (result, *OutputError) {
 	case OutputClaudeJSON:
 		return parseClaude(out, cut, c.skillDir())
 	case OutputCodexJSON:
-		r, ok := parseCodex(out)
-		if !ok {
-			return r, &OutputError{Format: OutputCodexJSON, Problem: "no JSON event", Excerpt: string(head(out, 300))}
-		}
-		return r, nil
+		return parseCodex(out, cut)
 	default:
 		return result{content: strings.TrimRight(string(out), "\r\n")}, nil
 	}
@@ -225,11 +221,26 @@ func claudeToolUse(name string, input json.RawMessage, skillDir string) []string
 // the reply, the turn.completed usages add up, a turn.failed or error
 // event is the agent's failure, and the completed command_execution items
 // are the shell commands the agent ran. Lines that are not JSON are
-// skipped; ok is false when there is no JSON line at all.
-func parseCodex(out []byte) (r result, ok bool) {
+// skipped (the CLI may print other text), but the stream must end the
+// turn: an output with no JSON event, or whose events stop before a
+// turn.completed, turn.failed or error event (the CLI exited after partial
+// output, died, or was cut at max_output_bytes), is an *OutputError naming
+// the last event seen, never an empty or partial reply.
+func parseCodex(out []byte, cut bool) (result, *OutputError) {
+	var r result
+	fail := func(text []byte, format string, a ...any) (result, *OutputError) {
+		return r, &OutputError{Format: OutputCodexJSON, Problem: fmt.Sprintf(format, a...), Excerpt: string(head(text, 300))}
+	}
+	var lastType string
+	var lastEvent, lastLine []byte
+	events, ended := 0, false
 	for _, line := range bytes.Split(out, []byte("\n")) {
 		line = bytes.TrimSpace(line)
-		if len(line) == 0 || line[0] != '{' {
+		if len(line) == 0 {
+			continue
+		}
+		lastLine = line
+		if line[0] != '{' {
 			continue
 		}
 		var ev struct {
@@ -253,7 +264,8 @@ func parseCodex(out []byte) (r result, ok bool) {
 		if json.Unmarshal(line, &ev) != nil {
 			continue
 		}
-		ok = true
+		events++
+		lastType, lastEvent = cmpOr(ev.Type, "(no type)"), line
 		switch ev.Type {
 		case "item.completed":
 			switch {
@@ -264,6 +276,7 @@ func parseCodex(out []byte) (r result, ok bool) {
 				r.used = append(r.used, ev.Item.Command)
 			}
 		case "turn.completed":
+			ended = true
 			if u := ev.Usage; u != nil {
 				if r.usage == nil {
 					r.usage = &llm.Usage{}
@@ -271,6 +284,7 @@ func parseCodex(out []byte) (r result, ok bool) {
 				r.usage.Add(llm.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CachedInputTokens, ReasoningTokens: u.ReasoningTokens})
 			}
 		case "turn.failed", "error":
+			ended = true
 			r.failed = true
 			if ev.Error != nil {
 				r.content = ev.Error.Message
@@ -279,5 +293,21 @@ func parseCodex(out []byte) (r result, ok bool) {
 			}
 		}
 	}
-	return r, ok
+	switch {
+	case r.failed:
+		// The agent's own report of its failure stands, whatever followed.
+		return r, nil
+	case events == 0 && cut:
+		return fail(out, "cut off at max_output_bytes (%d bytes kept) before any JSON event; raise option max_output_bytes", len(out))
+	case events == 0:
+		return fail(out, "no JSON event")
+	case ended:
+		return r, nil
+	case cut:
+		return fail(lastLine, "cut off at max_output_bytes (%d bytes kept) before the turn ended (last event: %s); raise option max_output_bytes", len(out), lastType)
+	case len(lastLine) > 0 && lastLine[0] == '{' && !bytes.Equal(lastLine, lastEvent):
+		return fail(lastLine, "the output ends inside an event (the stream was truncated) before turn.completed (last event: %s)", lastType)
+	default:
+		return fail(lastEvent, "output ended without turn.completed (last event: %s)", lastType)
+	}
 }

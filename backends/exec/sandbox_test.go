@@ -561,7 +561,7 @@ func procsWithEnv(s string) []int {
 // front too. Option sandbox=none runs the agent on the host, logged.
 func TestSandboxIsTheDefault(t *testing.T) {
 	t.Parallel()
-	bin := script(t, "[ \"$1\" = --version ] && { echo 'codex-cli 0.169.0'; exit 0; }\necho '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"ran on '\"$PWD\"'\"}}'")
+	bin := script(t, "[ \"$1\" = --version ] && { echo 'codex-cli 0.169.0'; exit 0; }\necho '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"ran on '\"$PWD\"'\"}}'\necho '{\"type\":\"turn.completed\"}'")
 	mk := func(t *testing.T, opts map[string]string, mod func(*exec.Config)) *exec.Client {
 		t.Helper()
 		o := map[string]string{"agent": "codex", "bin": bin, "base_url": "http://127.0.0.1:" + strconv.Itoa(healthServer(t)) + "/v1"}

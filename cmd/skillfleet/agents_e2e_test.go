@@ -335,8 +335,9 @@ func TestAgentWorldIsCurrent(t *testing.T) {
 
 // fakeAgentScript is a stand-in codex or claude: it passes the version
 // check and answers by the last digit of the task's record value: 1 exits
-// with status 3, 2 hangs, 3 prints garbage; any other prints the record
-// value (the gold answer) in the CLI's JSON output.
+// with status 3, 2 hangs, 3 prints one event then garbage and exits 0 (a
+// broken stream); any other prints the record value (the gold answer) in
+// the CLI's JSON output.
 const fakeAgentScript = `#!/bin/bash
 [ "$1" = "--version" ] && { echo '%s'; exit 0; }
 task=$(cat task.md)
@@ -344,7 +345,7 @@ v=$(grep -o 'Record value: [0-9]*' <<<"$task" | tail -1 | grep -o '[0-9]*$')
 case "$v" in
 *1) echo "boom" >&2; exit 3 ;;
 *2) sleep 300 ;;
-*3) echo '<html>502 Bad Gateway</html>' ;;
+*3) echo '{"type":"thread.started"}'; echo '<html>502 Bad Gateway</html>' ;;
 *) printf '%s\n' "$v" ;;
 esac
 `

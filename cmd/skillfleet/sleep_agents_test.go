@@ -53,6 +53,8 @@ func TestSleepFailingReplayAgentStopsTheNight(t *testing.T) {
 		{name: "exit 1", agent: codex, body: "echo 'not logged in: run codex login' >&2; exit 1", want: "exited with exit status 1: not logged in"},
 		{name: "never answers", agent: codex, body: "sleep 300", want: "timed out after 3s"},
 		// Claude Code's stream cut inside an event, before its result.
+		// A Codex stream that stops after one event, the CLI exiting 0.
+		{name: "codex broken stream", agent: codex, body: `echo '{"type":"thread.started","thread_id":"t1"}'`, want: "codex-json output: output ended without turn.completed (last event: thread.started)"},
 		{name: "broken stream", agent: claude, body: `printf '%s\n' '{"type":"system"}' '{"type":"assistant","message":{"cont'`, want: "unreadable agent output: claude-json output"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
