@@ -58,6 +58,13 @@ type Endpoint struct {
 	peers     *queue.RunTable
 	// sweeper looks for every run's lost tasks in one round.
 	sweeper *dispatch.Sweeper
+	// depth is the task stream's last sampled message count, shared by
+	// the runs' meters.
+	depth struct {
+		sync.Mutex
+		at   time.Time
+		msgs uint64
+	}
 
 	cancel context.CancelFunc
 	// bg runs the directory watch and the sweeper until cancel.
@@ -152,6 +159,23 @@ func (e *Endpoint) serve(ctx context.Context, runID string, weight float64, rec 
 // shows them.
 func (e *Endpoint) totalWeight() float64 {
 	return e.ann.Weight() + e.peers.Weights(e.ann.Key())
+}
+
+// queueDepth is how many messages the task stream holds, asked of the
+// stream at most once per maxAge however many runs of the process sample
+// it.
+func (e *Endpoint) queueDepth(ctx context.Context, stream jetstream.Stream, maxAge time.Duration) (uint64, error) {
+	e.depth.Lock()
+	defer e.depth.Unlock()
+	if !e.depth.at.IsZero() && time.Since(e.depth.at) < maxAge {
+		return e.depth.msgs, nil
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	e.depth.at, e.depth.msgs = time.Now(), info.State.Msgs
+	return e.depth.msgs, nil
 }
 
 // Close withdraws the process from the directory and stops the gRPC

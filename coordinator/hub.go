@@ -243,8 +243,8 @@ func (h *Hub) sample(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 		}
-		if info, err := h.Stream.Info(ctx); err == nil {
-			h.o.Meters.SetQueueDepth(ctx, int64(info.State.Msgs))
+		if n, err := h.ep.queueDepth(ctx, h.Stream, every); err == nil {
+			h.o.Meters.SetQueueDepth(ctx, int64(n))
 		}
 		h.o.Meters.SetWorkers(ctx, int64(len(h.RPC.Workers(30*time.Second))))
 	}
