@@ -34,37 +34,22 @@ while (($#)); do
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
-tmp=$(mktemp -d)
-pids=()
+source scripts/lib/fleet.sh
+fleet_scratch
+fleet_build
+bin=$tmp/skillfleet
 # /usr/bin/time does not pass signals on: stop its child too.
 stop() { pkill -"$1" -P "$2" 2>/dev/null || true; kill -"$1" "$2" 2>/dev/null || true; }
-cleanup() { for p in "${pids[@]}"; do stop KILL "$p"; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
-bin=$tmp/skillfleet
-go build -o "$bin" ./cmd/skillfleet
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-sim_port=$(port)
-"$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" --rpm "$rpm" --tpm "$tpm" >"$tmp/sim.log" 2>&1 &
-pids+=($!)
-nats_port=$(port)
-go build -o "$tmp/natsd" ./scripts/bench/natsd
-"$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats" >"$tmp/nats.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 100); do
-  (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
-  sleep 0.1
-done
+fleet_servers "$tmp" --latency "$latency" --rpm "$rpm" --tpm "$tpm"
 worker_extra=()
 if [[ -n "$redis" ]]; then
-  redis_port=$(port)
+  redis_port=$(fleet_port)
   redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no >"$tmp/redis.log" 2>&1 &
   pids+=($!)
   worker_extra=(--redis "redis://127.0.0.1:$redis_port/0")
 fi
-grpc_port=$(port)
-health_port=$(port)
-url="http://127.0.0.1:$sim_port/v1"
+grpc_port=$(fleet_port)
+health_port=$(fleet_port)
 SKILLFLEET_CPUPROFILE="$profile" /usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
   --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --health-addr "127.0.0.1:$health_port" --no-fsync --log-format json \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \

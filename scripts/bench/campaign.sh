@@ -34,39 +34,14 @@ while (($#)); do
     *) echo "campaign.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
+source scripts/lib/fleet.sh
+fleet_scratch
+fleet_build
 bin=$tmp/skillfleet
-go build -o "$bin" ./cmd/skillfleet
-go build -o "$tmp/natsd" ./scripts/bench/natsd
 prof() { [[ -n "$profile" ]] && echo "$profile/$1.pprof" || true; }
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-sim_port=$(port) nats_port=$(port)
-"$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" >"$tmp/sim.log" 2>&1 &
-pids+=($!)
-"$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats" --cpuprofile "$(prof nats)" >"$tmp/nats.log" 2>&1 &
-pids+=($!) natspid=$!
-for _ in $(seq 100); do
-  (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && (echo > "/dev/tcp/127.0.0.1/$sim_port") 2>/dev/null && break
-  sleep 0.1
-done
-url="http://127.0.0.1:$sim_port/v1"
-nats="nats://127.0.0.1:$nats_port"
-{
-  echo "name: bench"
-  echo "max_active_runs: $cells"
-  echo "no_skill: false"
-  echo "matrix:"
-  echo "  configs: [$(realpath "$config")]"
-  echo "  seeds: [$(seq -s, 1 "$cells")]"
-} >"$tmp/campaign.yaml"
-wpids=()
-for i in $(seq "$workers"); do
-  SKILLFLEET_CPUPROFILE=$(prof "worker$i") "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$tmp/worker$i.out" 2>&1 &
-  pids+=($!) wpids+=($!)
-done
+fleet_servers "$tmp" --latency "$latency" -- --cpuprofile "$(prof nats)"
+fleet_campaign_yaml "$tmp/campaign.yaml" bench "$cells" "$config"
+fleet_workers "$bin" "$workers" "$conc" "$oconc" "$tmp" "$profile"
 start=$(date +%s.%N)
 if ! SKILLFLEET_CPUPROFILE=$(prof campaign) "$bin" campaign --config "$tmp/campaign.yaml" --out "$tmp/camp" --nats "$nats" --workers 0 \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \

@@ -52,20 +52,10 @@ while (($#)); do
     *) echo "scale.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  # A campaign process runs under /usr/bin/time: its child goes first.
-  for p in "${pids[@]}"; do pkill -KILL -P "$p" 2>/dev/null || true; kill -KILL "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-go build -o "$tmp/sim" ./cmd/skillfleet
-go build -o "$tmp/natsd" ./scripts/bench/natsd
-bin=${sfbin:-$tmp/sim}
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_port() { for _ in $(seq 200); do (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.05; done; return 1; }
+source scripts/lib/fleet.sh
+fleet_scratch
+fleet_build
+bin=${sfbin:-$tmp/skillfleet}
 
 printf '%s\n' "scale bench: $config (tiny: 1 epoch, 20 selection + 20 test items), $members campaign processes, $workers workers x $conc target + $oconc optimizer slots, zero latency, trajectory pad $pad, campaign binary ${sfbin:-this tree}"
 printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "wall" "journal KB / result" "NATS msgs in / call" "NATS msgs out / call" \
@@ -76,28 +66,9 @@ for n in "${ns[@]}"; do
   run=$tmp/n$n
   mkdir -p "$run"
   pids=()
-  sim_port=$(port) nats_port=$(port)
-  "$tmp/sim" sim-llm --addr "127.0.0.1:$sim_port" --trajectory-pad "$pad" >"$run/sim.log" 2>&1 &
-  pids+=($!)
-  "$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$run/nats" $tap >"$run/nats.log" 2>&1 &
-  natspid=$!
-  pids+=($natspid)
-  wait_port "$nats_port" && wait_port "$sim_port" || { echo "scale.sh: servers did not start" >&2; exit 1; }
-  url="http://127.0.0.1:$sim_port/v1"
-  nats="nats://127.0.0.1:$nats_port"
-  {
-    echo "name: scale$n"
-    echo "max_active_runs: $n"
-    echo "no_skill: false"
-    echo "matrix:"
-    echo "  configs: [$(realpath "$config")]"
-    echo "  seeds: [$(seq -s, 1 "$n")]"
-  } >"$run/campaign.yaml"
-  wpids=()
-  for i in $(seq "$workers"); do
-    "$bin" worker --nats "$nats" --concurrency "$conc" --optimizer-concurrency "$oconc" --log-level error >"$run/worker$i.out" 2>&1 &
-    pids+=($!) wpids+=($!)
-  done
+  fleet_servers "$run" --trajectory-pad "$pad" -- $tap
+  fleet_campaign_yaml "$run/campaign.yaml" "scale$n" "$n" "$config"
+  fleet_workers "$bin" "$workers" "$conc" "$oconc" "$run"
   per=$(((n + members - 1) / members))
   start=$(date +%s.%N)
   mpids=()

@@ -18,26 +18,22 @@ while (($#)); do
     *) echo "workerkill.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
-tmp=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
-trap cleanup EXIT
+source scripts/lib/fleet.sh
+fleet_scratch
+fleet_build
 bin=$tmp/skillfleet
-go build -o "$bin" ./cmd/skillfleet
-go build -o "$tmp/natsd" ./scripts/bench/natsd
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-sim_port=$(port)
+sim_port=$(fleet_port)
 "$bin" sim-llm --addr "127.0.0.1:$sim_port" --latency "$latency" >"$tmp/sim.log" 2>&1 &
 pids+=($!)
 url="http://127.0.0.1:$sim_port/v1"
 
 run() { # run NAME KILLS
   local name=$1 n=$2 nats_port
-  nats_port=$(port)
+  nats_port=$(fleet_port)
   "$tmp/natsd" --addr "127.0.0.1:$nats_port" --store "$tmp/nats-$name" >"$tmp/nats-$name.log" 2>&1 &
   local natsd=$!
   pids+=($natsd)
-  for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$nats_port") 2>/dev/null && break; sleep 0.1; done
+  fleet_wait_port "$nats_port"
   local nats="nats://127.0.0.1:$nats_port" ws=()
   for i in 1 2; do
     "$bin" worker --nats "$nats" --concurrency 12 --optimizer-concurrency 8 --log-level error >"$tmp/w-$name-$i.log" 2>&1 &
