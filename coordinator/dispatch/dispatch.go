@@ -377,6 +377,22 @@ func (d *Dispatcher) generations() int {
 	return DefaultGenerations
 }
 
+// publishErr says why a task could not be published; a task larger than
+// the server allows names both sizes and the server setting to raise.
+func (d *Dispatcher) publishErr(id string, msg *nats.Msg, err error) error {
+	if errors.Is(err, nats.ErrMaxPayload) {
+		size := len(msg.Data)
+		for k, vs := range msg.Header {
+			for _, v := range vs {
+				size += len(k) + len(v) + 4
+			}
+		}
+		return fmt.Errorf("publish task %s: it is %d bytes, more than the NATS server's max_payload of %d bytes: raise max_payload in the server's configuration (deploy/base/nats.yaml sets 8MB): %w",
+			id, size, d.o.NC.MaxPayload(), err)
+	}
+	return fmt.Errorf("publish task %s: %w", id, err)
+}
+
 // SweepEvery is how often the dispatcher looks for lost tasks.
 var SweepEvery = 5 * time.Second
 
@@ -616,7 +632,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		msg := d.taskMsg(ctx, t, class, data, "")
 		paf, err := d.o.JS.PublishMsgAsync(msg)
 		if err != nil {
-			firstErr = fmt.Errorf("publish task %s: %w", t.GetId(), err)
+			firstErr = d.publishErr(t.GetId(), msg, err)
 			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, firstErr.Error())
 			continue
 		}

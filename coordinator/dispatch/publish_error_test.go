@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,5 +119,42 @@ func TestPublishErrorMidBatchLeavesNoTaskWaiting(t *testing.T) {
 		if res.GetOutcome() != pb.Outcome_OUTCOME_OK {
 			t.Errorf("task %s: outcome %v (%s), want OK", f.ID(), res.GetOutcome(), res.GetError())
 		}
+	}
+}
+
+// TestTaskOverMaxPayloadSaysSoAndWhatToRaise: a task larger than the NATS
+// server's max_payload is refused with an error that names the task, its
+// size, the server's limit and the setting to raise; the task is failed,
+// not left pending, and a smaller task after it still goes out.
+func TestTaskOverMaxPayloadSaysSoAndWhatToRaise(t *testing.T) {
+	ctx := context.Background()
+	nc, js, stream := startQueue(t)
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	limit := nc.MaxPayload()
+	big := &pb.Task{Id: "r/slow", RunId: "r", Stage: "slow_update", Kind: &pb.Task_SlowUpdate{SlowUpdate: &pb.OptimizerTask{
+		Prompt: "slow_update", Payload: make([]byte, limit+1),
+	}}}
+	futs, err := d.Submit(ctx, big)
+	if err == nil {
+		t.Fatal("a task over max_payload was accepted")
+	}
+	for _, want := range []string{"r/slow", "max_payload", fmt.Sprint(limit), "deploy/base/nats.yaml"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %q", err, want)
+		}
+	}
+	if !errors.Is(err, nats.ErrMaxPayload) {
+		t.Errorf("error %q does not wrap nats.ErrMaxPayload", err)
+	}
+	if futs != nil {
+		t.Errorf("Submit returned futures with its error")
+	}
+	small := noopTask("r/small")
+	small.RunId = "r"
+	if _, err := d.Submit(ctx, small); err != nil {
+		t.Fatalf("a small task after the refused one: %v", err)
+	}
+	if n := d.Pending(); n != 1 {
+		t.Errorf("%d tasks pending, want 1 (the small one)", n)
 	}
 }
