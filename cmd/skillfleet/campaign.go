@@ -8,14 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/campaign"
@@ -117,30 +110,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if o.maxActive > 0 {
 		spec.MaxActiveRuns = o.maxActive
 	}
-	if o.out == "" {
-		name := spec.Name
-		if name == "" {
-			name = strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))
-		}
-		o.out = filepath.Join("runs", "campaigns", name)
-	}
-	dir, err := filepath.Abs(o.out)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Join(dir, "cells"), 0o755); err != nil {
-		return fmt.Errorf("campaign dir: %w", err)
-	}
-	// One process per campaign dir; one per member name when members
-	// share the dir.
-	lockDir := dir
-	if o.member != "" {
-		lockDir = filepath.Join(dir, "members", o.member)
-		if err := os.MkdirAll(lockDir, 0o755); err != nil {
-			return fmt.Errorf("campaign dir: %w", err)
-		}
-	}
-	unlock, err := lockRunDir(lockDir)
+	dir, unlock, err := campaign.OpenDir(cmp.Or(o.out, spec.DefaultDir()), o.member)
 	if err != nil {
 		return err
 	}
@@ -163,26 +133,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err := o.ui.check(); err != nil {
 		return err
 	}
-	port, err := endpointPort(o.ports)
+	port, err := campaign.ParsePort(o.ports)
 	if err != nil {
 		return usageError{fmt.Errorf("campaign: --grpc-port: %w", err)}
-	}
-
-	// The fleet: an embedded NATS server and in-process workers, or an
-	// external NATS that workers elsewhere serve.
-	natsURL := o.natsURL
-	if natsURL == "" {
-		emb, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: filepath.Join(dir, "nats"), Listen: true})
-		if err != nil {
-			return err
-		}
-		defer emb.Shutdown()
-		natsURL = emb.URL()
-		if o.workers < 0 {
-			o.workers = 2
-		}
-	} else if o.workers < 0 {
-		o.workers = 0
 	}
 	natsOpts, err := o.nats.options()
 	if err != nil {
@@ -199,41 +152,17 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer shared.Close()
 	}
-	nc, err := queue.Connect(ctx, natsURL, queue.ConnectOptions{Name: "skillfleet-campaign", Logger: log, Extra: natsOpts})
+	// The fleet: an embedded NATS server and in-process workers, or an
+	// external NATS that workers elsewhere serve.
+	fl, err := fleet.StartCampaign(ctx, fleet.CampaignOptions{
+		Dir: dir, NATSURL: o.natsURL, NATSOptions: natsOpts, Replicas: o.nats.replicas, AckWait: o.ackWait,
+		GRPCHost: o.grpcHost, GRPCPort: port, Advertise: o.advertise, GRPCServerOptions: grpcOpts,
+		Workers: o.workers, Concurrency: o.concurrency, OptimizerConcurrency: o.optConc, Logger: log,
+	})
 	if err != nil {
 		return err
 	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return err
-	}
-	if _, err := queue.EnsureStream(ctx, js, queue.StreamOptions{Replicas: o.nats.replicas}); err != nil {
-		return err
-	}
-	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: o.ackWait}); err != nil {
-		return err
-	}
-	if _, err := queue.RunsKV(ctx, js, o.nats.replicas); err != nil {
-		return err
-	}
-	ep, err := o.endpoint(ctx, nc, port, grpcOpts, log)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = ep.Close() }()
-	if o.workers > 0 {
-		stop, err := fleet.StartLocal(ctx, log, coordinator.WorkerSpec{
-			N: o.workers, Concurrency: o.concurrency, OptimizerConcurrency: o.optConc, MaxDeliver: 5,
-			Connect: func(name string) (*nats.Conn, error) {
-				return queue.Connect(ctx, natsURL, queue.ConnectOptions{Name: name, Logger: log, Extra: natsOpts})
-			},
-		})
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
+	defer fl.Close()
 	if o.ui.addr != "" {
 		srv, err := serveUI(ctx, o.ui, []string{dir}, prices, nil, log, stderr)
 		if err != nil {
@@ -257,15 +186,15 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		cfg.ProgressEvery = time.Second
 	}
 	if o.member != "" {
-		store, err := campaign.NewKVStore(ctx, js, cmp.Or(spec.Name, strings.TrimSuffix(filepath.Base(o.file), filepath.Ext(o.file))), max(o.replicas, o.nats.replicas))
+		store, err := campaign.NewKVStore(ctx, fl.JS, spec.StateName(), max(o.replicas, o.nats.replicas))
 		if err != nil {
 			return err
 		}
 		cfg.Store, cfg.Member, cfg.LeaseTTL, cfg.Sticky, cfg.Select = store, o.member, o.leaseTTL, o.sticky, sel
 	}
 	cells := &campaign.Cells{
-		Base: coordinator.Config{NATSURL: natsURL, NATSOptions: natsOpts, NATSReplicas: o.nats.replicas, GRPCServerOptions: grpcOpts,
-			Endpoint: ep, AckWait: o.ackWait, Shared: shared, Prices: prices},
+		Base: coordinator.Config{NATSURL: fl.URL, NATSOptions: natsOpts, NATSReplicas: o.nats.replicas, GRPCServerOptions: grpcOpts,
+			Endpoint: fl.Endpoint, AckWait: o.ackWait, Shared: shared, Prices: prices},
 		Deps: func(log *slog.Logger) coordinator.Deps { return trainOpts{}.runDeps(log) },
 		Sets: o.sets,
 	}
@@ -273,8 +202,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageError{err}
 	}
-	fmt.Fprintf(stdout, "skillfleet: campaign %s: %d cells, up to %d at once%s; %s; campaign dir %s\n",
-		camp.Name(), len(camp.Cells()), spec.MaxActiveRuns, memberLine(o), fleetLine(o, natsURL), dir)
+	if err := camp.WriteStart(stdout, fl.String()); err != nil {
+		return err
+	}
 	f, runErr := camp.Run(ctx)
 	if term != nil {
 		term.Close()
@@ -283,10 +213,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return runErr
 	}
 	fmt.Fprintln(stdout)
-	if err := f.WriteText(stdout); err != nil {
+	if err := f.WriteEnd(stdout, dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "results: %s (skillfleet report %s [--csv|--html FILE])\n", filepath.Join(dir, campaign.FileName), dir)
 	result := campaignExit(ctx, runErr, f)
 	if o.stay && ctx.Err() == nil {
 		fmt.Fprintln(stdout, "campaign ended; staying up (--stay) until stopped")
@@ -319,36 +248,4 @@ func printCampaignStatus(out io.Writer, term *ui.Terminal, s campaign.Status) {
 		return
 	}
 	fmt.Fprintln(out, s)
-}
-
-func fleetLine(o campaignOpts, url string) string {
-	if o.natsURL == "" {
-		return fmt.Sprintf("all-in-one (embedded NATS, %d in-process workers)", o.workers)
-	}
-	if o.workers > 0 {
-		return fmt.Sprintf("fleet on %s plus %d in-process workers", url, o.workers)
-	}
-	return "fleet on " + url
-}
-
-func memberLine(o campaignOpts) string {
-	if o.member == "" {
-		return ""
-	}
-	return " in this process, member " + o.member + " of those sharing the campaign"
-}
-
-// portRange parses FIRST-LAST.
-func portRange(s string) ([]int, error) {
-	a, b, ok := strings.Cut(s, "-")
-	lo, err1 := strconv.Atoi(strings.TrimSpace(a))
-	hi, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || lo < 1 || hi > 65535 || hi < lo {
-		return nil, fmt.Errorf("%q is not a port range FIRST-LAST", s)
-	}
-	out := make([]int, 0, hi-lo+1)
-	for p := lo; p <= hi; p++ {
-		out = append(out, p)
-	}
-	return out, nil
 }
