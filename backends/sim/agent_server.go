@@ -37,22 +37,22 @@ func (s *Server) agentAuthorized(r *http.Request) bool {
 	return r.Header.Get("Authorization") == "Bearer "+s.o.APIKey || r.Header.Get("X-Api-Key") == s.o.APIKey
 }
 
-// agentAdmit applies the rate limits, draws the request's fault and plays it
-// out, then waits the added latency. It returns false when the request
-// has been answered (429, an injected fault, or the client gone).
-// A malformed-reply fault applies only when malformable (optimizer
-// requests, which must carry JSON).
-func (s *Server) agentAdmit(w http.ResponseWriter, r *http.Request, seq int64, model string, tokens int64, malformable bool, errw errWriter) (string, bool) {
+// admit applies the rate limits to a request for model of tokens input
+// tokens, draws the request's fault and plays it out. It returns the fault
+// and the request's generator (the latency is drawn from it next); ok is
+// false when the request has been answered (429 or an injected fault). A
+// malformed-reply fault applies only where malformable, when given, says
+// so (optimizer requests, which must carry JSON).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, seq int64, model string, tokens int64, malformable func() bool, errw errWriter) (fault string, fr *simbench.RNG, ok bool) {
 	if wait, limited := s.limit(tokens); limited {
 		s.count(model, func(st *Stats, ms *ModelStats) { st.RateLimited++; ms.RateLimited++ })
 		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
 		errw(w, http.StatusTooManyRequests, "rate_limit_error",
 			fmt.Sprintf("sim: rate limit reached for %s; try again in %s", model, wait.Round(time.Millisecond)))
-		return "", false
+		return "", nil, false
 	}
-	fr := simbench.HashRNG([]byte("fault"), i64(s.o.FaultSeed), i64(seq))
+	fr = simbench.HashRNG([]byte("fault"), i64(s.o.FaultSeed), i64(seq))
 	u := fr.Float64()
-	fault := ""
 	switch o := s.o; {
 	case u < o.FaultRate500:
 		fault = FaultServerError
@@ -61,7 +61,7 @@ func (s *Server) agentAdmit(w http.ResponseWriter, r *http.Request, seq int64, m
 	case u < o.FaultRate500+o.FaultRateDrop+o.FaultRateStall:
 		fault = FaultStall
 	case u < o.FaultRate500+o.FaultRateDrop+o.FaultRateStall+o.FaultRateMalformed:
-		if malformable {
+		if malformable != nil && malformable() {
 			fault = FaultMalformed
 		}
 	}
@@ -71,35 +71,46 @@ func (s *Server) agentAdmit(w http.ResponseWriter, r *http.Request, seq int64, m
 			s.faultHook(fault)
 		}
 	}
-	ctx := r.Context()
 	switch fault {
 	case FaultServerError:
 		errw(w, http.StatusInternalServerError, "server_error", "sim: injected server error")
-		return "", false
+		return "", nil, false
 	case FaultDrop:
 		dropConnection(w)
-		return "", false
+		return "", nil, false
 	case FaultStall:
 		t := time.NewTimer(s.o.StallFor)
 		defer t.Stop()
 		select {
-		case <-ctx.Done():
+		case <-r.Context().Done():
 		case <-t.C:
 		}
 		dropConnection(w)
-		return "", false
+		return "", nil, false
+	}
+	return fault, fr, true
+}
+
+// agentAdmit admits an agent request ([Server.admit]; agent replies are
+// never malformed), then waits the added latency. It returns false when
+// the request has been answered (429, an injected fault, or the client
+// gone).
+func (s *Server) agentAdmit(w http.ResponseWriter, r *http.Request, seq int64, model string, tokens int64, errw errWriter) bool {
+	_, fr, ok := s.admit(w, r, seq, model, tokens, nil, errw)
+	if !ok {
+		return false
 	}
 	if d := s.latency(fr); d > 0 {
 		t := time.NewTimer(d)
 		select {
-		case <-ctx.Done():
+		case <-r.Context().Done():
 			t.Stop()
 			dropConnection(w) // the client is gone or the server stops
-			return "", false
+			return false
 		case <-t.C:
 		}
 	}
-	return fault, true
+	return true
 }
 
 // agentServed counts a served reply's usage.
@@ -177,7 +188,7 @@ func (s *Server) agent(api string) http.HandlerFunc {
 			s.agentBadRequest(w, errw, "", "sim: you must provide a model parameter")
 			return
 		}
-		if _, ok := s.agentAdmit(w, r, seq, model, conv.InputTokens(), false, errw); !ok {
+		if !s.agentAdmit(w, r, seq, model, conv.InputTokens(), errw) {
 			return
 		}
 		ctx := r.Context()

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -288,14 +287,9 @@ func (m *Model) target(req *llm.Request, seed int64) string {
 		return "I could not find a record value in the question.\n<answer>unknown</answer>"
 	}
 	base, ids := q.base, q.ids
-	flip := r.Chance(m.o.Epsilon)
-	flipToTypo := r.Chance(0.5)
-	flipPick := r.IntN(len(ids))
+	nz := m.drawNoise(r, len(ids))
 
-	drop := 0.0
-	if over := f.tokens - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
-		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
-	}
+	drop := m.dilution(f.tokens)
 	bad := ""
 	for _, id := range ids {
 		applied := f.covered[id] && !r.Chance(drop)
@@ -304,33 +298,10 @@ func (m *Model) target(req *llm.Request, seed int64) string {
 			break
 		}
 	}
-	if bad == "" && m.o.HarmSpill > 0 {
-		// A harmful rule is over-applied to some questions it does not
-		// concern (the same questions whatever the skill).
-		for _, id := range f.brokenIDs {
-			if !slices.Contains(ids, id) && simbench.SpillDraw(question, id) < m.o.HarmSpill {
-				bad = id
-				break
-			}
-		}
-	}
-	answer := base
-	if bad != "" {
-		p, _ := simbench.Lookup(bad)
-		answer = p.Wrong(base)
-	}
-	if flip {
-		switch {
-		case bad != "":
-			answer = base
-		case len(ids) > 0 && !flipToTypo:
-			p, _ := simbench.Lookup(ids[flipPick])
-			answer = p.Wrong(base)
-		default:
-			answer = simbench.Typo(base)
-		}
-	}
-	return reason + "\n<answer>" + answer + "</answer>"
+	// A harmful rule is over-applied to some questions it does not
+	// concern (the same questions whatever the skill).
+	v := m.settle(question, ids, bad, func() []string { return f.brokenIDs }, nz)
+	return reason + "\n<answer>" + v.dress(base) + "</answer>"
 }
 
 // skillFacts is what a target answer reads of a skill: its hash, its

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -346,53 +345,14 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range wr.Tools {
 		req.Tools = append(req.Tools, llm.Tool{Name: t.Function.Name, Description: t.Function.Description, Parameters: t.Function.Parameters})
 	}
-	if wait, limited := s.limit(InputTokens(req.Messages)); limited {
-		s.count(wr.Model, func(st *Stats, ms *ModelStats) { st.RateLimited++; ms.RateLimited++ })
-		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
-		writeError(w, http.StatusTooManyRequests, "rate_limit_error", "rate_limit_exceeded",
-			fmt.Sprintf("sim: rate limit reached for %s; try again in %s", wr.Model, wait.Round(time.Millisecond)))
+	fault, fr, ok := s.admit(w, r, seq, wr.Model, InputTokens(req.Messages), func() bool {
+		k := RequestKind(req)
+		return k != "" && k != KindTarget
+	}, openAIError)
+	if !ok {
 		return
-	}
-
-	fr := simbench.HashRNG([]byte("fault"), i64(s.o.FaultSeed), i64(seq))
-	u := fr.Float64()
-	fault := ""
-	switch o := s.o; {
-	case u < o.FaultRate500:
-		fault = FaultServerError
-	case u < o.FaultRate500+o.FaultRateDrop:
-		fault = FaultDrop
-	case u < o.FaultRate500+o.FaultRateDrop+o.FaultRateStall:
-		fault = FaultStall
-	case u < o.FaultRate500+o.FaultRateDrop+o.FaultRateStall+o.FaultRateMalformed:
-		if k := RequestKind(req); k != "" && k != KindTarget {
-			fault = FaultMalformed
-		}
-	}
-	if fault != "" {
-		s.count("", func(st *Stats, _ *ModelStats) { st.Faults[fault]++ })
-		if s.faultHook != nil {
-			s.faultHook(fault)
-		}
 	}
 	ctx := r.Context()
-	switch fault {
-	case FaultServerError:
-		writeError(w, http.StatusInternalServerError, "server_error", "", "sim: injected server error")
-		return
-	case FaultDrop:
-		dropConnection(w)
-		return
-	case FaultStall:
-		t := time.NewTimer(s.o.StallFor)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-		}
-		dropConnection(w)
-		return
-	}
 	if !waitLatency(ctx, s.latency(fr)) {
 		dropConnection(w) // the server stops
 		return

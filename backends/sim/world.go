@@ -90,35 +90,69 @@ type verdict struct {
 func (m *Model) judge(skill, key string, ids []string, model string, seed int64) verdict {
 	sum := sha256.Sum256([]byte(skill))
 	r := simbench.HashRNG([]byte("world"), []byte(model), i64(m.o.Seed), []byte(key), sum[:], i64(seed))
-	flip := r.Chance(m.o.Epsilon)
-	flipToTypo := r.Chance(0.5)
-	flipPick := r.IntN(max(len(ids), 1))
-	drop := 0.0
-	if over := llm.EstimateTokens(skill) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
-		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
-	}
-	v := verdict{}
+	nz := m.drawNoise(r, max(len(ids), 1))
+	drop := m.dilution(llm.EstimateTokens(skill))
+	bad := ""
 	for _, id := range ids {
 		ru, _ := synth.LookupRule(id)
 		if !ru.Covered(skill) || r.Chance(drop) || ru.Broken(skill) {
-			v.bad = id
+			bad = id
 			break
 		}
 	}
-	if v.bad == "" && m.o.HarmSpill > 0 {
-		for _, id := range brokenRules(skill) {
+	return m.settle(key, ids, bad, func() []string { return brokenRules(skill) }, nz)
+}
+
+// noise is the target model's own slip on one answer, drawn before the
+// rest of the answer so that a seed always gives the same draws: whether
+// the outcome flips (Options.Epsilon), whether a flip that spoils a right
+// answer is a typo rather than a rule's wrong answer, and which of the
+// item's rules such a flip picks.
+type noise struct {
+	flip, toTypo bool
+	pick         int
+}
+
+// drawNoise draws noise from r, the pick among picks rules (the callers
+// differ in the range, and the range decides whether a draw is spent).
+func (m *Model) drawNoise(r *simbench.RNG, picks int) noise {
+	flip := r.Chance(m.o.Epsilon)
+	toTypo := r.Chance(0.5)
+	return noise{flip: flip, toTypo: toTypo, pick: r.IntN(picks)}
+}
+
+// dilution is the chance that the model misses a rule it was given, for
+// a skill of the given length in tokens (Options.LengthBudget and
+// DilutionPer100).
+func (m *Model) dilution(tokens int64) float64 {
+	if over := tokens - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
+		return min(m.o.DilutionPer100*float64(over)/100, 1)
+	}
+	return 0
+}
+
+// settle finishes the verdict on an item that needs the rules ids, once
+// the skill's own rules are judged: bad is the first of them that went
+// wrong ("" for none). When none did, a harmful rule of broken() spills
+// over onto the item (key) at Options.HarmSpill and is the bad one. The
+// noise then flips the outcome: a wrong answer comes out right, a right
+// one wrong (the picked rule's wrong answer, or a typo).
+func (m *Model) settle(key string, ids []string, bad string, broken func() []string, nz noise) verdict {
+	if bad == "" && m.o.HarmSpill > 0 {
+		for _, id := range broken() {
 			if !hasID(ids, id) && simbench.SpillDraw(key, id) < m.o.HarmSpill {
-				v.bad = id
+				bad = id
 				break
 			}
 		}
 	}
-	if flip {
+	v := verdict{bad: bad}
+	if nz.flip {
 		switch {
-		case v.bad != "":
+		case bad != "":
 			v.bad = ""
-		case len(ids) > 0 && !flipToTypo:
-			v.bad = ids[flipPick]
+		case len(ids) > 0 && !nz.toTypo:
+			v.bad = ids[nz.pick]
 		default:
 			v.typo = true
 		}

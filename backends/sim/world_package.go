@@ -250,16 +250,11 @@ func (m *Model) packageAnswer(model, question string, p *skillpkg.Package, seed 
 	sum := sha256.Sum256([]byte(bundle))
 	r := simbench.HashRNG([]byte("package"), []byte(model), i64(m.o.Seed), []byte(question), sum[:], i64(seed))
 	ids := simbench.PitfallsInQuestion(question)
-	flip := r.Chance(m.o.Epsilon)
-	flipToTypo := r.Chance(0.5)
-	flipPick := r.IntN(max(len(ids), 1))
+	nz := m.drawNoise(r, max(len(ids), 1))
 
 	pr := readPackage(p)
 	read := pr.entry + "\n" + pr.refs
-	drop := 0.0
-	if over := llm.EstimateTokens(read) - int64(m.o.LengthBudget); m.o.LengthBudget > 0 && over > 0 {
-		drop = min(m.o.DilutionPer100*float64(over)/100, 1)
-	}
+	drop := m.dilution(llm.EstimateTokens(read))
 	all := simbench.ViewSkill(read + "\n" + pr.scripts)
 	bad, hint := "", ""
 	for _, id := range ids {
@@ -282,30 +277,7 @@ func (m *Model) packageAnswer(model, question string, p *skillpkg.Package, seed 
 		}
 		break
 	}
-	if bad == "" && m.o.HarmSpill > 0 {
-		for _, id := range all.BrokenIDs() {
-			if !slices.Contains(ids, id) && simbench.SpillDraw(question, id) < m.o.HarmSpill {
-				bad = id
-				break
-			}
-		}
-	}
-	answer := base
-	if bad != "" {
-		pf, _ := simbench.Lookup(bad)
-		answer = pf.Wrong(base)
-	}
-	if flip {
-		switch {
-		case bad != "":
-			answer = base
-		case len(ids) > 0 && !flipToTypo:
-			pf, _ := simbench.Lookup(ids[flipPick])
-			answer = pf.Wrong(base)
-		default:
-			answer = simbench.Typo(base)
-		}
-	}
+	answer := m.settle(question, ids, bad, all.BrokenIDs, nz).dress(base)
 	var b strings.Builder
 	b.WriteString("I read SKILL.md")
 	if len(pr.opened) > 0 {
