@@ -86,6 +86,9 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&so.SystemdDir, "systemd-dir", "", "user unit directory (default ~/.config/systemd/user)")
 		fs.StringVar(&so.Systemctl, "systemctl", "systemctl", "the systemctl program (\"-\" = only write the unit files)")
 		fs.BoolVar(&schedAdopt, "auto-adopt", false, "the scheduled night adopts what it accepts")
+		if cmd == "schedule" {
+			o.RegisterTarget(fs)
+		}
 	}
 	if help, err := parse(fs, args[1:]); help || err != nil {
 		return err

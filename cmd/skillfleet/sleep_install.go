@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
+	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
 	"github.com/skillfleet/skillfleet/internal/agentinstall"
 )
 
@@ -21,11 +23,14 @@ func sleepAgentCommand(cmd string, args []string, stdout, stderr io.Writer) erro
 	}
 	home, _ := os.UserHomeDir()
 	var inst agentinstall.InstallFlags
+	// The replay target's flags, registered as sleep run's.
+	var target sleepdrv.Options
 	homeDir, stateDir := &home, filepath.Join(home, ".skillfleet-sleep")
 	var fs = newFlagSet("sleep "+cmd, "sleep "+cmd+" claude-code|codex [flags]", stderr)
 	switch cmd {
 	case "install":
 		inst.Register(fs)
+		target.RegisterTarget(fs)
 	case "uninstall":
 		homeDir = fs.String("home", home, "the home directory it was installed into")
 	default:
@@ -42,6 +47,9 @@ func sleepAgentCommand(cmd string, args []string, stdout, stderr io.Writer) erro
 	case agent == "":
 		fs.Usage()
 	case cmd == "install":
+		if inst.TargetArgs, err = target.TargetArgs(fs); err != nil {
+			return usageError{fmt.Errorf("sleep install %s: %w", agent, err)}
+		}
 		err = inst.InstallCommand(agent, version, fs, stdout)
 	default:
 		err = agentinstall.UninstallCommand(agent, *homeDir, stdout)
@@ -51,7 +59,8 @@ func sleepAgentCommand(cmd string, args []string, stdout, stderr io.Writer) erro
 
 func installError(err error) error {
 	var ue agentinstall.UsageError
-	if errors.As(err, &ue) {
+	var se sleepdrv.UsageError
+	if errors.As(err, &ue) || errors.As(err, &se) {
 		return usageError{err}
 	}
 	return err

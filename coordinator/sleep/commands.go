@@ -145,6 +145,12 @@ func (o *Options) ScheduleCommand(n Night, unschedule, autoAdopt bool, so nightl
 	if autoAdopt {
 		argv = append(argv, "--auto-adopt")
 	}
+	// The replay target's flags (an agent CLI), as given.
+	target, err := o.targetArgs(o.set)
+	if err != nil {
+		return err
+	}
+	argv = append(argv, target...)
 	so.Command = argv
 	msg, err := nightly.Schedule(so)
 	if err != nil {

@@ -3,9 +3,12 @@ package sleep
 import (
 	"flag"
 	"fmt"
+	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,6 +121,17 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.BoolVar(&o.AssertImproves, "assert-improves", false, "exit 5 unless the night is accepted with a higher fresh val score (and, for a persona, without its harmful rule)")
 	fs.BoolVar(&o.AutoAdopt, "auto-adopt", false, "adopt an accepted night at once (opt-in)")
 	fs.BoolVar(&o.KeepRun, "keep-run", false, "keep the night's run dir (result journal, NATS store)")
+	o.RegisterTarget(fs)
+}
+
+// targetFlags are the replay target's flags, in the order TargetArgs
+// writes them.
+var targetFlags = []string{"target-backend", "codex-exec-path", "claude-code-exec-path", "target-base-url",
+	"target-api-key-env", "target-option", "target-timeout", "target-max-retries", "sim-llm"}
+
+// RegisterTarget adds the replay target's flags to fs: a night's, and
+// those `sleep schedule` and `sleep install` carry into what they write.
+func (o *Options) RegisterTarget(fs *flag.FlagSet) {
 	fs.StringVar(&o.TargetBackend, "target-backend", "", "replay through an agent CLI: codex_exec (Codex) or claude_code_exec (Claude Code), with --model as its model; --backend stays the optimizer's (target_backend)")
 	fs.StringVar(&o.CodexExecPath, "codex-exec-path", "", "the codex program (codex_exec_path; default codex on PATH)")
 	fs.StringVar(&o.ClaudeCodeExecPath, "claude-code-exec-path", "", "the claude program (claude_code_exec_path; default claude on PATH)")
@@ -127,6 +141,98 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.DurationVar(&o.TargetTimeout, "target-timeout", 0, "bound on one replay call, an agent's whole tool loop (target_timeout; default 5m)")
 	fs.IntVar(&o.TargetMaxRetries, "target-max-retries", 0, "retries of a failed replay call (target_max_retries; 0 = the backend's default, -1 = none)")
 	fs.BoolVar(&o.SimLLM, "sim-llm", false, "serve the simulated model (a test double) on loopback and point the target at it (sim_llm)")
+}
+
+// TargetArgs returns the replay target's flags set on fs as `sleep run`
+// arguments, for a command written to a file that runs nights later (an
+// installed script, a schedule): a program path with a directory made
+// absolute, options sorted by key. A value that would put a secret in
+// that file is refused: an option named like a key, token or password
+// (other than an *_env option naming a variable), a secret-shaped value,
+// a URL carrying credentials. Keys go in environment variables
+// (--target-api-key-env, --target-option env=VAR).
+func (o *Options) TargetArgs(fs *flag.FlagSet) ([]string, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return o.targetArgs(set)
+}
+
+func (o *Options) targetArgs(set map[string]bool) ([]string, error) {
+	var out []string
+	refuse := func(flag, why string) error {
+		return UsageError{fmt.Errorf("--%s: %s; it would be written in plain text into what runs the nights: keep keys in an environment variable and name it (--target-api-key-env VAR, --target-option env=VAR)", flag, why)}
+	}
+	str := func(name, v string) error {
+		if u, err := url.Parse(v); err == nil && u.User != nil && u.Scheme != "" {
+			return refuse(name, "the URL carries credentials")
+		}
+		if nightly.ContainsSecret(v) {
+			return refuse(name, "the value looks like a secret")
+		}
+		out = append(out, "--"+name, v)
+		return nil
+	}
+	for _, name := range targetFlags {
+		if !set[name] {
+			continue
+		}
+		var err error
+		switch name {
+		case "target-backend":
+			err = str(name, o.TargetBackend)
+		case "codex-exec-path", "claude-code-exec-path":
+			p := map[string]string{"codex-exec-path": o.CodexExecPath, "claude-code-exec-path": o.ClaudeCodeExecPath}[name]
+			if strings.ContainsRune(p, filepath.Separator) {
+				if p, err = filepath.Abs(p); err != nil {
+					return nil, err
+				}
+			}
+			err = str(name, p)
+		case "target-base-url":
+			err = str(name, o.TargetBaseURL)
+		case "target-api-key-env":
+			err = str(name, o.TargetAPIKeyEnv)
+		case "target-option":
+			keys := slices.Sorted(maps.Keys(o.TargetOptions))
+			for _, k := range keys {
+				if secretKey(k) {
+					return nil, refuse(name, fmt.Sprintf("option %s names a secret (its value is not shown)", k))
+				}
+				if e := str(name, k+"="+o.TargetOptions[k]); e != nil {
+					return nil, refuse(name, fmt.Sprintf("option %s: the value looks like a secret or carries credentials", k))
+				}
+			}
+		case "target-timeout":
+			out = append(out, "--"+name, o.TargetTimeout.String())
+		case "target-max-retries":
+			out = append(out, "--"+name, strconv.Itoa(o.TargetMaxRetries))
+		case "sim-llm":
+			if o.SimLLM {
+				out = append(out, "--"+name)
+			} else {
+				out = append(out, "--"+name+"=false")
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// secretKey reports whether an option key names a credential itself
+// rather than the variable that holds one.
+func secretKey(k string) bool {
+	k = strings.ToLower(k)
+	if strings.HasSuffix(k, "_env") || k == "env" {
+		return false
+	}
+	for _, w := range []string{"key", "token", "secret", "password", "passwd", "credential"} {
+		if strings.Contains(k, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve turns the flags set on fs over the config file into a night's

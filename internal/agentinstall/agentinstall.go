@@ -17,7 +17,9 @@
 // One script, the agent's front end (bin/skillfleet-sleep in the plugin,
 // scripts/skillfleet-sleep in the skill), which runs the skillfleet binary
 // by the absolute path given at install time with the night's flags fixed
-// then; the command, skill and hook call that script by its absolute path.
+// then (the replay target's flags, such as an agent CLI target, go to its
+// run and schedule only); the command, skill and hook call that script by
+// its absolute path.
 // No agent CLI flag is written anywhere (a night's replays are configured
 // by skillfleet, not by the plugin). A manifest (.skillfleet-install.json)
 // lists every file with its sha256 and the directories the install
@@ -41,6 +43,8 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
 // Agents.
@@ -80,6 +84,11 @@ type Options struct {
 	// NightArgs are skillfleet sleep flags every night, status and
 	// schedule of the script gets (--backend sim, --model m, ...).
 	NightArgs []string
+	// TargetArgs are the replay target's `sleep run` flags
+	// (--target-backend codex_exec, --codex-exec-path /x/codex, ...),
+	// given to the script's run and schedule only: status and unschedule
+	// do not take them.
+	TargetArgs []string
 	// SessionEndHook adds Claude Code's session-end hook, which records
 	// each session in StateDir for the next night.
 	SessionEndHook bool
@@ -150,9 +159,12 @@ func (o *Options) check() error {
 	if !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0 {
 		return fmt.Errorf("skillfleet binary %s: not an executable file", o.Skillfleet)
 	}
-	for _, a := range append([]string{o.Skillfleet, o.StateDir}, o.NightArgs...) {
+	for _, a := range slices.Concat([]string{o.Skillfleet, o.StateDir}, o.NightArgs, o.TargetArgs) {
 		if strings.ContainsAny(a, "\x00\n\r") {
 			return fmt.Errorf("argument %q: holds a NUL or line break", a)
+		}
+		if nightly.ContainsSecret(a) {
+			return errSecretArg
 		}
 	}
 	if o.SessionEndHook && o.Agent != ClaudeCode {
@@ -160,6 +172,10 @@ func (o *Options) check() error {
 	}
 	return nil
 }
+
+// errSecretArg refuses an argument that would put a secret into the
+// installed script.
+var errSecretArg = errors.New("an argument looks like a secret (not shown): the installed script is a plain file, so keep keys in environment variables and pass their names (--api-key-env, --target-api-key-env)")
 
 // render returns the install's files: relative path -> content, and the
 // executable ones.
@@ -170,7 +186,7 @@ func render(o Options, dir string) (map[string][]byte, map[string]bool, error) {
 	}
 	data := map[string]any{
 		"Marker": marker, "Agent": o.Agent, "AgentTitle": map[string]string{ClaudeCode: "Claude Code", Codex: "Codex"}[o.Agent],
-		"Skillfleet": o.Skillfleet, "StateDir": o.StateDir, "NightArgs": o.NightArgs, "Script": script,
+		"Skillfleet": o.Skillfleet, "StateDir": o.StateDir, "NightArgs": o.NightArgs, "TargetArgs": o.TargetArgs, "Script": script,
 		"Version": cmpOr(o.Version, "0.0.0"),
 	}
 	funcs := template.FuncMap{

@@ -56,7 +56,10 @@ var nightFlags = []struct{ name, usage string }{
 type InstallFlags struct {
 	Home, StateDir, Skillfleet string
 	SessionEndHook             bool
-	night                      map[string]*string
+	// TargetArgs are the replay target's flags as `sleep run` takes them;
+	// the caller registers and reads those flags (they are sleep run's own).
+	TargetArgs []string
+	night      map[string]*string
 }
 
 // Register adds the flags to fs.
@@ -115,7 +118,10 @@ func (f *InstallFlags) InstallCommand(agent, version string, fs *flag.FlagSet, s
 		nightArgs = append(nightArgs, "--"+fl.Name, v)
 	})
 	res, err := Install(Options{Agent: agent, Home: h, Skillfleet: exe, StateDir: sd,
-		NightArgs: nightArgs, SessionEndHook: f.SessionEndHook, Version: pluginVersion(version)})
+		NightArgs: nightArgs, TargetArgs: f.TargetArgs, SessionEndHook: f.SessionEndHook, Version: pluginVersion(version)})
+	if errors.Is(err, errSecretArg) {
+		return UsageError{fmt.Errorf("sleep install %s: %w", agent, err)}
+	}
 	if err != nil {
 		return fmt.Errorf("sleep install %s: %w", agent, err)
 	}
@@ -136,6 +142,9 @@ func (f *InstallFlags) InstallCommand(agent, version string, fs *flag.FlagSet, s
 		fmt.Fprintln(stdout, "remove: skillfleet sleep uninstall codex")
 	}
 	fmt.Fprintf(stdout, "it runs %s (%s run in a project runs a night there)\n", exe, res.Script)
+	if len(f.TargetArgs) > 0 {
+		fmt.Fprintf(stdout, "its nights replay with: %s\n", strings.Join(f.TargetArgs, " "))
+	}
 	return nil
 }
 

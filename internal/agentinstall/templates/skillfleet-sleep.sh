@@ -15,13 +15,18 @@ night() {
 	"$SKILLFLEET" sleep "$@" --state-dir "$STATE_DIR"{{range .NightArgs}} {{sh .}}{{end}}
 }
 
+# A night's command with the replay target's flags (run and schedule).
+replay() {
+	night "$@"{{range .TargetArgs}} {{sh .}}{{end}}
+}
+
 cmd=${1:-run}
 [ $# -gt 0 ] && shift
 case "$cmd" in
 run)
 	# A night for the project in the working directory; its summary names
 	# the staged proposal and the adopt command.
-	night run --project "$PWD"
+	replay run --project "$PWD"
 	rc=$?
 	echo
 	night status --project "$PWD"
@@ -35,7 +40,7 @@ status)
 	;;
 schedule)
 	# schedule [HH:MM]: a night every day for this project.
-	night schedule --project "$PWD" --at "${1:-03:17}"
+	replay schedule --project "$PWD" --at "${1:-03:17}"
 	;;
 unschedule)
 	night unschedule --project "$PWD"
