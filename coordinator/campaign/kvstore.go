@@ -17,9 +17,10 @@ const BucketPrefix = "skillfleet_campaign_"
 
 // Keys of a campaign's bucket.
 const (
-	cellKeyPrefix  = "cell."
-	skillKeyPrefix = "skill."
-	startedKey     = "meta.started"
+	cellKeyPrefix   = "cell."
+	skillKeyPrefix  = "skill."
+	memberKeyPrefix = "member."
+	startedKey      = "meta.started"
 )
 
 // kvStore is a campaign's state in a NATS JetStream key-value bucket: one
@@ -115,8 +116,25 @@ func (s *kvStore) List(ctx context.Context) ([]Record, error) {
 	return out, nil
 }
 
-func (s *kvStore) Watch(ctx context.Context, fn func(Record)) error {
-	w, err := s.kv.Watch(ctx, cellKeyPrefix+">", jetstream.UpdatesOnly())
+func (s *kvStore) Beat(ctx context.Context, b Beat) error {
+	v, err := json.Marshal(b)
+	if err != nil {
+		return err
+	}
+	_, err = s.kv.Put(ctx, memberKeyPrefix+b.Member, v)
+	return err
+}
+
+func beatOf(e jetstream.KeyValueEntry) (Beat, bool) {
+	var b Beat
+	if e == nil || e.Operation() != jetstream.KeyValuePut || !strings.HasPrefix(e.Key(), memberKeyPrefix) || json.Unmarshal(e.Value(), &b) != nil {
+		return Beat{}, false
+	}
+	return b, true
+}
+
+func (s *kvStore) Watch(ctx context.Context, rec func(Record), beat func(Beat)) error {
+	w, err := s.kv.WatchFiltered(ctx, []string{cellKeyPrefix + ">", memberKeyPrefix + ">"}, jetstream.UpdatesOnly())
 	if err != nil {
 		return err
 	}
@@ -131,7 +149,9 @@ func (s *kvStore) Watch(ctx context.Context, fn func(Record)) error {
 					return
 				}
 				if r, ok := record(e); ok {
-					fn(r)
+					rec(r)
+				} else if b, ok := beatOf(e); ok {
+					beat(b)
 				}
 			}
 		}

@@ -118,6 +118,8 @@ type Campaign struct {
 	// busy holds cells whose run dir another process held, until when
 	// this process leaves them alone.
 	busy map[string]time.Time
+	// beats are the other members' last beats.
+	beats map[string]*beatEntry
 
 	saveMu sync.Mutex
 }
@@ -126,6 +128,12 @@ type Campaign struct {
 type entry struct {
 	rec  Record
 	seen time.Time // when this process saw the revision change
+}
+
+// beatEntry is the last beat of another member this process has seen.
+type beatEntry struct {
+	seen  time.Time
+	cells map[string]Spend
 }
 
 // running is a cell this process runs.
@@ -160,7 +168,8 @@ func New(cfg Config, deps Deps) (*Campaign, error) {
 		cfg.Out = io.Discard
 	}
 	c := &Campaign{cfg: cfg, deps: deps, cells: cells, byName: map[string]Cell{}, store: cfg.Store, log: cfg.Log,
-		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}, busy: map[string]time.Time{}}
+		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}, busy: map[string]time.Time{},
+		beats: map[string]*beatEntry{}}
 	for _, cell := range cells {
 		c.byName[cell.Name] = cell
 	}
@@ -212,6 +221,11 @@ func (c *Campaign) Run(ctx context.Context) (*File, error) {
 			}
 		}()
 	}
+	beatDone := make(chan struct{})
+	var beatWG sync.WaitGroup
+	if c.shared() {
+		beatWG.Go(func() { c.beat(ctx, beatDone) })
+	}
 	poll := time.Second
 	if c.cfg.LeaseTTL > 0 {
 		poll = min(poll, c.cfg.LeaseTTL/4)
@@ -237,6 +251,8 @@ func (c *Campaign) Run(ctx context.Context) (*File, error) {
 	}
 	tick.Stop()
 	c.wg.Wait()
+	close(beatDone)
+	beatWG.Wait()
 	close(progressDone)
 	progressWG.Wait()
 	// The final view: every record as the store has it now.
@@ -279,7 +295,7 @@ func (c *Campaign) load(ctx context.Context) error {
 			return fmt.Errorf("campaign: cell %s: %w", cell.Name, err)
 		}
 	}
-	if err := c.store.Watch(ctx, c.onRecord); err != nil {
+	if err := c.store.Watch(ctx, c.onRecord, c.onBeat); err != nil {
 		return fmt.Errorf("campaign: %w", err)
 	}
 	recs, err := c.store.List(ctx)
@@ -325,13 +341,60 @@ func sameCell(a, b Cell) bool {
 }
 
 // onRecord is the store's watch: another process's (or this one's) write.
+// A cell this process runs that another member now owns was taken over
+// (this process was thought gone): its run stops here.
 func (c *Campaign) onRecord(r Record) {
 	c.mu.Lock()
 	changed := c.see(r)
+	mine := c.mine[r.Name]
 	c.mu.Unlock()
+	if mine != nil && r.Owner != "" && r.Owner != c.cfg.Member {
+		mine.mu.Lock()
+		if r.Rev > mine.rev {
+			c.lose(r.Name, mine)
+		}
+		mine.mu.Unlock()
+	}
 	if changed {
 		c.signal()
 	}
+}
+
+// onBeat is the store's watch of the members' beats.
+func (c *Campaign) onBeat(b Beat) {
+	if b.Member == c.cfg.Member {
+		return
+	}
+	c.mu.Lock()
+	c.beats[b.Member] = &beatEntry{seen: time.Now(), cells: b.Cells}
+	c.mu.Unlock()
+}
+
+// lastSign is when this process last heard that a cell's owner holds it:
+// the cell's record changed, or its owner's beat listed it. c.mu is held.
+func (c *Campaign) lastSign(e *entry) time.Time {
+	t := e.seen
+	if b := c.beats[e.rec.Owner]; b != nil && b.seen.After(t) {
+		if _, ok := b.cells[e.rec.Name]; ok {
+			t = b.seen
+		}
+	}
+	return t
+}
+
+// reported is a cell's spend as the store has it: its record, or its
+// owner's last beat while the owner runs it. c.mu is held.
+func (c *Campaign) reported(e *entry) Spend {
+	s := Spend{Calls: e.rec.Calls, Tokens: e.rec.Tokens}
+	if e.rec.USD != nil {
+		s.USD = *e.rec.USD
+	}
+	if b := c.beats[e.rec.Owner]; b != nil && e.rec.State == StateRunning {
+		if bs, ok := b.cells[e.rec.Name]; ok {
+			s = Spend{Calls: max(s.Calls, bs.Calls), Tokens: max(s.Tokens, bs.Tokens), USD: max(s.USD, bs.USD)}
+		}
+	}
+	return s
 }
 
 // see records r if it is newer than what this process has seen; it
@@ -392,7 +455,7 @@ func (c *Campaign) claimable(e *entry) bool {
 	case c.cfg.Sticky:
 		return false
 	}
-	return time.Since(e.seen) >= c.cfg.LeaseTTL
+	return time.Since(c.lastSign(e)) >= c.cfg.LeaseTTL
 }
 
 // live reports whether a running cell's owner still holds it. c.mu is held.
@@ -403,7 +466,7 @@ func (c *Campaign) live(e *entry) bool {
 	if c.mine[e.rec.Name] != nil {
 		return true
 	}
-	return e.rec.Owner != c.cfg.Member && time.Since(e.seen) < c.cfg.LeaseTTL
+	return e.rec.Owner != c.cfg.Member && time.Since(c.lastSign(e)) < c.cfg.LeaseTTL
 }
 
 // schedule starts every cell this process may take now, in the spec's
@@ -448,7 +511,17 @@ func (c *Campaign) schedule(ctx context.Context) {
 			}
 		}
 		now := time.Now().UTC()
+		c.mu.Lock()
 		st := e.rec.CellStatus
+		if e.rec.Owner != "" && e.rec.Owner != c.cfg.Member {
+			// A cell taken over keeps what its owner reported spending.
+			rs := c.reported(e)
+			st.Calls, st.Tokens = rs.Calls, rs.Tokens
+			if st.USD != nil || rs.USD > 0 {
+				st.USD = &rs.USD
+			}
+		}
+		c.mu.Unlock()
 		st.Cell, st.Owner, st.Error = cell, c.cfg.Member, ""
 		if failWith != "" {
 			st.Owner, st.State, st.Error, st.Ended = "", StateFailed, failWith, &now
@@ -521,7 +594,7 @@ func (c *Campaign) finished(ctx context.Context) bool {
 }
 
 // spend is the campaign's spend: the cells this process runs from their
-// live accounting, every other cell from its record. c.mu is held.
+// live accounting, every other cell as the store reports it. c.mu is held.
 func (c *Campaign) spend() (tokens int64, usd float64) {
 	for _, cell := range c.cells {
 		if r := c.mine[cell.Name]; r != nil {
@@ -534,10 +607,9 @@ func (c *Campaign) spend() (tokens int64, usd float64) {
 		if e == nil {
 			continue
 		}
-		tokens += e.rec.Tokens
-		if e.rec.USD != nil {
-			usd += *e.rec.USD
-		}
+		s := c.reported(e)
+		tokens += s.Tokens
+		usd += s.USD
 	}
 	return tokens, usd
 }
@@ -600,9 +672,19 @@ func (c *Campaign) file() *File {
 	defer c.mu.Unlock()
 	f := &File{Name: c.Name(), Spec: c.cfg.Spec.File, Started: c.created}
 	for _, cell := range c.cells {
-		if e := c.board[cell.Name]; e != nil {
-			f.Cells = append(f.Cells, e.rec.CellStatus)
+		e := c.board[cell.Name]
+		if e == nil {
+			continue
 		}
+		cs := e.rec.CellStatus
+		if _, ok := c.beats[cs.Owner]; ok && cs.State == StateRunning {
+			rs := c.reported(e)
+			cs.Calls, cs.Tokens = rs.Calls, rs.Tokens
+			if cs.USD != nil || rs.USD > 0 {
+				cs.USD = &rs.USD
+			}
+		}
+		f.Cells = append(f.Cells, cs)
 	}
 	return f
 }
@@ -626,11 +708,7 @@ func (c *Campaign) putMine(ctx context.Context, name string, r *running, fn func
 	rev, err := c.store.Put(context.WithoutCancel(ctx), st, r.rev)
 	if err != nil {
 		if errors.Is(err, ErrConflict) {
-			r.lost = true
-			c.log.Error("campaign: another process took over this process's cell; stopping it here", "cell", name)
-			if r.cancel != nil {
-				r.cancel()
-			}
+			c.lose(name, r)
 		}
 		return err
 	}
@@ -641,9 +719,22 @@ func (c *Campaign) putMine(ctx context.Context, name string, r *running, fn func
 	return nil
 }
 
-// heartbeat rewrites the cell's record (with its spend so far) every
-// third of the lease TTL until stop closes.
-func (c *Campaign) heartbeat(ctx context.Context, name string, r *running, stop <-chan struct{}) {
+// lose stops a cell this process ran that another process took over
+// (this one was thought gone). r.mu is held.
+func (c *Campaign) lose(name string, r *running) {
+	if r.lost {
+		return
+	}
+	r.lost = true
+	c.log.Error("campaign: another process took over this process's cell; stopping it here", "cell", name)
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// beat writes this member's beat, with the spend of every cell it runs,
+// every third of the lease TTL until stop closes.
+func (c *Campaign) beat(ctx context.Context, stop <-chan struct{}) {
 	t := time.NewTicker(c.cfg.LeaseTTL / 3)
 	defer t.Stop()
 	for {
@@ -652,20 +743,17 @@ func (c *Campaign) heartbeat(ctx context.Context, name string, r *running, stop 
 			return
 		case <-t.C:
 		}
+		b := Beat{Member: c.cfg.Member, Cells: map[string]Spend{}}
 		c.mu.Lock()
-		s := c.liveSpend(r)
+		for name, r := range c.mine {
+			b.Cells[name] = c.liveSpend(r)
+		}
 		c.mu.Unlock()
-		err := c.putMine(ctx, name, r, func(st *CellStatus) {
-			st.Calls, st.Tokens = s.Calls, s.Tokens
-			if c.cfg.Prices != nil {
-				usd := s.USD
-				st.USD = &usd
-			}
-		})
-		if errors.Is(err, ErrConflict) {
-			return
-		} else if err != nil {
-			c.log.Warn("campaign: renew a cell", "cell", name, "err", err)
+		if len(b.Cells) == 0 {
+			continue
+		}
+		if err := c.store.Beat(context.WithoutCancel(ctx), b); err != nil {
+			c.log.Warn("campaign: renew this member's cells", "err", err)
 		}
 	}
 }
@@ -676,11 +764,6 @@ func (c *Campaign) runCell(ctx context.Context, cell Cell, r *running) {
 	cellDir := filepath.Join(c.cfg.Dir, "cells", cell.Name)
 	start := time.Now()
 	fmt.Fprintf(c.cfg.Out, "cell %s: started\n", cell.Name)
-	if c.shared() {
-		hbStop := make(chan struct{})
-		defer close(hbStop)
-		go c.heartbeat(ctx, cell.Name, r, hbStop)
-	}
 	err := func() error {
 		if err := os.MkdirAll(cellDir, 0o755); err != nil {
 			return fmt.Errorf("cell dir: %w", err)

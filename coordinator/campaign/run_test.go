@@ -343,3 +343,87 @@ func TestMembersShareOneBudget(t *testing.T) {
 		t.Errorf("spent %d tokens of a 200-token budget; counts %v", spent, f.Counts())
 	}
 }
+
+// TestRunningCellsAreRenewedByOneBeatPerMember: a member renews all the
+// cells it runs with one beat, so a cell's record is written when it is
+// seeded, claimed and ended however long it runs. Cells that run for
+// three lease TTLs are not taken over, each runs once, and the beats
+// are what kept them.
+func TestRunningCellsAreRenewedByOneBeatPerMember(t *testing.T) {
+	emb := embeddedNATS(t)
+	spec := writeSpec(t, specOf(4, 2, ""))
+	dir := t.TempDir()
+	tap, err := emb.Connect("tap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tap.Close()
+	var cellWrites, beats atomic.Int32
+	for prefix, n := range map[string]*atomic.Int32{cellKeyPrefix: &cellWrites, memberKeyPrefix: &beats} {
+		if _, err := tap.Subscribe("$KV."+BucketName(spec.Name)+"."+prefix+">", func(*nats.Msg) { n.Add(1) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tap.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Six phases of 300 ms: each cell runs three lease TTLs (600 ms).
+	runs := newFakeRuns(6, 300*time.Millisecond)
+	a := startMember(t, emb, spec, dir, "a", runs, nil)
+	b := startMember(t, emb, spec, dir, "b", runs, nil)
+	wait(t, a)
+	wait(t, b)
+	if a.err != nil || b.err != nil {
+		t.Fatalf("members: %v, %v", a.err, b.err)
+	}
+	if got := b.f.Counts()[StateDone]; got != 4 {
+		t.Fatalf("%d of 4 cells done", got)
+	}
+	for d, n := range runs.started {
+		if n != 1 {
+			t.Errorf("cell %s ran %d times", d, n)
+		}
+	}
+	// Per cell: a seed by each member (one refused), a claim by each (one
+	// refused) and the end.
+	if n := cellWrites.Load(); n > 4*5 {
+		t.Errorf("%d writes of 4 cells' records, want at most %d", n, 4*5)
+	}
+	if beats.Load() == 0 {
+		t.Error("no member beat")
+	}
+}
+
+// TestTakenOverCellStopsWhereItRan: when another member takes over a cell
+// this process runs (this one was thought gone), the run here stops as
+// soon as the takeover is seen, without a write of its own to find it.
+func TestTakenOverCellStopsWhereItRan(t *testing.T) {
+	emb := embeddedNATS(t)
+	spec := writeSpec(t, specOf(1, 1, ""))
+	runs := newFakeRuns(1000, 50*time.Millisecond)
+	a := startMember(t, emb, spec, t.TempDir(), "a", runs, nil)
+	deadline := time.Now().Add(30 * time.Second)
+	for runs.active.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if runs.active.Load() == 0 {
+		t.Fatal("the cell never started")
+	}
+	a.c.mu.Lock()
+	rec := a.c.board["c0"].rec
+	a.c.mu.Unlock()
+	st := rec.CellStatus
+	st.Owner = "z"
+	if _, err := a.c.store.Put(context.Background(), st, rec.Rev); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for runs.active.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if runs.active.Load() != 0 {
+		t.Error("the run went on after another member took its cell over")
+	}
+	a.cancel()
+	wait(t, a)
+}

@@ -21,9 +21,12 @@ type Store interface {
 	Put(ctx context.Context, st CellStatus, rev uint64) (uint64, error)
 	// List returns every cell's record and revision.
 	List(ctx context.Context) ([]Record, error)
-	// Watch calls fn with every record written from now on (by any
-	// process) until ctx ends; it returns once the watch is in place.
-	Watch(ctx context.Context, fn func(Record)) error
+	// Watch calls rec with every record and beat with every member's
+	// beat written from now on (by any process) until ctx ends; it
+	// returns once the watch is in place.
+	Watch(ctx context.Context, rec func(Record), beat func(Beat)) error
+	// Beat writes a member's beat: it is alive, and runs these cells.
+	Beat(ctx context.Context, b Beat) error
 	// Started returns the campaign's start, setting it to now if unset.
 	Started(ctx context.Context, now time.Time) (time.Time, error)
 	// PutSkill and Skill store and read a finished cell's best skill
@@ -36,6 +39,15 @@ type Store interface {
 type Record struct {
 	CellStatus
 	Rev uint64
+}
+
+// Beat is what a member process writes every third of the lease TTL: it
+// is alive, and the cells it runs have spent this much so far. One beat
+// for all its cells keeps the campaign's state traffic in proportion to
+// its members, not to its running cells.
+type Beat struct {
+	Member string           `json:"member"`
+	Cells  map[string]Spend `json:"cells"`
 }
 
 // ErrConflict is a Put whose revision is no longer the record's.
@@ -55,6 +67,7 @@ type memoryStore struct {
 	rev      uint64
 	recs     map[string]Record
 	watchers []func(Record)
+	beats    []func(Beat)
 	started  time.Time
 	skills   map[string][]byte
 }
@@ -102,10 +115,21 @@ func (m *memoryStore) List(context.Context) ([]Record, error) {
 	return out, nil
 }
 
-func (m *memoryStore) Watch(ctx context.Context, fn func(Record)) error {
+func (m *memoryStore) Watch(_ context.Context, rec func(Record), beat func(Beat)) error {
 	m.mu.Lock()
-	m.watchers = append(m.watchers, fn)
+	m.watchers = append(m.watchers, rec)
+	m.beats = append(m.beats, beat)
 	m.mu.Unlock()
+	return nil
+}
+
+func (m *memoryStore) Beat(_ context.Context, b Beat) error {
+	m.mu.Lock()
+	ws := append([]func(Beat){}, m.beats...)
+	m.mu.Unlock()
+	for _, w := range ws {
+		w(b)
+	}
 	return nil
 }
 
