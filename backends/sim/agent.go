@@ -545,15 +545,7 @@ func readTarget(call ToolCall) string {
 			return s
 		}
 	}
-	var cmd string
-	switch v := firstOf(args, "cmd", "command").(type) {
-	case string:
-		cmd = v
-	case []any:
-		if len(v) > 0 {
-			cmd, _ = v[len(v)-1].(string)
-		}
-	}
+	cmd := shellCommand(args)
 	if f, ok := strings.CutPrefix(strings.TrimSpace(cmd), "cat "); ok {
 		return strings.Trim(strings.TrimSpace(f), `'"`)
 	}
@@ -567,15 +559,7 @@ func listTarget(call ToolCall) string {
 	if json.Unmarshal([]byte(call.Args), &args) != nil {
 		return ""
 	}
-	var cmd string
-	switch v := firstOf(args, "cmd", "command").(type) {
-	case string:
-		cmd = v
-	case []any:
-		if len(v) > 0 {
-			cmd, _ = v[len(v)-1].(string)
-		}
-	}
+	cmd := shellCommand(args)
 	dir, ok := strings.CutPrefix(strings.TrimSpace(cmd), "find ")
 	if !ok {
 		return ""
@@ -590,6 +574,22 @@ func listTarget(call ToolCall) string {
 // listCall is a shell command that lists the files under dir.
 func listCall(c *Conversation, dir string, n int) (ToolCall, bool) {
 	return shellCommandCall(c, "find "+shellQuote(dir)+" -type f", "List the skill's files", n)
+}
+
+// shellCommand is the command line a shell call's arguments carry: "cmd"
+// or "command", a string or an argv whose last element is the script (as
+// in ["bash", "-lc", "cat f"]); "" when there is none.
+func shellCommand(args map[string]any) string {
+	switch v := firstOf(args, "cmd", "command").(type) {
+	case string:
+		return v
+	case []any:
+		if len(v) > 0 {
+			cmd, _ := v[len(v)-1].(string)
+			return cmd
+		}
+	}
+	return ""
 }
 
 func firstOf(m map[string]any, keys ...string) any {

@@ -74,6 +74,20 @@ func (o *AdoptOptions) txPath() string {
 	return filepath.Join(filepath.Dir(o.receipts()), ".adopt-transaction.json")
 }
 
+// begin starts an adoption or an undo: it takes the state lock and rolls
+// back a transaction that a crash left open.
+func (o *AdoptOptions) begin() (unlock func(), err error) {
+	unlock, err = LockState(o.receipts())
+	if err != nil {
+		return nil, err
+	}
+	if err := recoverTx(o.txPath()); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
 // checkLive refuses a live path that is relative, not clean, a symlink,
 // or (by its resolved directory) outside the allowed roots or elsewhere
 // than staging saw it. A package's live path is a directory, which must
@@ -134,14 +148,11 @@ func checkLive(e ManifestEntry, roots []string) error {
 // complete beside the live one, and swaps the two in one rename, so a
 // crash at any moment leaves the old package or the new one whole.
 func Adopt(o AdoptOptions) (*Receipt, error) {
-	unlock, err := LockState(o.receipts())
+	unlock, err := o.begin()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := recoverTx(o.txPath()); err != nil {
-		return nil, err
-	}
 	m, err := ReadManifest(o.StagingDir)
 	if err != nil {
 		return nil, err
@@ -261,14 +272,11 @@ func Adopt(o AdoptOptions) (*Receipt, error) {
 // given): each live file goes back to its backup (or is removed if it did
 // not exist), refusing if a live file changed since the adoption.
 func Undo(o AdoptOptions) (*Receipt, error) {
-	unlock, err := LockState(o.receipts())
+	unlock, err := o.begin()
 	if err != nil {
 		return nil, err
 	}
 	defer unlock()
-	if err := recoverTx(o.txPath()); err != nil {
-		return nil, err
-	}
 	rs, err := loadReceipts(o.receipts())
 	if err != nil {
 		return nil, err
