@@ -171,18 +171,13 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		defer srv.Close()
 	}
 
-	out := stdout
-	var term *ui.Terminal
-	if isTTY(stdout) {
-		// One live status line below the cells' lines (see ui.go).
-		term = ui.NewTerminal(stdout)
-		out = term
-	}
+	// On a terminal, one live status line below the cells' lines.
+	out := ui.NewConsole(stdout, isTTY(stdout))
 	cfg := campaign.Config{
 		Spec: spec, Dir: dir, Prices: prices, Log: log, Out: out,
-		Progress: func(s campaign.Status) { printCampaignStatus(out, term, s) }, ProgressEvery: 10 * time.Second,
+		Progress: func(s campaign.Status) { out.Status(s.Line(), s.String()) }, ProgressEvery: 10 * time.Second,
 	}
-	if term != nil {
+	if out.Terminal() != nil {
 		cfg.ProgressEvery = time.Second
 	}
 	if o.member != "" {
@@ -206,9 +201,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	f, runErr := camp.Run(ctx)
-	if term != nil {
-		term.Close()
-	}
+	out.Close()
 	if f == nil {
 		return runErr
 	}
@@ -238,14 +231,4 @@ func campaignExit(ctx context.Context, runErr error, f *campaign.File) error {
 		return codedError{exitCampaignFailed + min(n, 100), fmt.Errorf("campaign: %d of %d cells failed (see each cell's cell.log)", n, len(f.Cells))}
 	}
 	return nil
-}
-
-// printCampaignStatus shows the campaign's progress: the terminal's status
-// line, or a plain line.
-func printCampaignStatus(out io.Writer, term *ui.Terminal, s campaign.Status) {
-	if term != nil {
-		term.SetText(s.Line())
-		return
-	}
-	fmt.Fprintln(out, s)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/internal/fleet"
+	"github.com/skillfleet/skillfleet/internal/runview"
 	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
@@ -230,9 +231,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		rc.Shared = shared
 		o.registry = shared.Registry()
 	}
-	pw := newProgressWiring(stdout, isTTY(stdout) && o.logFormat != "json")
-	defer pw.close()
-	rc.Progress = coordinator.NewProgress(pw.out, false)
+	view := runview.New(stdout, isTTY(stdout) && o.logFormat != "json")
+	defer view.Close()
+	rc.Progress = coordinator.NewProgress(view.Out(), false)
 	stopHealth := func() {}
 	defer func() { stopHealth() }()
 	rc.OnStart = func(r *coordinator.Run) error {
@@ -244,8 +245,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 			log.Info("health endpoint listening", "addr", addr.String())
 			stopHealth = stop
 		}
-		if err := pw.attach(ctx, o.ui, o.prices, r.Dir(), rc.Progress, r.Trainer(), r.Hub(), o.registry, fleet.RedisLevels(shared), log, stderr); err != nil {
-			return err
+		if err := view.Attach(ctx, r, rc.Progress, runview.Options{Prices: rc.Prices, Dashboard: o.ui.options(nil, nil, log), Announce: stderr,
+			Registry: o.registry, Levels: fleet.RedisLevels(shared)}); err != nil {
+			return usageError{err}
 		}
 		if o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {
 			fmt.Fprintf(stderr, "coordinator listening on %s; start workers with: skillfleet worker --nats %s --coordinator %s\n", r.Hub().Addr(), o.natsURL, r.Hub().Addr())
