@@ -3,13 +3,12 @@ package coordinator_test
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/internal/fleettest"
+	"github.com/skillfleet/skillfleet/internal/testfs"
 )
 
 // TestFullDiskStopsCleanlyAndResumes trains the demo into a run dir on a
@@ -25,11 +24,7 @@ func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
 		t.Skip("mounting a tmpfs needs root")
 	}
 	t.Parallel()
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := testfs.Tmpfs(t, "96k")
 	// The hub's task journal (package dispatch) stays on a roomy disk:
 	// this test is about the trainer's files.
 	r := &fleettest.Runner{NATS: fleettest.NATS(t), HubDir: t.TempDir()}
@@ -44,9 +39,7 @@ func TestFullDiskStopsCleanlyAndResumes(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, "run dir "+dir) || !strings.Contains(msg, "no space left") || strings.Contains(msg, "\n") {
 		t.Errorf("error = %q, want one line naming the run dir and no space left", msg)
 	}
-	if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("remount: %v %s", err, out)
-	}
+	testfs.Resize(t, mnt, "64m")
 	if _, err := r.Run(t, dir, fleettest.Demo, nil); err != nil {
 		t.Fatalf("resume once space is back: %v", err)
 	}

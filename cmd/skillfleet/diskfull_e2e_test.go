@@ -8,9 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/skillfleet/skillfleet/internal/testfs"
 )
 
 // TestFullDiskStopsTheCommand runs `skillfleet train` on the demo with its
@@ -36,11 +37,7 @@ func TestFullDiskStopsTheCommand(t *testing.T) {
 	}
 	for _, size := range []string{"256k", "2m"} {
 		t.Run(size, func(t *testing.T) {
-			mnt := t.TempDir()
-			if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
-				t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-			}
-			t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+			mnt := testfs.Tmpfs(t, size)
 			dir := filepath.Join(mnt, "run")
 			run := func() (string, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -64,9 +61,7 @@ func TestFullDiskStopsTheCommand(t *testing.T) {
 			if !strings.Contains(last, dir) || !strings.Contains(last, "no space left") {
 				t.Errorf("last line %q: want it to name %s and no space left", last, dir)
 			}
-			if out, err := exec.Command("mount", "-o", "remount,size=64m", mnt).CombinedOutput(); err != nil {
-				t.Fatalf("remount: %v %s", err, out)
-			}
+			testfs.Resize(t, mnt, "64m")
 			if stderr, err := run(); err != nil {
 				t.Fatalf("resume once space is back: %v\n%s", err, tailLines(stderr, 20))
 			}

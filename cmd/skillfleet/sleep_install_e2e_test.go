@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io/fs"
 	"net/http/httptest"
@@ -20,6 +18,7 @@ import (
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/internal/agentinstall"
+	"github.com/skillfleet/skillfleet/internal/testfs"
 )
 
 // agentCLI is the pinned agent CLI name installed by
@@ -27,38 +26,6 @@ import (
 func agentCLI(t *testing.T, name string) string {
 	t.Helper()
 	return filepath.Join(repoRoot(t), ".tools", "agents", "node_modules", ".bin", name)
-}
-
-// homeTree maps every path under root to its mode and, for a file, the
-// sha256 of its content: a file-by-file picture of a home.
-func homeTree(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		v := info.Mode().String()
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			h := sha256.Sum256(b)
-			v += " " + hex.EncodeToString(h[:8])
-		}
-		out[filepath.ToSlash(rel)] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // copyHome copies the regular files and directories of src into dst.
@@ -125,7 +92,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := homeTree(t, home)
+	before := testfs.Tree(t, home)
 	state := t.TempDir()
 	tmp := t.TempDir()
 	sf := func(args ...string) string {
@@ -316,7 +283,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 			t.Errorf("second uninstall %s: %s", agent, out)
 		}
 	}
-	if diff := cmp.Diff(before, homeTree(t, home)); diff != "" {
+	if diff := cmp.Diff(before, testfs.Tree(t, home)); diff != "" {
 		t.Errorf("the home after uninstall differs from before the install (-before +after):\n%s", diff)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/internal/testfs"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -26,11 +26,7 @@ func TestJournalFullDiskFailsCleanly(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := testfs.Tmpfs(t, "64k")
 	path := filepath.Join(mnt, "results.journal")
 	j, _, err := dispatch.OpenJournal(path, false)
 	if err != nil {
@@ -84,9 +80,7 @@ func TestJournalFullDiskFailsCleanly(t *testing.T) {
 	}
 	_ = j.Close()
 
-	if out, err := exec.Command("mount", "-o", "remount,size=4m", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("remount: %v %s", err, out)
-	}
+	testfs.Resize(t, mnt, "4m")
 	j, got, err := dispatch.OpenJournal(path, false)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,37 +12,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-// snapshot maps every path under root to its type, mode and content.
-func snapshot(t *testing.T, root string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		v := info.Mode().String()
-		if d.Type().IsRegular() {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
-			v += " " + sum(b)
-		}
-		out[rel] = v
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
+	"github.com/skillfleet/skillfleet/internal/testfs"
+)
 
 // fakeSkillfleet writes a stand-in skillfleet that prints its arguments
 // one a line, and its working directory.
@@ -79,7 +50,7 @@ func userHome(t *testing.T) string {
 
 func TestInstallUninstallRoundTrip(t *testing.T) {
 	home := userHome(t)
-	before := snapshot(t, home)
+	before := testfs.Tree(t, home)
 	bin := fakeSkillfleet(t)
 	state := filepath.Join(t.TempDir(), "state dir")
 	nightArgs := []string{"--backend", "openai_compatible", "--model", "it's a model", "--base-url", "http://127.0.0.1:1/v1 $(touch /tmp/x)"}
@@ -153,12 +124,12 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 
 		// Installing again changes nothing; with other flags it replaces
 		// the install whole (the hook goes).
-		mid := snapshot(t, home)
+		mid := testfs.Tree(t, home)
 		res, err = Install(o)
 		if err != nil || res.Changed {
 			t.Fatalf("%s: second install: changed %v, %v", agent, res != nil && res.Changed, err)
 		}
-		if diff := cmp.Diff(mid, snapshot(t, home)); diff != "" {
+		if diff := cmp.Diff(mid, testfs.Tree(t, home)); diff != "" {
 			t.Fatalf("%s: the second install changed the home:\n%s", agent, diff)
 		}
 		o2 := o
@@ -185,7 +156,7 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 			t.Fatalf("%s: second uninstall: %v %+v", agent, err, res)
 		}
 	}
-	if diff := cmp.Diff(before, snapshot(t, home)); diff != "" {
+	if diff := cmp.Diff(before, testfs.Tree(t, home)); diff != "" {
 		t.Fatalf("the home after uninstall differs from before install (-before +after):\n%s", diff)
 	}
 }

@@ -3,11 +3,11 @@ package rundir
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/internal/testfs"
 )
 
 func score(v float64) *float64 { return &v }
@@ -147,11 +147,7 @@ func TestFullDisk(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
 	}
-	mnt := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", mnt).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = syscall.Unmount(mnt, syscall.MNT_DETACH) })
+	mnt := testfs.Tmpfs(t, "64k")
 	d, err := Open(mnt, "h")
 	if err != nil {
 		t.Fatal(err)
