@@ -14,7 +14,9 @@
 //     ({task}) or as the file's path ({task_file}). There is no shell: the
 //     argv goes to the kernel as is, so task text cannot inject commands;
 //   - the environment holds only PATH, HOME (the work directory), TMPDIR
-//     (inside it) and the variables Config.Env allows;
+//     (inside it) and the variables Config.Env allows; with
+//     Config.UserLogin, HOME holds a copy of the user's agent login
+//     (login.go) and nothing else of the user's home;
 //   - the agent runs in the sandbox by default (sandbox.go: bubblewrap,
 //     its work directory only, the network to its model endpoint only);
 //     where the sandbox cannot be set up the call refuses with one line
@@ -161,6 +163,10 @@ type Config struct {
 	// a skill package the agent opened) or NoteAlways (a plain skill's
 	// SKILL.md too).
 	NoteOpened string
+	// UserLogin gives each call of a built-in agent a copy of the user's
+	// own login (Codex's auth.json, Claude Code's .credentials.json) in
+	// its HOME; see login.go.
+	UserLogin bool
 }
 
 // Config.NoteOpened values.
@@ -178,7 +184,7 @@ const DefaultTaskInlineMax = 100_000
 // output, env (comma list), work_root, keep_workdir, timeout (a Go
 // duration), max_output_bytes, base_url, api_key_env, version_check
 // (false skips it), task_inline_max (bytes), note_opened (package or
-// always).
+// always), user_login (true: the user's own login, login.go).
 func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 	c := Config{
 		Agent: opts["agent"], Model: model, SkillName: opts["skill_name"], SkillPath: opts["skill_path"],
@@ -212,6 +218,13 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 			errs = append(errs, fmt.Sprintf("option timeout=%q: want a positive duration such as \"5m\"", v))
 		}
 		c.Timeout = d
+	}
+	if v := opts["user_login"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option user_login=%q: want true or false", v))
+		}
+		c.UserLogin = b
 	}
 	if v := opts["version_check"]; v != "" {
 		b, err := strconv.ParseBool(v)
@@ -415,6 +428,12 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		}
 	}
 	env = append(env, provider...)
+	login, loginSecrets, err := c.copyLogin(dir)
+	defer removeLogin(login)
+	if err != nil {
+		return nil, err
+	}
+	secrets = append(loginSecrets, secrets...)
 	red := httpx.NewRedactor(secrets...)
 
 	stdout := &capped{max: c.cfg.MaxOutput}
@@ -431,6 +450,7 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		runErr = cmd.Run()
 		killGroup(cmd) // stray children of an agent that exited
 	}
+	removeLogin(login) // before anything reads the work directory back
 
 	in := llm.EstimateTokens(skill) + llm.EstimateTokens(task)
 	switch {
@@ -472,6 +492,11 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 			return nil, &llm.BilledError{Usage: *r.usage, Err: e}
 		}
 		return nil, e
+	}
+	if len(loginSecrets) > 0 {
+		// An agent that printed its login does not carry it into the
+		// trajectory.
+		r.content = red.String(r.content)
 	}
 	resp := &llm.Response{Content: c.noteOpenedFiles(skill, r.used, r.content), Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
 	if r.usage != nil {

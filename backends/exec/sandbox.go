@@ -267,6 +267,9 @@ func (c *Client) endpoint() (*url.URL, error) {
 		switch c.cfg.Agent {
 		case AgentCodex:
 			raw = "https://api.openai.com/v1"
+			if c.codexChatGPTLogin() {
+				raw = codexChatGPTEndpoint
+			}
 		case AgentClaude:
 			raw = "https://api.anthropic.com"
 		default:

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -179,6 +180,92 @@ func TestSleepNightWithRealAgentCLIs(t *testing.T) {
 			if got, err := os.ReadFile(skill); string(got) != string(before) || os.IsNotExist(err) != os.IsNotExist(errBefore) {
 				t.Fatalf("after undo: %q (%v)\nwant the skill as before: %q (%v)", got, err, before, errBefore)
 			}
+		})
+	}
+}
+
+// TestSleepNightWithTheUsersLogin: a night whose replay target is a
+// stand-in Codex that fails unless its CODEX_HOME holds the user's
+// login (and prints the login's token in its reply) runs with
+// --target-user-login, sandboxed and not: the night completes on the
+// login copied from the process's HOME, and no value of the login
+// appears anywhere under the state dir (the kept run dir, the staging
+// directory's evidence and report, the state file) or in the temporary
+// directory, nor in the output. Without the flag the same night stops
+// with the agent's not-logged-in failure.
+func TestSleepNightWithTheUsersLogin(t *testing.T) {
+	t.Parallel()
+	const access, refresh = "eyJplanted-login-access-3e1f", "rt_planted-login-refresh-90c2"
+	body := `case "$CODEX_HOME" in "$HOME"/*) ;; *) echo "CODEX_HOME outside HOME" >&2; exit 1 ;; esac
+grep -q '"access_token"' "$CODEX_HOME/auth.json" 2>/dev/null || { echo "not logged in: run codex login" >&2; exit 1; }
+tok=$(grep -o 'eyJ[a-z0-9-]*' "$CODEX_HOME/auth.json")
+echo '{"type":"thread.started"}'
+echo '{"type":"item.completed","item":{"type":"agent_message","text":"as '"$tok"': I could not tell."}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":50,"output_tokens":5}}'`
+	for _, sandboxed := range []bool{true, false} {
+		t.Run(map[bool]string{true: "sandboxed", false: "unsandboxed"}[sandboxed], func(t *testing.T) {
+			t.Parallel()
+			home, state := t.TempDir(), t.TempDir()
+			// The agents' TMPDIR, which a root worker's sandbox (uid
+			// 65534) must enter.
+			_, tmp := standInAgent(t, "unused", "", "")
+			if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			login := `{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"access_token":"` + access + `","refresh_token":"` + refresh + `"}}`
+			if err := os.WriteFile(filepath.Join(home, ".codex", "auth.json"), []byte(login), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			bin, _ := standInAgent(t, "codex", "codex-cli 0.169.0", body)
+			night := func(extra ...string) (string, error) {
+				args := append([]string{"sleep", "run", "--persona", "researcher", "--backend", "sim", "--model", "sim-target", "--state-dir", state,
+					"--target-backend", "codex_exec", "--codex-exec-path", bin, "--target-timeout", "60s", "--target-max-retries", "-1",
+					"--workers", "1", "--keep-run"}, extra...)
+				if !sandboxed {
+					args = append(args, "--target-option", "sandbox=none")
+				}
+				cmd := exec.Command(binary, args...)
+				cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH"), "TMPDIR=" + tmp}
+				out, err := cmd.CombinedOutput()
+				return string(out), err
+			}
+			out, err := night()
+			if err == nil || !strings.Contains(out, "the replay agent failed") || !strings.Contains(out, "not logged in: run codex login") {
+				t.Fatalf("without --target-user-login: %v, want the night stopped on the agent's login failure:\n%s", err, out)
+			}
+			out, err = night("--target-user-login")
+			if err != nil || !strings.Contains(out, "staged:") {
+				t.Fatalf("with --target-user-login: %v\n%s", err, out)
+			}
+			if strings.Contains(out, access) || strings.Contains(out, refresh) {
+				t.Errorf("the night's output holds the login:\n%s", out)
+			}
+			replies := 0
+			for _, root := range []string{state, tmp} {
+				_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+					if err != nil || d.IsDir() {
+						return err
+					}
+					b, _ := os.ReadFile(p)
+					if strings.Contains(string(b), access) || strings.Contains(string(b), refresh) {
+						t.Errorf("%s holds a value of the login", p)
+					}
+					if d.Name() == "auth.json" {
+						t.Errorf("%s: a copy of the login left behind", p)
+					}
+					if d.Name() == "evidence.jsonl" {
+						replies += strings.Count(string(b), "I could not tell.")
+					}
+					return nil
+				})
+			}
+			if replies == 0 {
+				t.Fatal("the evidence holds none of the stand-in's replies")
+			}
+			if runs, _ := os.ReadDir(filepath.Join(state, "runs")); len(runs) == 0 {
+				t.Error("no kept run dir to check")
+			}
+			t.Logf("%d replies through the login in the evidence", replies)
 		})
 	}
 }

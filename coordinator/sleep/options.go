@@ -58,6 +58,7 @@ type Options struct {
 	TargetTimeout                                 time.Duration
 	TargetMaxRetries                              int
 	SimLLM                                        bool
+	TargetUserLogin                               bool
 
 	set map[string]bool
 }
@@ -127,7 +128,7 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 // targetFlags are the replay target's flags, in the order TargetArgs
 // writes them.
 var targetFlags = []string{"target-backend", "codex-exec-path", "claude-code-exec-path", "target-base-url",
-	"target-api-key-env", "target-option", "target-timeout", "target-max-retries", "sim-llm"}
+	"target-api-key-env", "target-option", "target-user-login", "target-timeout", "target-max-retries", "sim-llm"}
 
 // RegisterTarget adds the replay target's flags to fs: a night's, and
 // those `sleep schedule` and `sleep install` carry into what they write.
@@ -138,6 +139,7 @@ func (o *Options) RegisterTarget(fs *flag.FlagSet) {
 	fs.StringVar(&o.TargetBaseURL, "target-base-url", "", "the model server the target uses (target_base_url)")
 	fs.StringVar(&o.TargetAPIKeyEnv, "target-api-key-env", "", "environment variable holding the target's key (target_api_key_env)")
 	fs.Var(&o.TargetOptions, "target-option", "a target backend option key=value, as train's model.target_options (sandbox=none, env=VAR, ...; repeatable)")
+	fs.BoolVar(&o.TargetUserLogin, "target-user-login", false, "an agent CLI target replays with your own login: a copy of its login file alone (~/.codex/auth.json; ~/.claude/.credentials.json and the account keys of ~/.claude.json) in each call's HOME (target_options.user_login)")
 	fs.DurationVar(&o.TargetTimeout, "target-timeout", 0, "bound on one replay call, an agent's whole tool loop (target_timeout; default 5m)")
 	fs.IntVar(&o.TargetMaxRetries, "target-max-retries", 0, "retries of a failed replay call (target_max_retries; 0 = the backend's default, -1 = none)")
 	fs.BoolVar(&o.SimLLM, "sim-llm", false, "serve the simulated model (a test double) on loopback and point the target at it (sim_llm)")
@@ -202,6 +204,8 @@ func (o *Options) targetArgs(set map[string]bool) ([]string, error) {
 					return nil, refuse(name, fmt.Sprintf("option %s: the value looks like a secret or carries credentials", k))
 				}
 			}
+		case "target-user-login":
+			out = append(out, "--"+name+"="+strconv.FormatBool(o.TargetUserLogin))
 		case "target-timeout":
 			out = append(out, "--"+name, o.TargetTimeout.String())
 		case "target-max-retries":
@@ -360,6 +364,12 @@ func (o *Options) config() (nightly.Config, error) {
 		for k, v := range o.TargetOptions {
 			cfg.TargetOptions[k] = v
 		}
+	})
+	set("target-user-login", func() {
+		if cfg.TargetOptions == nil {
+			cfg.TargetOptions = map[string]any{}
+		}
+		cfg.TargetOptions["user_login"] = strconv.FormatBool(o.TargetUserLogin)
 	})
 	if o.Persona != "" && cfg.SkillPath == "" && cfg.SkillDir == "" {
 		cfg.SkillPath, cfg.SkillDir = o.SkillPath, o.SkillDir
