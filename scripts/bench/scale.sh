@@ -26,8 +26,11 @@
 #     (every cell runs at once), and the peak RSS of the processes;
 #   - each worker's peak RSS.
 #
-# --tap counts the messages published by subject pattern and prints the
-# counts after each row (the tap's deliveries inflate the out column).
+# --tap counts the messages published by subject pattern (acks by kind)
+# and prints the counts after each row; the row's out column leaves the
+# tap's own deliveries out, and a second row splits the in column into
+# running tasks' heartbeats (+WPI, one per quarter AckWait a task is held)
+# and the rest.
 #
 # --skillfleet runs the campaign and workers from a prebuilt binary (for
 # example one built from an older commit, to compare); sim-llm and natsd are
@@ -116,6 +119,10 @@ for m in range(1, members + 1):
 wrss = max(int(open(os.path.join(run, "worker%d.hwm" % w)).read() or 0) * 1024 for w in range(1, workers + 1))
 traffic = re.search(r"nats traffic: (\d+) messages in, (\d+) out", open(os.path.join(run, "nats.log")).read())
 nin, nout = int(traffic.group(1)), int(traffic.group(2))
+tapped = re.search(r"tap total (\d+) heartbeats (\d+)", open(os.path.join(run, "nats.log")).read())
+if tapped:
+    # Every message published was delivered once more, to the tap.
+    nout -= int(tapped.group(1))
 camp = json.load(open(os.path.join(run, "camp", "campaign.json")))
 states = {}
 for c in camp["cells"]:
@@ -134,6 +141,9 @@ for c in camp["cells"]:
 mib = 1 << 20
 print("| %d | %d | %.0f s | %.1f | %.2f | %.2f | %.3f | %.0f MiB | %.1f MiB | %.0f MiB |" % (
     n, served, wall, journal / 1024 / served, nin / served, nout / served, 1000 * cpu / served, rss / mib, rss / mib / n, wrss / mib))
+if tapped:
+    hb = int(tapped.group(2))
+    print("|   | of which task heartbeats (+WPI): %.2f in / call; without them %.2f in / call |" % (hb / served, (nin - hb) / served))
 PY
   [[ -n "$tap" ]] && grep '^tap ' "$run/nats.log" | head -40
   [[ -n "$keep" ]] && mkdir -p "$keep" && rm -rf "${keep:?}/n$n" && cp -r "$run" "$keep/n$n"

@@ -13,7 +13,8 @@ import (
 )
 
 // tapCounts counts the messages published on the server by subject
-// pattern: a diagnostic of where a bench's NATS traffic goes.
+// pattern (acks also by kind: a running task's heartbeat is +WPI): a
+// diagnostic of where a bench's NATS traffic goes.
 type tapCounts struct {
 	nc *nats.Conn
 	mu sync.Mutex
@@ -28,6 +29,11 @@ func startTap(e *queue.Embedded) (*tapCounts, error) {
 	t := &tapCounts{nc: nc, n: map[string]int64{}}
 	sub, err := nc.Subscribe(">", func(m *nats.Msg) {
 		k := pattern(m.Subject)
+		if strings.HasPrefix(m.Subject, "$JS.ACK.") {
+			// +ACK, +WPI (a running task's heartbeat), -NAK, +TERM.
+			kind, _, _ := strings.Cut(string(m.Data), " ")
+			k += " " + kind
+		}
 		t.mu.Lock()
 		t.n[k]++
 		t.mu.Unlock()
@@ -68,7 +74,13 @@ func (t *tapCounts) print(w io.Writer) {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b string) int { return int(t.n[b] - t.n[a]) })
+	var total, wpi int64
 	for _, k := range keys {
 		fmt.Fprintf(w, "tap %10d %s\n", t.n[k], k)
+		total += t.n[k]
+		if strings.HasSuffix(k, " +WPI") {
+			wpi += t.n[k]
+		}
 	}
+	fmt.Fprintf(w, "tap total %d heartbeats %d\n", total, wpi)
 }
