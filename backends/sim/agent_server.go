@@ -113,18 +113,6 @@ func (s *Server) agentAdmit(w http.ResponseWriter, r *http.Request, seq int64, m
 	return true
 }
 
-// agentServed counts a served reply's usage.
-func (s *Server) agentServed(model string, u llm.Usage) {
-	s.count(model, func(st *Stats, ms *ModelStats) {
-		st.Served++
-		st.InputTokens += u.InputTokens
-		st.OutputTokens += u.OutputTokens
-		ms.Served++
-		ms.InputTokens += u.InputTokens
-		ms.OutputTokens += u.OutputTokens
-	})
-}
-
 // APIs of the agent endpoints, as the request log names them.
 const (
 	APIResponses = "responses"
@@ -204,7 +192,7 @@ func (s *Server) agent(api string) http.HandlerFunc {
 			}
 			return
 		}
-		s.agentServed(model, reply.Usage)
+		s.served(model, reply.Usage)
 		entry := LoggedRequest{Seq: seq, API: api, Model: model, Stream: stream, Action: reply.Action,
 			ToolResults: countTurns(conv, "tool"), InputTokens: reply.Usage.InputTokens, OutputTokens: reply.Usage.OutputTokens}
 		for _, c := range reply.Calls {

@@ -382,14 +382,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if fault == FaultMalformed {
 		content = malformedReply
 	} else {
-		s.count(wr.Model, func(st *Stats, ms *ModelStats) {
-			st.Served++
-			st.InputTokens += resp.Usage.InputTokens
-			st.OutputTokens += resp.Usage.OutputTokens
-			ms.Served++
-			ms.InputTokens += resp.Usage.InputTokens
-			ms.OutputTokens += resp.Usage.OutputTokens
-		})
+		s.served(wr.Model, resp.Usage)
 	}
 	in, out := resp.Usage.InputTokens, llm.EstimateTokens(content)
 	msg := wireReplyMessage{Role: llm.RoleAssistant, Content: content}
@@ -402,6 +395,18 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		ID: fmt.Sprintf("chatcmpl-sim-%d", seq), Object: "chat.completion", Created: created, Model: resp.Model,
 		Choices: []wireChoice{{Message: wireReplyMessage{Role: msg.Role, Content: msg.Content, ToolCalls: msg.ToolCalls}, FinishReason: resp.FinishReason}},
 		Usage:   wireUsage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+	})
+}
+
+// served counts a served reply and its usage.
+func (s *Server) served(model string, u llm.Usage) {
+	s.count(model, func(st *Stats, ms *ModelStats) {
+		st.Served++
+		st.InputTokens += u.InputTokens
+		st.OutputTokens += u.OutputTokens
+		ms.Served++
+		ms.InputTokens += u.InputTokens
+		ms.OutputTokens += u.OutputTokens
 	})
 }
 
