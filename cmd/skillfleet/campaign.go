@@ -124,11 +124,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		Peers: []serve.Peer{natsPeer(o.natsURL, o.nats), redisPeer(o.redis)}}); err != nil {
 		return usageError{err}
 	}
-	prices := pricing.Default()
-	if o.prices != "" {
-		if prices, err = pricing.Load(o.prices); err != nil {
-			return usageError{fmt.Errorf("campaign: --prices: %w", err)}
-		}
+	prices, err := pricing.LoadOrDefault(o.prices)
+	if err != nil {
+		return usageError{fmt.Errorf("campaign: --prices: %w", err)}
 	}
 	if err := o.ui.check(); err != nil {
 		return err

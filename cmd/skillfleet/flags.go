@@ -25,6 +25,25 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// parseInterspersed parses args whose positional arguments may come
+// before, between or after the flags, and returns those; --help is not an
+// error.
+func parseInterspersed(fs *flag.FlagSet, args []string) (pos []string, help bool, err error) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, true, nil
+			}
+			return nil, false, usageError{err}
+		}
+		if fs.NArg() == 0 {
+			return pos, false, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
 // parse parses args; --help is not an error.
 func parse(fs *flag.FlagSet, args []string) (help bool, err error) {
 	if err := fs.Parse(args); err != nil {

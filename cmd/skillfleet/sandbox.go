@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -66,21 +65,9 @@ func runSandboxRun(ctx context.Context, args []string, stdout, stderr io.Writer)
 	keep := flags.String("keep", "", "copy the work directory here afterwards (must not exist or be empty)")
 	python := flags.String("python", isolation.DefaultPython(), "Python interpreter with openpyxl")
 	timeout := flags.Duration("timeout", 60*time.Second, "wall-clock limit")
-	// The program may come before or after the flags.
-	var pos []string
-	rest := args
-	for {
-		if err := flags.Parse(rest); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return usageError{err}
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		pos = append(pos, flags.Arg(0))
-		rest = flags.Args()[1:]
+	pos, help, err := parseInterspersed(flags, args)
+	if help || err != nil {
+		return err
 	}
 	if len(pos) != 1 {
 		return usageError{errors.New("sandbox run: want exactly one PROGRAM.py")}

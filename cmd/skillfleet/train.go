@@ -182,18 +182,6 @@ func startError(err error) error {
 	return err
 }
 
-// loadPrices is the --prices table (nil: none given).
-func loadPrices(path string) (*pricing.Table, error) {
-	if path == "" {
-		return nil, nil
-	}
-	t, err := pricing.Load(path)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--prices: %w", err)}
-	}
-	return t, nil
-}
-
 func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	log, err := newLogger(stderr, o.logFormat, o.logLevel)
 	if err != nil {
@@ -210,7 +198,13 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		log.Warn("config", "warning", w.String())
 	}
 	if o.estimate {
-		return estimate(o, cfg, stdout)
+		// Nothing is called or written: the expected calls, tokens and
+		// dollars per stage.
+		prices, err := pricing.LoadOrDefault(o.prices)
+		if err != nil {
+			return usageError{err}
+		}
+		return startError(coordinator.WriteEstimate(stdout, cfg, prices))
 	}
 	if err := o.ui.check(); err != nil {
 		return err
@@ -219,8 +213,8 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if rc.Prices, err = loadPrices(o.prices); err != nil {
-		return err
+	if rc.Prices, err = pricing.LoadOrDefault(o.prices); err != nil {
+		return usageError{fmt.Errorf("--prices: %w", err)}
 	}
 	var shared *redisstore.Store
 	if o.redis.url != "" {

@@ -61,30 +61,16 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&u.addr, "addr", "127.0.0.1:8080", "listen address (beyond loopback it needs "+ui.TokenEnv+" or --ui-insecure)")
 	fs.BoolVar(&u.insecure, "ui-insecure", false, "let --addr listen beyond loopback without "+ui.TokenEnv)
 	pricesFile := fs.String("prices", "", "price table YAML (default: the built-in table, see configs/prices.yaml)")
-	// Directories may come before, between or after the flags.
-	var dirs []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return usageError{err}
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		dirs = append(dirs, fs.Arg(0))
-		args = fs.Args()[1:]
+	dirs, help, err := parseInterspersed(fs, args)
+	if help || err != nil {
+		return err
 	}
 	if len(dirs) == 0 {
 		return usageError{errors.New("ui: want one or more run or campaign directories")}
 	}
-	prices := pricing.Default()
-	if *pricesFile != "" {
-		var err error
-		if prices, err = pricing.Load(*pricesFile); err != nil {
-			return usageError{fmt.Errorf("ui: --prices: %w", err)}
-		}
+	prices, err := pricing.LoadOrDefault(*pricesFile)
+	if err != nil {
+		return usageError{fmt.Errorf("ui: --prices: %w", err)}
 	}
 	srv, err := serveUI(ctx, u, dirs, prices, nil, nil, stdout)
 	if err != nil {

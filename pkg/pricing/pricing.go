@@ -109,6 +109,15 @@ func Load(path string) (*Table, error) {
 	return Parse(data, path)
 }
 
+// LoadOrDefault is the table in path, or the built-in one when path is
+// empty.
+func LoadOrDefault(path string) (*Table, error) {
+	if path == "" {
+		return Default(), nil
+	}
+	return Load(path)
+}
+
 // Parse reads a price table; source names it in messages.
 func Parse(data []byte, source string) (*Table, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))

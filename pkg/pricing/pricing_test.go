@@ -259,3 +259,17 @@ func TestDefaultTable(t *testing.T) {
 		t.Errorf("sim breakdown = %+v, want complete and $0", b)
 	}
 }
+
+func TestLoadOrDefault(t *testing.T) {
+	def, err := LoadOrDefault("")
+	if err != nil || def.Source() != Default().Source() {
+		t.Fatalf("LoadOrDefault(\"\") = %v, %v; want the built-in table", def, err)
+	}
+	path := filepath.Join("..", "..", "configs", "prices.yaml")
+	if got, err := LoadOrDefault(path); err != nil || got.Source() != path {
+		t.Errorf("LoadOrDefault(%s) = %v, %v; want that file's table", path, got, err)
+	}
+	if _, err := LoadOrDefault(filepath.Join(t.TempDir(), "none.yaml")); err == nil {
+		t.Error("a missing file gave no error")
+	}
+}
