@@ -83,7 +83,7 @@ type Options struct {
 	Generations int
 	// Sweeper, if set, looks for this dispatcher's lost tasks together
 	// with the other runs of its process while Run runs; without one, Run
-	// sweeps on its own every [SweepEvery].
+	// runs a sweeper of its own.
 	Sweeper *Sweeper
 }
 
@@ -287,7 +287,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		leave := d.o.Sweeper.add(d)
 		defer leave()
 	case d.o.Stream != nil:
-		wg.Go(func() { d.sweepEvery(ctx, SweepEvery) })
+		own := NewSweeper(d.log)
+		leave := own.add(d)
+		defer leave()
+		wg.Go(func() { own.Run(ctx) })
 	}
 	if d.o.BulkWindow != nil {
 		wg.Go(func() { d.pump(ctx) })
@@ -395,19 +398,6 @@ func (d *Dispatcher) publishErr(id string, msg *nats.Msg, err error) error {
 
 // SweepEvery is how often the dispatcher looks for lost tasks.
 var SweepEvery = 5 * time.Second
-
-func (d *Dispatcher) sweepEvery(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			d.Sweep(ctx, every)
-		}
-	}
-}
 
 // Sweep republishes pending tasks whose message left the stream without a
 // result: a worker terminated it while this coordinator was away, it ran
