@@ -40,7 +40,7 @@ type command struct {
 func (c command) exec(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	stopProfile := startProfile(stderr)
+	stopProfile := telemetry.StartCPUProfile(stderr)
 	defer stopProfile()
 	return exitCode(c.run(ctx, args, stdout, stderr), stderr)
 }

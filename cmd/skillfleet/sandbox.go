@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/skillfleet/skillfleet/internal/isolation"
@@ -52,9 +51,7 @@ func runSandboxCheck(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	if *agents == "" {
-		if _, err := os.Stat(filepath.Join(".tools", "agents", "node_modules", ".bin")); err == nil {
-			*agents = filepath.Join(".tools", "agents")
-		}
+		*agents = isolation.DefaultAgents()
 	}
 	return isolation.Check(ctx, isolation.CheckConfig{Python: *python, Agents: *agents}, stdout)
 }

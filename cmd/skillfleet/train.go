@@ -164,7 +164,7 @@ func (o trainOpts) runDeps(log *slog.Logger) coordinator.Deps {
 	d.Telemetry = func(ctx context.Context, runID string) (*telemetry.Telemetry, func(), error) {
 		return setupTelemetry(ctx, "skillfleet-coordinator", runID, o.metricsAddr, o.traceContent, log, o.exposure.metricsTLS)
 	}
-	d.Observe = crashHook()
+	d.Observe = fleet.CrashHook()
 	return d
 }
 

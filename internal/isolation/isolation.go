@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -25,6 +26,17 @@ func DefaultPython() string {
 		return "/usr/bin/python3"
 	}
 	return "python3"
+}
+
+// DefaultAgents is the agent CLIs' install tree [Check] uses when none is
+// given: .tools/agents (scripts/install-agents.sh's default) when it
+// holds installed CLIs, else "" (none).
+func DefaultAgents() string {
+	dir := filepath.Join(".tools", "agents")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin")); err != nil {
+		return ""
+	}
+	return dir
 }
 
 // Check runs the containment probes (one hostile program per attack

@@ -1,6 +1,6 @@
 //go:build crashhook
 
-package main
+package fleet
 
 import (
 	"os"
@@ -9,10 +9,11 @@ import (
 	"syscall"
 )
 
-// crashHook kills this process with SIGKILL when the n-th task of a stage
-// finishes (SKILLFLEET_CRASH_AT=stage:n). Only binaries built with
-// -tags crashhook have it: the crash-and-resume tests build one.
-func crashHook() func(stage string, done int) {
+// CrashHook is a run's [coordinator.Deps.Observe] that kills this process
+// with SIGKILL when the n-th task of a stage finishes
+// (SKILLFLEET_CRASH_AT=stage:n). Only binaries built with -tags crashhook
+// have it: the crash-and-resume tests build one.
+func CrashHook() func(stage string, done int) {
 	spec := os.Getenv("SKILLFLEET_CRASH_AT")
 	if spec == "" {
 		return nil

@@ -1,4 +1,4 @@
-package main
+package telemetry
 
 import (
 	"fmt"
@@ -7,11 +7,15 @@ import (
 	"runtime/pprof"
 )
 
-// startProfile writes a CPU profile of the whole command to the file named
-// by SKILLFLEET_CPUPROFILE (a developer's tool for scripts/bench). The
-// returned function stops it; it is a no-op when the variable is unset.
-func startProfile(stderr io.Writer) func() {
-	path := os.Getenv("SKILLFLEET_CPUPROFILE")
+// CPUProfileEnv names the file [StartCPUProfile] writes to.
+const CPUProfileEnv = "SKILLFLEET_CPUPROFILE"
+
+// StartCPUProfile writes a CPU profile of the process, until the returned
+// function is called, to the file $SKILLFLEET_CPUPROFILE names (a
+// developer's tool for scripts/bench); it does nothing when the variable
+// is unset. Failures are reported on stderr, never fatal.
+func StartCPUProfile(stderr io.Writer) (stop func()) {
+	path := os.Getenv(CPUProfileEnv)
 	if path == "" {
 		return func() {}
 	}
