@@ -397,6 +397,15 @@ func (c *Campaign) reported(e *entry) Spend {
 	return s
 }
 
+// into writes s as st's spend (its USD only when st had one or s has one).
+func (s Spend) into(st *CellStatus) {
+	st.Calls, st.Tokens = s.Calls, s.Tokens
+	if st.USD != nil || s.USD > 0 {
+		usd := s.USD
+		st.USD = &usd
+	}
+}
+
 // see records r if it is newer than what this process has seen; it
 // reports whether the cell's state or results changed (not a heartbeat).
 // c.mu is held.
@@ -515,11 +524,7 @@ func (c *Campaign) schedule(ctx context.Context) {
 		st := e.rec.CellStatus
 		if e.rec.Owner != "" && e.rec.Owner != c.cfg.Member {
 			// A cell taken over keeps what its owner reported spending.
-			rs := c.reported(e)
-			st.Calls, st.Tokens = rs.Calls, rs.Tokens
-			if st.USD != nil || rs.USD > 0 {
-				st.USD = &rs.USD
-			}
+			c.reported(e).into(&st)
 		}
 		c.mu.Unlock()
 		st.Cell, st.Owner, st.Error = cell, c.cfg.Member, ""
@@ -678,11 +683,7 @@ func (c *Campaign) file() *File {
 		}
 		cs := e.rec.CellStatus
 		if _, ok := c.beats[cs.Owner]; ok && cs.State == StateRunning {
-			rs := c.reported(e)
-			cs.Calls, cs.Tokens = rs.Calls, rs.Tokens
-			if cs.USD != nil || rs.USD > 0 {
-				cs.USD = &rs.USD
-			}
+			c.reported(e).into(&cs)
 		}
 		f.Cells = append(f.Cells, cs)
 	}
