@@ -170,7 +170,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	}
 
 	// On a terminal, one live status line below the cells' lines.
-	out := ui.NewConsole(stdout, isTTY(stdout))
+	out := ui.NewConsole(stdout, ui.IsTerminal(stdout))
 	cfg := campaign.Config{
 		Spec: spec, Dir: dir, Prices: prices, Log: log, Out: out,
 		Progress: func(s campaign.Status) { out.Status(s.Line(), s.String()) }, ProgressEvery: 10 * time.Second,

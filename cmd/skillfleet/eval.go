@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -47,7 +48,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	rc.Eval = &coordinator.Eval{Split: *split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: *baseline}
-	rc.Progress = coordinator.NewProgress(stdout, isTTY(stdout))
+	rc.Progress = coordinator.NewProgress(stdout, ui.IsTerminal(stdout))
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {
 		return startError(err)

@@ -7,16 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/runview"
 	"github.com/skillfleet/skillfleet/internal/serve"
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -129,11 +127,6 @@ func loadConfig(path string, sets []string) (*config.Config, error) {
 	return cfg, startError(err)
 }
 
-func isTTY(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // runConfig is the coordinator.Config the flags give a run of cfg.
 func (o trainOpts) runConfig(cfg *config.Config, log *slog.Logger) (coordinator.Config, error) {
 	rc := coordinator.Config{
@@ -225,7 +218,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		rc.Shared = shared
 		o.registry = shared.Registry()
 	}
-	view := runview.New(stdout, isTTY(stdout) && o.logFormat != "json")
+	view := runview.New(stdout, ui.IsTerminal(stdout) && o.logFormat != "json")
 	defer view.Close()
 	rc.Progress = coordinator.NewProgress(view.Out(), false)
 	stopHealth := func() {}

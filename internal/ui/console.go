@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+
+	"golang.org/x/term"
 )
 
 // Console is a command's standard output with a live status: on a
@@ -12,6 +15,13 @@ import (
 type Console struct {
 	w    io.Writer
 	term *Terminal
+}
+
+// IsTerminal says w is a terminal (then a [Console] on it has a status
+// line).
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // NewConsole writes to w; terminal says w is one.

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,5 +52,16 @@ func TestServeAnnounced(t *testing.T) {
 	}
 	if _, err := ServeAnnounced(t.Context(), Options{Addr: "0.0.0.0:0"}, &bytes.Buffer{}, dir); err == nil {
 		t.Error("an open bind without a token was served")
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if IsTerminal(f) || IsTerminal(&bytes.Buffer{}) {
+		t.Error("a file or a buffer taken for a terminal")
 	}
 }
