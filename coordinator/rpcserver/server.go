@@ -277,6 +277,10 @@ loop:
 		case r = <-in:
 		case <-s.draining:
 			break loop
+		case <-ctx.Done():
+			// The stream is gone (the server stopped, the worker went
+			// away); the receiver may have left without a word.
+			break loop
 		}
 		if r.err != nil {
 			if !errors.Is(r.err, io.EOF) && status.Code(r.err) != codes.Canceled {

@@ -37,7 +37,7 @@ func TestDrainEndsOpenReportStreams(t *testing.T) {
 	}
 	rec := &ackAll{}
 	s := New("c1", rec, noSkills{}, nil, 0)
-	g := grpc.NewServer()
+	g := grpc.NewServer(grpc.WaitForHandlers(true))
 	pb.RegisterCoordinatorServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	defer g.Stop()
@@ -110,7 +110,7 @@ func TestServerRoutesResultsToTheirRuns(t *testing.T) {
 	withdrawA := s.Serve("run-a", a, skillsOf{"h1": "skill one"})
 	s.Serve("run-a/x", ab, nil)
 	s.Serve("run-b", b, skillsOf{"h2": "skill two"})
-	g := grpc.NewServer()
+	g := grpc.NewServer(grpc.WaitForHandlers(true))
 	pb.RegisterCoordinatorServer(g, s)
 	go func() { _ = g.Serve(lis) }()
 	defer g.Stop()
@@ -164,5 +164,45 @@ func TestServerRoutesResultsToTheirRuns(t *testing.T) {
 	}
 	if len(a.ids) != 1 || s.Runs() != 2 {
 		t.Fatalf("after withdrawing run-a: it recorded %v, %d runs served", a.ids, s.Runs())
+	}
+}
+
+// TestReportEndsWhenItsStreamDoes: a Report handler whose stream is cut
+// (the server stops with the stream open) returns, whichever of its
+// goroutines sees the end first; the server's stop, which waits for its
+// handlers, returns. Repeated, since the two goroutines race.
+func TestReportEndsWhenItsStreamDoes(t *testing.T) {
+	for i := range 20 {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := New("proc", nil, nil, nil, 0)
+		s.Serve("run", &recorderOf{}, nil)
+		g := grpc.NewServer(grpc.WaitForHandlers(true))
+		pb.RegisterCoordinatorServer(g, s)
+		go func() { _ = g.Serve(lis) }()
+		conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := pb.NewCoordinatorClient(conn).Report(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Send(&pb.Result{TaskId: "run/t"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		stopped := make(chan struct{})
+		go func() { g.Stop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: the server's stop still waits for a Report handler whose stream was cut", i)
+		}
+		_ = conn.Close()
 	}
 }
