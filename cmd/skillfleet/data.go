@@ -27,8 +27,8 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	flags := newFlagSet("data check", "data check [--bench NAME] [--id-field F] DIR", stderr)
 	idField := flags.String("id-field", "", "item field holding the id (default: the benchmark's, else id)")
 	benchName := flags.String("bench", "", "benchmark whose item format to check (default: the manifest's \"benchmark\")")
-	if err := flags.Parse(args[1:]); err != nil {
-		return usageError{err}
+	if help, err := parseFlags(flags, args[1:]); help || err != nil {
+		return err
 	}
 	if flags.NArg() != 1 {
 		return usageError{errors.New("data check: want exactly one DIR")}
@@ -51,8 +51,8 @@ func runDataSynth(args []string, stdout, stderr io.Writer) error {
 	out := flags.String("out", "", "directory to write the split directory into")
 	preset := flags.String("preset", synth.PresetSmall, "world size: small (tests, demos) or paper (SkillOpt's split sizes)")
 	seed := flags.Int64("seed", 0, "world seed: the same seed writes the same world")
-	if err := flags.Parse(args); err != nil {
-		return usageError{err}
+	if help, err := parseFlags(flags, args); help || err != nil {
+		return err
 	}
 	switch {
 	case flags.NArg() != 0:

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -27,11 +26,8 @@ func runEnvServer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	bridgeRO := fs.String("bridge-ro", "", "comma list of further host paths the sandboxed bridge may read (e.g. a user site-packages directory)")
 	bridgeMem := fs.Int("bridge-memory-mb", 4096, "address-space limit of the sandboxed bridge's processes, MB")
 	// Not parse(): the bridge command after -- is positional.
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usageError{err}
+	if help, err := parseFlags(fs, args); help || err != nil {
+		return err
 	}
 	var srv envpb.EnvServerServer = textgame.NewServer()
 	what := "the built-in household text game"

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/ui"
+	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -40,6 +41,16 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	ev := coordinator.Eval{Split: *split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: *baseline}
+	if o.estimate {
+		// Nothing is called or written: the calls, tokens and dollars of
+		// the evaluation.
+		prices, err := pricing.LoadOrDefault(o.prices)
+		if err != nil {
+			return usageError{fmt.Errorf("--prices: %w", err)}
+		}
+		return startError(coordinator.WriteEvalEstimate(stdout, cfg, prices, ev))
+	}
 	if o.out == "" {
 		o.out = filepath.Join("runs", "eval-"+cfg.Env.Name)
 	}
@@ -47,7 +58,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rc.Eval = &coordinator.Eval{Split: *split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: *baseline}
+	rc.Eval = &ev
 	rc.Progress = coordinator.NewProgress(stdout, ui.IsTerminal(stdout))
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {

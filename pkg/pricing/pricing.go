@@ -8,7 +8,7 @@
 // ("gpt-4o-2024-08-06", "claude-opus-4@20250514"), and an entry ending in
 // "*" ("sim-*") matches every name that starts with what precedes the "*".
 // Nothing else is matched: "gpt-4o" does not price "gpt-4o-mini" nor
-// "gpt-5" price "gpt-5.5". A model that matches nothing is reported as
+// "gpt-5" price "gpt-5.2". A model that matches nothing is reported as
 // unpriced, never guessed.
 package pricing
 

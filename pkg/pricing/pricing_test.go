@@ -221,6 +221,9 @@ func TestDefaultTable(t *testing.T) {
 		{"gpt-4o-2024-08-06", "gpt-4o"},
 		{"gpt-4o-2024-05-13", "gpt-4o-2024-05-13"},
 		{"gpt-5-mini-2025-08-07", "gpt-5-mini"},
+		{"gpt-5.5", "gpt-5.5"},
+		{"gpt-5.5-2026-04-23", "gpt-5.5"},
+		{"gpt-5.4-mini", "gpt-5.4-mini"},
 		{"o3-pro", "o3-pro"},
 		{"o1-mini-2024-09-12", "o1-mini"},
 		{"claude-opus-4-5-20251101", "claude-opus-4-5"},
@@ -228,7 +231,7 @@ func TestDefaultTable(t *testing.T) {
 		{"claude-3-5-haiku-20241022", "claude-3-5-haiku"},
 		{"gemini-2.5-flash-lite", "gemini-2.5-flash-lite"},
 	}
-	for _, model := range []string{"gpt-5.5", "gpt-5.5-mini", "claude-opus-4-6", "my-azure-deployment"} {
+	for _, model := range []string{"gpt-5.2", "gpt-5.5-mini", "gpt-5.5-codex", "claude-opus-4-6", "my-azure-deployment"} {
 		if key, _, ok := tab.Lookup(model); ok {
 			t.Errorf("Default().Lookup(%q) = %q, want no match (an unlisted model is not guessed)", model, key)
 		}

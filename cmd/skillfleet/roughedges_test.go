@@ -1,0 +1,47 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestBadFlagIsOneLineWithoutUsage: a mistaken flag is one line on stderr
+// (the error and where the flags are listed), not the page of usage; a
+// duration without a unit gets the hint; --help still prints the usage.
+func TestBadFlagIsOneLineWithoutUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"duration without unit", []string{"train", "--ack-wait", "5"}, []string{"-ack-wait", "a duration takes a unit", "skillfleet train --help"}},
+		{"unknown flag", []string{"coordinator", "--no-such-flag"}, []string{"no-such-flag", "skillfleet coordinator --help"}},
+		{"bad int", []string{"eval", "--workers", "two"}, []string{"-workers", "skillfleet eval --help"}},
+		{"data check", []string{"data", "check", "--nope", "x"}, []string{"nope", "skillfleet data check --help"}},
+		{"migrate", []string{"migrate", "--nope"}, []string{"nope", "skillfleet migrate --help"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			if code := run(tc.args, &stdout, &stderr); code != exitUsage {
+				t.Errorf("exit %d, want %d", code, exitUsage)
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if strings.Contains(msg, "\n") || strings.Contains(msg, "Usage") {
+				t.Errorf("stderr is not one line without usage:\n%s", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("stderr %q lacks %q", msg, w)
+				}
+			}
+			if strings.Contains(tc.name, "int") && strings.Contains(msg, "duration") {
+				t.Errorf("an int flag got the duration hint: %q", msg)
+			}
+		})
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"train", "--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "Usage: skillfleet train") || !strings.Contains(stderr.String(), "-ack-wait") {
+		t.Errorf("train --help: exit %d, stderr %q; want the usage", code, stderr.String())
+	}
+}
