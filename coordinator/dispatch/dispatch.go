@@ -101,31 +101,28 @@ type Dispatcher struct {
 	fatal     chan struct{}
 	fatalOnce sync.Once
 
+	// mu guards every task's record and state (task.go).
 	mu sync.Mutex
+	// tasks holds the record of every task not recorded: live, cancelled
+	// or failed.
+	tasks map[string]*task
 	// recorded holds, for every recorded task id, where its result is.
-	recorded  map[string]rec
-	recording map[string]bool
-	pending   map[string]*Future
-	seqs      map[uint64]string // stream seq → task id of pending tasks
-	// late maps cancelled task ids to the function that sees their result
-	// if a worker finishes them anyway (the calls were made and paid for).
-	late map[string]func(*pb.Result)
-	// cancels counts how often each task id was cancelled: a task
-	// submitted again after a cancel is published under a fresh message
-	// id, or JetStream's de-duplication would drop it.
-	cancels map[string]int
-	// stages maps each submitted task id to its stage, and spent sees the
-	// usage of results that arrive once too often (a task run twice after a
-	// redelivery or a cancel): their calls were made and paid for.
-	stages map[string]string
-	spent  func(res *pb.Result, stage string)
-	// cacheKeys holds the cache key of each pending cached task.
-	cacheKeys map[string]string
-	closed    bool
-	// held are bulk tasks waiting for the bulk window; bulkOut the bulk
-	// tasks published and not yet answered.
-	held     []heldTask
-	bulkOut  map[string]bool
+	recorded map[string]rec
+	// seqs maps the stream sequence of each task's message to its record.
+	seqs map[uint64]*task
+	// spent sees the usage of results that arrive once too often (a task
+	// run twice after a redelivery or a cancel): their calls were made
+	// and paid for.
+	spent func(res *pb.Result, stage string)
+	// closed refuses new submissions; stopped refuses new republishes
+	// (the run withdrew), and flights counts the republishes under way.
+	closed  bool
+	stopped bool
+	flights sync.WaitGroup
+	// held are bulk tasks waiting for the bulk window, bulkOut the bulk
+	// tasks holding a slot of it.
+	held     []heldRef
+	bulkOut  int
 	pumpBell chan struct{}
 
 	// refusals are the workers that said they cannot serve a task.
@@ -133,32 +130,24 @@ type Dispatcher struct {
 }
 
 // rec is what the dispatcher keeps of a recorded result: where the
-// journal holds it or, with no journal, the result itself.
+// journal holds it or, with no journal, the result itself, and the stage
+// of its task (for the accounting of duplicates).
 type rec struct {
-	off  int64
-	size uint32
-	res  *pb.Result
+	off   int64
+	size  uint32
+	res   *pb.Result
+	stage string
 }
 
 // Future is the eventual result of one task.
 type Future struct {
-	id  string
-	seq uint64
+	id string
 	// fatal is closed when the journal fails; err then says why.
 	fatal <-chan struct{}
 	err   func() error
-	// msg and published are the task's message (without its data: see
-	// kept) and when it went out, and task the task, for the lost-task
-	// sweep.
-	msg       *nats.Msg
-	task      *pb.Task
-	published time.Time
-	// generation counts the times the task ran out of deliveries and was
-	// queued again.
-	generation int
-	done       chan struct{}
-	res        *pb.Result
-	once       sync.Once
+	done  chan struct{}
+	res   *pb.Result
+	once  sync.Once
 }
 
 // ID is the task id.
@@ -212,15 +201,13 @@ func New(o Options) *Dispatcher {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{
-		o:         o,
-		log:       o.Logger,
-		fatal:     make(chan struct{}),
-		recorded:  make(map[string]rec, len(o.Recorded)),
-		recording: map[string]bool{},
-		pending:   map[string]*Future{},
-		seqs:      map[uint64]string{},
-		bulkOut:   map[string]bool{},
-		pumpBell:  make(chan struct{}, 1),
+		o:        o,
+		log:      o.Logger,
+		fatal:    make(chan struct{}),
+		tasks:    map[string]*task{},
+		recorded: make(map[string]rec, len(o.Recorded)),
+		seqs:     map[uint64]*task{},
+		pumpBell: make(chan struct{}, 1),
 	}
 	for _, r := range o.Recorded {
 		d.recorded[r.GetTaskId()] = rec{res: r}
@@ -263,104 +250,123 @@ func (d *Dispatcher) journalFailed() {
 	})
 }
 
-// Run watches for tasks that ran out of deliveries and turns them into
-// typed failures, sweeps for lost tasks and publishes held bulk tasks. It
-// returns nil when ctx ends, once its goroutines and the cache's pending
-// puts have ended.
+// Run handles the tasks that ran out of deliveries (through its
+// process's [Sweeper], which also sweeps for lost tasks) and publishes
+// held bulk tasks. When ctx ends it stops republishing at once (the run
+// is withdrawing), and it returns nil once its goroutines, the
+// republishes under way and the cache's pending puts have ended.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if d.o.Cache != nil {
 		defer d.o.Cache.Flush()
 	}
 	if d.o.NC == nil {
 		<-ctx.Done()
+		d.stop()
 		return nil
 	}
-	stop, err := queue.SubscribeMaxDeliveries(d.o.NC, func(a queue.MaxDeliveriesExceeded) {
-		d.deliveriesExhausted(ctx, a)
-	})
+	s := d.o.Sweeper
+	own := s == nil
+	if own {
+		s = NewSweeper(d.log)
+	}
+	leave, err := s.add(d)
 	if err != nil {
 		return err
 	}
+	defer leave()
 	var wg sync.WaitGroup
-	switch {
-	case d.o.Sweeper != nil:
-		leave := d.o.Sweeper.add(d)
-		defer leave()
-	case d.o.Stream != nil:
-		own := NewSweeper(d.log)
-		leave := own.add(d)
-		defer leave()
-		wg.Go(func() { own.Run(ctx) })
+	if own && d.o.Stream != nil {
+		wg.Go(func() { s.Run(ctx) })
 	}
 	if d.o.BulkWindow != nil {
 		wg.Go(func() { d.pump(ctx) })
 	}
 	<-ctx.Done()
-	stop()
+	d.stop()
 	wg.Wait()
-	d.mu.Lock()
-	d.closed = true
-	d.mu.Unlock()
 	return nil
 }
 
-// deliveriesExhausted handles a task whose message ran out of deliveries
-// with no result: it goes out again as a new message, up to
-// Options.Generations times in all, and only then is recorded as failed.
-// No worker finished it in time, which on a machine stalled for seconds
-// says nothing about the task itself: a worker may still be running it,
-// and its result, when it comes, is recorded like any other.
-func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliveriesExceeded) {
+// stop refuses new submissions and republishes, and waits for the
+// republishes under way.
+func (d *Dispatcher) stop() {
 	d.mu.Lock()
-	id, ok := d.seqs[a.StreamSeq]
-	f := d.pending[id]
-	again := ok && f != nil && f.seq == a.StreamSeq && f.msg != nil && f.generation+1 < d.generations()
-	if again {
-		f.generation++
-	}
+	d.closed, d.stopped = true, true
 	d.mu.Unlock()
-	if d.o.Stream != nil {
+	d.flights.Wait()
+}
+
+// deliveriesExhausted handles the advisory of a message that ran out of
+// deliveries with no result, and reports whether the message is one of
+// this dispatcher's (its process's sweeper hands the advisory to each of
+// its dispatchers until one owns it). The owner deletes the message, and
+// queues its task again as a new message, up to Options.Generations
+// times in all, and only then records it as failed. No worker finished it
+// in time, which on a machine stalled for seconds says nothing about the
+// task itself: a worker may still be running it, and its result, when it
+// comes, is recorded like any other.
+func (d *Dispatcher) deliveriesExhausted(ctx context.Context, a queue.MaxDeliveriesExceeded) bool {
+	d.mu.Lock()
+	t := d.seqs[a.StreamSeq]
+	if t == nil || t.seq != a.StreamSeq {
+		d.mu.Unlock()
+		return false
+	}
+	if d.stopped {
+		d.mu.Unlock()
+		return true
+	}
+	claimed, out := d.claimLostLocked(a.StreamSeq, true)
+	var fl *flight
+	var rt *task
+	switch {
+	case out:
+		rt, _, _ = d.beginRecordLocked(t.id)
+	case claimed != nil:
+		fl = d.flightLocked(t, republishing)
+	}
+	// A task whose result is being recorded keeps its message for the
+	// worker's ack; once exhausted, no worker will ack it.
+	del := claimed != nil || t.state == recording
+	generation := t.generation
+	d.mu.Unlock()
+	if del && d.o.Stream != nil {
 		_ = d.o.Stream.DeleteMsg(context.WithoutCancel(ctx), a.StreamSeq)
 	}
-	if !ok {
-		return
-	}
-	if again {
-		seq, err := d.republish(context.WithoutCancel(ctx), f.msg, f.task)
-		if err == nil {
-			d.mu.Lock()
-			delete(d.seqs, a.StreamSeq)
-			if d.pending[id] == f {
-				f.seq, f.published = seq, time.Now()
-				d.seqs[seq] = id
-			}
-			d.mu.Unlock()
-			d.log.Warn("task ran out of deliveries; queued again", "task_id", id,
-				"deliveries", a.Deliveries, "generation", f.generation+1, "of", d.generations())
-			d.ring()
-			return
+	switch {
+	case fl != nil:
+		if seq, err := d.republish(ctx, fl); err != nil {
+			// The lost-task sweep queues it again once the stream answers.
+			d.log.Warn("task ran out of deliveries; queueing it again failed", "task_id", t.id, "err", err)
+		} else {
+			d.log.Warn("task ran out of deliveries; queued again", "task_id", t.id,
+				"deliveries", a.Deliveries, "generation", generation+1, "of", d.generations(), "seq", seq)
 		}
-		// The lost-task sweep republishes it once the stream answers again.
-		d.log.Warn("task ran out of deliveries; queueing it again failed", "task_id", id, "err", err)
-		return
+	case rt != nil:
+		d.writeRecord(rt, d.exhaustedResult(t.id, a.Deliveries), func(pb.ReportAck_Status, error) {})
 	}
+	return true
+}
+
+// exhaustedResult is the failure recorded for task id once every
+// generation of it ran out of deliveries.
+func (d *Dispatcher) exhaustedResult(id string, deliveries uint64) *pb.Result {
+	attempts := int32(deliveries) * int32(d.generations())
 	if why := d.refusal(id); why != "" {
 		// Every worker that took it said it cannot serve it: the run is
 		// told which task and which versions, and no result is invented.
 		msg := fmt.Sprintf("task %s: no live worker can serve it after %d deliveries in each of %d generations (%s); upgrade the workers (docs/upgrades.md)",
-			id, a.Deliveries, d.generations(), why)
+			id, deliveries, d.generations(), why)
 		d.log.Error("task no live worker can serve", "task_id", id, "err", msg)
-		d.Record(&pb.Result{TaskId: id, Outcome: pb.Outcome_OUTCOME_UNSUPPORTED, Error: msg, WireVersion: pb.WireVersion,
-			Attempt: int32(a.Deliveries) * int32(d.generations())}, func(pb.ReportAck_Status, error) {})
-		return
+		return &pb.Result{TaskId: id, Outcome: pb.Outcome_OUTCOME_UNSUPPORTED, Error: msg, WireVersion: pb.WireVersion, Attempt: attempts}
 	}
-	d.log.Warn("task ran out of deliveries", "task_id", id, "deliveries", a.Deliveries)
-	d.Record(&pb.Result{
+	d.log.Warn("task ran out of deliveries", "task_id", id, "deliveries", deliveries)
+	return &pb.Result{
 		TaskId:  id,
 		Outcome: pb.Outcome_OUTCOME_MODEL_ERROR,
-		Error:   fmt.Sprintf("no result after %d deliveries in each of %d generations (workers died or stalled)", a.Deliveries, d.generations()),
-		Attempt: int32(a.Deliveries) * int32(d.generations()),
-	}, func(pb.ReportAck_Status, error) {})
+		Error:   fmt.Sprintf("no result after %d deliveries in each of %d generations (workers died or stalled)", deliveries, d.generations()),
+		Attempt: attempts,
+	}
 }
 
 // ring wakes idle workers of every class: tasks were queued again.
@@ -380,105 +386,8 @@ func (d *Dispatcher) generations() int {
 	return DefaultGenerations
 }
 
-// publishErr says why a task could not be published; a task larger than
-// the server allows names both sizes and the server setting to raise.
-func (d *Dispatcher) publishErr(id string, msg *nats.Msg, err error) error {
-	if errors.Is(err, nats.ErrMaxPayload) {
-		size := len(msg.Data)
-		for k, vs := range msg.Header {
-			for _, v := range vs {
-				size += len(k) + len(v) + 4
-			}
-		}
-		return fmt.Errorf("publish task %s: it is %d bytes, more than the NATS server's max_payload of %d bytes: raise max_payload in the server's configuration (deploy/base/nats.yaml sets 8MB): %w",
-			id, size, d.o.NC.MaxPayload(), err)
-	}
-	return fmt.Errorf("publish task %s: %w", id, err)
-}
-
 // SweepEvery is how often the dispatcher looks for lost tasks.
 var SweepEvery = 5 * time.Second
-
-// Sweep republishes pending tasks whose message left the stream without a
-// result: a worker terminated it while this coordinator was away, it ran
-// out of deliveries with no coordinator listening, or another process
-// purged it. A message leaves the work queue when a worker acknowledges
-// it, and a worker acknowledges only after the result is recorded, so a
-// pending task whose message is gone is lost, never merely finished.
-// Tasks published within minAge are left alone. It returns how many tasks
-// it republished. A dispatcher with a [Sweeper] is swept by it; Sweep
-// still sweeps it alone when called.
-func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
-	r := d.sweepRound(minAge)
-	if r == nil {
-		return 0
-	}
-	return d.sweepWith(ctx, r, d.storedCount)
-}
-
-// sweepRound is what one sweep of a dispatcher looks at: its pending
-// tasks old enough to be looked at, and how many of its tasks are
-// published and pending on each run subject filter. It is nil when no
-// task is old enough.
-type sweepRound struct {
-	cands     []sweepCand
-	published map[string]uint64
-}
-
-func (d *Dispatcher) sweepRound(minAge time.Duration) *sweepRound {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	var cands []sweepCand
-	published := map[string]uint64{}
-	for id, f := range d.pending {
-		if f.seq == 0 || f.msg == nil {
-			continue
-		}
-		filter := runFilter(f.msg.Subject)
-		published[filter]++
-		if !d.recording[id] && time.Since(f.published) >= minAge {
-			cands = append(cands, sweepCand{f: f, seq: f.seq, filter: filter})
-		}
-	}
-	if len(cands) == 0 {
-		return nil
-	}
-	return &sweepRound{cands: cands, published: published}
-}
-
-// sweepWith finishes a sweep round: stored says how many messages the
-// stream holds on a run subject filter, counted after the round was taken.
-func (d *Dispatcher) sweepWith(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) int {
-	n := 0
-	for _, c := range d.missing(ctx, r, stored) {
-		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
-			continue
-		}
-		d.mu.Lock()
-		still := d.pending[c.f.id] == c.f && c.f.seq == c.seq && !d.recording[c.f.id]
-		d.mu.Unlock()
-		if !still {
-			continue
-		}
-		seq, err := d.republish(ctx, c.f.msg, c.f.task)
-		if err != nil {
-			d.log.Warn("republish lost task", "task_id", c.f.id, "err", err)
-			continue
-		}
-		d.mu.Lock()
-		delete(d.seqs, c.seq)
-		if d.pending[c.f.id] == c.f {
-			c.f.seq, c.f.published = seq, time.Now()
-			d.seqs[seq] = c.f.id
-		}
-		d.mu.Unlock()
-		n++
-	}
-	if n > 0 {
-		d.ring()
-	}
-	return n
-}
 
 // Lookup returns the recorded result of a task id, if any, read back
 // from the journal. A result the journal cannot give back is not found
@@ -502,181 +411,99 @@ func (d *Dispatcher) Lookup(id string) (*pb.Result, bool) {
 // either published and pending or failed and no longer pending, so
 // submitting the batch again publishes exactly the ones that failed.
 func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, error) {
-	futs := make([]*Future, len(tasks))
-	type pub struct {
-		f    *Future
-		paf  jetstream.PubAckFuture
-		msg  *nats.Msg
-		task *pb.Task
-	}
-	classes := map[queue.Class]bool{}
-	pubs := make([]pub, 0, len(tasks))
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
+	futs := make([]*Future, len(tasks))
+	type known struct {
+		i int
+		r rec
+	}
+	var knowns []known
+	var toSend []int
+	recs := make([]*task, len(tasks))
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return nil, ErrClosed
 	}
-	var toSend, known []int
-	var knownRecs []rec
-	for i, t := range tasks {
-		id := t.GetId()
-		if r, ok := d.recorded[id]; ok {
-			futs[i] = newFuture(id, d.fatal, d.Err)
-			known = append(known, i)
-			knownRecs = append(knownRecs, r)
-			continue
-		}
-		if f, ok := d.pending[id]; ok {
-			futs[i] = f
-			continue
-		}
-		f := newFuture(id, d.fatal, d.Err)
-		d.pending[id] = f
-		if d.stages == nil {
-			d.stages = map[string]string{}
-		}
-		d.stages[id] = t.GetStage()
-		delete(d.late, id) // this future now sees (and accounts) its result
+	for i, pt := range tasks {
+		f, r, t := d.submitLocked(pt)
 		futs[i] = f
-		toSend = append(toSend, i)
+		switch {
+		case r != nil:
+			knowns = append(knowns, known{i, *r})
+		case t != nil:
+			recs[i] = t
+			toSend = append(toSend, i)
+		}
 	}
 	d.mu.Unlock()
-	for k, i := range known {
-		res, err := d.result(futs[i].id, knownRecs[k])
+	for _, k := range knowns {
+		res, err := d.result(futs[k.i].id, k.r)
 		if err != nil {
 			// The journal failed: nothing of this batch goes out.
 			for _, j := range toSend {
-				d.fail(futs[j], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+err.Error())
+				d.fail(recs[j], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+err.Error())
 			}
 			return nil, err
 		}
-		futs[i].resolve(res)
+		futs[k.i].resolve(res)
 	}
-
-	if c := d.o.Cache; c != nil && len(toSend) > 0 {
-		send := make([]*pb.Task, len(toSend))
-		for j, i := range toSend {
-			send[j] = tasks[i]
-		}
-		hits, keys := c.lookup(ctx, send)
-		rest := toSend[:0]
-		d.mu.Lock()
-		if d.cacheKeys == nil {
-			d.cacheKeys = map[string]string{}
-		}
-		for j, i := range toSend {
-			if keys[j] != "" && hits[j] == nil {
-				d.cacheKeys[tasks[i].GetId()] = keys[j]
-			}
-		}
-		d.mu.Unlock()
-		for j, i := range toSend {
-			if hits[j] != nil {
-				// Recorded (journaled) like a worker's result; the
-				// pending future resolves when it is durable.
-				f := futs[i]
-				d.Record(hits[j], func(_ pb.ReportAck_Status, err error) {
-					if err != nil {
-						// The journal failed: the run cannot record anything;
-						// the task fails rather than waiting forever.
-						d.fail(f, pb.Outcome_OUTCOME_MODEL_ERROR, "record cached result: "+err.Error())
-					}
-				})
-				continue
-			}
-			rest = append(rest, i)
-		}
-		toSend = rest
-	}
+	toSend = d.serveCached(ctx, tasks, recs, toSend)
 
 	// Once a publish is refused the rest of the batch is not tried: those
-	// tasks fail (and leave pending, so submitting them again publishes
-	// them), while the tasks already sent are followed to their acks, so
-	// every task of the batch ends up published or failed.
+	// tasks fail (and can be submitted again), while the tasks already
+	// sent are followed to their acks, so every task of the batch ends up
+	// published or failed.
 	var firstErr error
+	classes := map[queue.Class]bool{}
+	fls := make([]*flight, 0, len(toSend))
 	for _, i := range toSend {
-		t := tasks[i]
+		pt, t := tasks[i], recs[i]
 		if firstErr != nil {
-			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+firstErr.Error())
+			d.fail(t, pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+firstErr.Error())
 			continue
 		}
-		kind := queue.KindOf(t)
-		if kind == "" {
-			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, "task has no kind")
+		if queue.KindOf(pt) == "" {
+			d.fail(t, pb.Outcome_OUTCOME_BAD_TASK, "task has no kind")
 			continue
 		}
-		data, err := d.encode(t)
+		data, err := d.encode(pt)
 		if err != nil {
-			d.fail(futs[i], pb.Outcome_OUTCOME_BAD_TASK, err.Error())
+			d.fail(t, pb.Outcome_OUTCOME_BAD_TASK, err.Error())
 			continue
 		}
-		class := queue.ClassOf(t)
-		if d.windowed(class) {
-			d.hold(ctx, t, futs[i], data)
+		class := queue.ClassOf(pt)
+		fl := d.firstFlight(ctx, t, pt, class, data)
+		if fl == nil {
+			continue // held for the bulk window, or answered or cancelled meanwhile
+		}
+		if err := d.launch(fl); err != nil {
+			firstErr = err
+			d.land(fl, 0, err, pb.Outcome_OUTCOME_MODEL_ERROR)
 			continue
 		}
 		classes[class] = true
-		msg := d.taskMsg(ctx, t, class, data, "")
-		paf, err := d.o.JS.PublishMsgAsync(msg)
-		if err != nil {
-			firstErr = d.publishErr(t.GetId(), msg, err)
-			d.fail(futs[i], pb.Outcome_OUTCOME_MODEL_ERROR, firstErr.Error())
-			continue
-		}
-		pubs = append(pubs, pub{f: futs[i], paf: paf, msg: msg, task: t})
+		fls = append(fls, fl)
 	}
-	for k, p := range pubs {
-		var ack *jetstream.PubAck
-		select {
-		case ack = <-p.paf.Ok():
-		case err := <-p.paf.Err():
-			// A cluster electing a stream leader, or a lost ack: again,
-			// under the same message id.
-			if ack, err = queue.PublishAgain(ctx, d.o.JS, p.msg, err); err != nil {
-				err = fmt.Errorf("publish task %s: %w", p.f.id, err)
-				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
-				if firstErr == nil {
-					firstErr = err
-				}
-				continue
-			}
-		case <-ctx.Done():
+	for k, fl := range fls {
+		seq, err := d.settle(ctx, fl)
+		if ctx.Err() != nil {
 			// Whether these reached the stream is unknown: they fail
 			// rather than wait unswept; a result a worker still reports
 			// for one is recorded like any other.
-			for _, q := range pubs[k:] {
-				d.fail(q.f, pb.Outcome_OUTCOME_CANCELLED, "submit ended before the publish was acknowledged: "+ctx.Err().Error())
+			for _, q := range fls[k:] {
+				d.land(q, 0, errors.New("submit ended before the publish was acknowledged: "+ctx.Err().Error()), pb.Outcome_OUTCOME_CANCELLED)
 			}
 			return nil, ctx.Err()
 		}
-		if ack.Duplicate && !d.answered(p.f.id) && d.vanished(ctx, ack.Sequence) {
-			// The first copy ran out of deliveries or was dropped
-			// while this run's coordinator was away: JetStream's
-			// de-duplication would drop this one too, so it goes out
-			// under a fresh message id. (A first copy that a worker
-			// already answered is gone too, and needs nothing.)
-			seq, err := d.republish(ctx, p.msg, nil)
-			if err != nil {
-				d.fail(p.f, pb.Outcome_OUTCOME_MODEL_ERROR, err.Error())
-				if firstErr == nil {
-					firstErr = err
-				}
-				continue
-			}
-			ack.Sequence = seq
+		d.land(fl, seq, err, pb.Outcome_OUTCOME_MODEL_ERROR)
+		if err != nil && firstErr == nil {
+			firstErr = err
 		}
-		d.mu.Lock()
-		p.f.seq = ack.Sequence
-		p.f.msg, p.f.task, p.f.published = kept(p.msg), p.task, time.Now()
-		if _, still := d.pending[p.f.id]; still {
-			d.seqs[ack.Sequence] = p.f.id
-		}
-		d.mu.Unlock()
 	}
-	if len(pubs) > 0 && d.o.NC != nil {
+	if len(fls) > 0 && d.o.NC != nil {
 		for c := range classes {
 			_ = d.o.NC.Publish(queue.ReadySubject, []byte(c))
 		}
@@ -685,6 +512,45 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		return nil, firstErr
 	}
 	return futs, nil
+}
+
+// serveCached records the cached results of the tasks toSend indexes and
+// returns the indexes of the others, which are to be published.
+func (d *Dispatcher) serveCached(ctx context.Context, tasks []*pb.Task, recs []*task, toSend []int) []int {
+	c := d.o.Cache
+	if c == nil || len(toSend) == 0 {
+		return toSend
+	}
+	send := make([]*pb.Task, len(toSend))
+	for j, i := range toSend {
+		send[j] = tasks[i]
+	}
+	hits, keys := c.lookup(ctx, send)
+	d.mu.Lock()
+	for j, i := range toSend {
+		if keys[j] != "" && hits[j] == nil {
+			recs[i].cacheKey = keys[j]
+		}
+	}
+	d.mu.Unlock()
+	rest := toSend[:0]
+	for j, i := range toSend {
+		if hits[j] == nil {
+			rest = append(rest, i)
+			continue
+		}
+		// Recorded (journaled) like a worker's result; the future
+		// resolves when it is durable.
+		t := recs[i]
+		d.Record(hits[j], func(_ pb.ReportAck_Status, err error) {
+			if err != nil {
+				// The journal failed: the run cannot record anything;
+				// the task fails rather than waiting forever.
+				d.fail(t, pb.Outcome_OUTCOME_MODEL_ERROR, "record cached result: "+err.Error())
+			}
+		})
+	}
+	return rest
 }
 
 // encode is a task's message data: its encoding, stamped with the wire
@@ -708,32 +574,6 @@ func (d *Dispatcher) encode(t *pb.Task) ([]byte, error) {
 		data = protowire.AppendString(data, d.o.Addr)
 	}
 	return data, nil
-}
-
-// kept is what a future keeps of its task's published message, for a
-// republish: the subject and headers, not the data, which the task
-// encodes again (the submitter holds the task anyway; the encoding would
-// be a second copy of it for as long as the task is pending).
-func kept(msg *nats.Msg) *nats.Msg {
-	return &nats.Msg{Subject: msg.Subject, Header: msg.Header}
-}
-
-// taskMsg is the message that carries a task: its class subject, its
-// message id (with a suffix after cancels or a republish) and trace context.
-func (d *Dispatcher) taskMsg(ctx context.Context, t *pb.Task, class queue.Class, data []byte, suffix string) *nats.Msg {
-	msg := nats.NewMsg(queue.TaskSubject(class, queue.KindOf(t), queue.RunToken(t.GetRunId())))
-	msg.Data = data
-	msgID := t.GetId()
-	d.mu.Lock()
-	if n := d.cancels[msgID]; n > 0 {
-		msgID += "~c" + strconv.Itoa(n)
-	}
-	d.mu.Unlock()
-	msg.Header.Set(jetstream.MsgIDHeader, msgID+suffix)
-	if d.o.Propagator != nil {
-		d.o.Propagator.Inject(ctx, queue.HeaderCarrier(msg.Header))
-	}
-	return msg
 }
 
 // vanished reports whether the stream no longer holds the message at seq
@@ -769,47 +609,6 @@ func (d *Dispatcher) vanished(ctx context.Context, seq uint64) bool {
 	return resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound)
 }
 
-// republish publishes msg again under a message id no earlier copy used;
-// a kept message without data carries task's encoding.
-func (d *Dispatcher) republish(ctx context.Context, msg *nats.Msg, task *pb.Task) (uint64, error) {
-	id := msg.Header.Get(jetstream.MsgIDHeader)
-	msg.Header.Set(jetstream.MsgIDHeader, fmt.Sprintf("%s~r%d", id, time.Now().UnixNano()))
-	out := &nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data}
-	if out.Data == nil && task != nil {
-		data, err := d.encode(task)
-		if err != nil {
-			return 0, fmt.Errorf("republish task %s: %w", id, err)
-		}
-		out.Data = data
-	}
-	ack, err := d.o.JS.PublishMsg(ctx, out)
-	if err != nil {
-		// A lost ack or a slow server: again, under the same fresh id.
-		ack, err = queue.PublishAgain(ctx, d.o.JS, out, err)
-	}
-	if err != nil {
-		return 0, fmt.Errorf("republish task %s: %w", id, err)
-	}
-	d.log.Info("task republished: its earlier copy left the queue without a result", "task_id", id)
-	return ack.Sequence, nil
-}
-
-// answered reports whether task id's result is recorded or being recorded.
-func (d *Dispatcher) answered(id string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	_, ok := d.recorded[id]
-	return ok || d.recording[id]
-}
-
-func (d *Dispatcher) unpend(f *Future) {
-	d.mu.Lock()
-	if d.pending[f.id] == f {
-		delete(d.pending, f.id)
-	}
-	d.mu.Unlock()
-}
-
 // Err returns the error that failed the result journal, or nil.
 func (d *Dispatcher) Err() error {
 	if d.o.Journal == nil {
@@ -818,9 +617,15 @@ func (d *Dispatcher) Err() error {
 	return d.o.Journal.Err()
 }
 
-func (d *Dispatcher) fail(f *Future, o pb.Outcome, msg string) {
-	d.unpend(f)
-	f.resolve(&pb.Result{TaskId: f.id, Outcome: o, Error: msg})
+// fail ends a submission that could not be published: the task moves to
+// failed and its future resolves with outcome o and msg.
+func (d *Dispatcher) fail(t *task, o pb.Outcome, msg string) {
+	d.mu.Lock()
+	f := d.failLocked(t)
+	d.mu.Unlock()
+	if f != nil {
+		f.resolve(&pb.Result{TaskId: t.id, Outcome: o, Error: msg})
+	}
 }
 
 // Record stores a reported result and calls done with the status to send
@@ -839,56 +644,44 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		return
 	}
 	d.mu.Lock()
-	if _, ok := d.recorded[id]; ok {
-		spent, stage := d.spent, d.stages[id]
-		d.mu.Unlock()
+	t, status, stage := d.beginRecordLocked(id)
+	spent := d.spent
+	d.mu.Unlock()
+	switch status {
+	case pb.ReportAck_STATUS_DUPLICATE:
 		if spent != nil && res.GetUsage().GetCalls() > 0 {
 			spent(res, stage)
 		}
-		done(pb.ReportAck_STATUS_DUPLICATE, nil)
-		return
+		done(status, nil)
+	case pb.ReportAck_STATUS_RETRY:
+		done(status, nil)
+	default:
+		d.writeRecord(t, res, done)
 	}
-	if d.recording[id] {
-		d.mu.Unlock()
-		done(pb.ReportAck_STATUS_RETRY, nil)
-		return
-	}
-	d.recording[id] = true
-	d.mu.Unlock()
+}
 
+// writeRecord writes the result of t, which is recording, to the journal
+// and then ends the recording.
+func (d *Dispatcher) writeRecord(t *task, res *pb.Result, done func(pb.ReportAck_Status, error)) {
 	commit := func(at rec, err error) {
 		d.mu.Lock()
-		delete(d.recording, id)
+		f, late, cacheKey := d.endRecordLocked(t, at, err)
+		d.mu.Unlock()
 		if err != nil {
-			d.mu.Unlock()
-			d.log.Error("record result", "task_id", id, "err", err)
+			d.log.Error("record result", "task_id", t.id, "err", err)
 			d.journalFailed()
 			done(pb.ReportAck_STATUS_RETRY, err)
 			return
 		}
-		d.recorded[id] = at
-		f := d.pending[id]
-		delete(d.pending, id)
-		if d.releaseBulkLocked(id) {
-			d.kick()
-		}
-		if f != nil && f.seq != 0 {
-			delete(d.seqs, f.seq)
-		}
-		lateFn := d.late[id]
-		delete(d.late, id)
-		cacheKey := d.cacheKeys[id]
-		delete(d.cacheKeys, id)
-		d.mu.Unlock()
-		d.refusal(id)
+		d.refusal(t.id)
 		if d.o.Cache != nil {
 			d.o.Cache.store(cacheKey, res)
 		}
 		if d.o.OnResult != nil {
 			d.o.OnResult(res)
 		}
-		if lateFn != nil {
-			lateFn(res)
+		if late != nil {
+			late(res)
 		}
 		if f != nil {
 			f.resolve(res)
@@ -919,29 +712,14 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 	var lines []string
 	d.mu.Lock()
 	for _, id := range ids {
-		f, ok := d.pending[id]
+		f, seq, ok := d.cancelLocked(id, late)
 		if !ok {
 			continue
 		}
-		delete(d.pending, id)
-		if d.releaseBulkLocked(id) {
-			d.kick()
-		}
-		if d.cancels == nil {
-			d.cancels = map[string]int{}
-		}
-		d.cancels[id]++
-		if late != nil {
-			if d.late == nil {
-				d.late = map[string]func(*pb.Result){}
-			}
-			d.late[id] = late
-		}
 		line := id
-		if f.seq != 0 {
-			delete(d.seqs, f.seq)
-			seqs = append(seqs, f.seq)
-			line += " " + strconv.FormatUint(f.seq, 10)
+		if seq != 0 {
+			seqs = append(seqs, seq)
+			line += " " + strconv.FormatUint(seq, 10)
 		}
 		futs = append(futs, f)
 		lines = append(lines, line)
@@ -981,7 +759,13 @@ func (d *Dispatcher) OnDuplicateSpend(fn func(res *pb.Result, stage string)) {
 func (d *Dispatcher) Pending() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return len(d.pending)
+	n := 0
+	for _, t := range d.tasks {
+		if t.state.live() && t.fut != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // RecordedIDs returns the ids of the results recorded so far.

@@ -45,9 +45,9 @@ type directGetRequest struct {
 	Batch      int    `json:"batch"`
 }
 
-// sweepCand is a pending task the sweep looks at.
+// sweepCand is a queued task the sweep looks at.
 type sweepCand struct {
-	f   *Future
+	t   *task
 	seq uint64
 	// filter is the subject filter of the task's run.
 	filter string
@@ -97,7 +97,7 @@ func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(con
 		// few copies a cancel or a republish left behind; the batch is
 		// sized for them so that one request usually covers the span.
 		d.mu.Lock()
-		page := len(d.pending) + 64
+		page := len(d.seqs) + 64
 		d.mu.Unlock()
 		if err := d.storedSeqs(ctx, filter, s.lo, s.hi, page, held); err != nil {
 			d.log.Debug("batched sweep read failed; checking pending tasks one by one", "err", err)
@@ -111,6 +111,87 @@ func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(con
 		}
 	}
 	return out
+}
+
+// Sweep republishes queued tasks whose message left the stream without a
+// result: a worker terminated it while this coordinator was away, it ran
+// out of deliveries with no coordinator listening, or another process
+// purged it. A message leaves the work queue when a worker acknowledges
+// it, and a worker acknowledges only after the result is recorded, so a
+// queued task whose message is gone is lost, never merely finished.
+// Tasks published within minAge are left alone. It returns how many tasks
+// it republished. A dispatcher with a [Sweeper] is swept by it; Sweep
+// still sweeps it alone when called.
+func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
+	r := d.sweepRound(minAge)
+	if r == nil {
+		return 0
+	}
+	return d.sweepWith(ctx, r, d.storedCount)
+}
+
+// sweepRound is what one sweep of a dispatcher looks at: its queued
+// tasks old enough to be looked at, and how many of its tasks have a
+// message in the stream on each run subject filter. It is nil when no
+// task is old enough, or the dispatcher stopped.
+type sweepRound struct {
+	cands     []sweepCand
+	published map[string]uint64
+}
+
+func (d *Dispatcher) sweepRound(minAge time.Duration) *sweepRound {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.stopped {
+		return nil
+	}
+	var cands []sweepCand
+	published := map[string]uint64{}
+	now := time.Now()
+	for seq, t := range d.seqs {
+		filter := runFilter(t.subject)
+		published[filter]++
+		if t.state == queued && now.Sub(t.published) >= minAge {
+			cands = append(cands, sweepCand{t: t, seq: seq, filter: filter})
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return &sweepRound{cands: cands, published: published}
+}
+
+// sweepWith finishes a sweep round: stored says how many messages the
+// stream holds on a run subject filter, counted after the round was
+// taken. A task is republished only if it is still queued at the
+// sequence the round saw (claimLostLocked): a task the advisory queued
+// again meanwhile, or one being answered, is left alone.
+func (d *Dispatcher) sweepWith(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) int {
+	n := 0
+	for _, c := range d.missing(ctx, r, stored) {
+		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
+			continue
+		}
+		d.mu.Lock()
+		t, _ := d.claimLostLocked(c.seq, false)
+		var fl *flight
+		if t != nil {
+			fl = d.flightLocked(t, republishing)
+		}
+		d.mu.Unlock()
+		if fl == nil {
+			continue
+		}
+		if _, err := d.republish(ctx, fl); err != nil {
+			d.log.Warn("republish lost task", "task_id", t.id, "err", err)
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		d.ring()
+	}
+	return n
 }
 
 // storedCount is how many messages the stream holds on the subjects

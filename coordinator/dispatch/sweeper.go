@@ -6,22 +6,43 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
 )
 
-// Sweeper looks for the lost tasks of every dispatcher of a process at
-// once. A round first takes each dispatcher's pending tasks, then asks the
-// stream once how many messages it holds on each task subject, and gives
-// every dispatcher that answer: however many runs the process coordinates,
-// a round where nothing is lost costs one request. A dispatcher joins by
-// naming the sweeper in [Options.Sweeper], for as long as its Run runs.
+// Sweeper looks after the tasks of every dispatcher of a process that
+// left the stream without a result.
+//
+// It looks for lost tasks of every dispatcher at once. A round first
+// takes each dispatcher's queued tasks, then asks the stream once how
+// many messages it holds on each task subject, and gives every
+// dispatcher that answer: however many runs the process coordinates, a
+// round where nothing is lost costs one request.
+//
+// It hears JetStream's max-deliveries advisories once for the process (one
+// subscription per NATS connection its dispatchers use) and hands each to
+// the dispatcher whose message it names, by stream sequence: only the run
+// that owns a task deletes its exhausted message and queues it again.
+//
+// A dispatcher joins by naming the sweeper in [Options.Sweeper], for as
+// long as its Run runs.
 type Sweeper struct {
 	log *slog.Logger
 
-	mu sync.Mutex
-	ds map[*Dispatcher]struct{}
+	mu   sync.Mutex
+	ds   map[*Dispatcher]struct{}
+	subs map[*nats.Conn]*advisories
+}
+
+// advisories is the sweeper's max-deliveries subscription on one
+// connection, shared by n dispatchers; handling counts the advisories
+// being handled, which the last dispatcher to leave waits for.
+type advisories struct {
+	stop     func()
+	n        int
+	handling sync.WaitGroup
 }
 
 // NewSweeper returns a sweeper with no dispatcher; Run sweeps.
@@ -29,18 +50,72 @@ func NewSweeper(log *slog.Logger) *Sweeper {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sweeper{log: log, ds: map[*Dispatcher]struct{}{}}
+	return &Sweeper{log: log, ds: map[*Dispatcher]struct{}{}, subs: map[*nats.Conn]*advisories{}}
 }
 
-// add makes d one of the swept dispatchers until the returned func is called.
-func (s *Sweeper) add(d *Dispatcher) (remove func()) {
+// add makes d one of the sweeper's dispatchers until the returned func
+// is called; the first dispatcher on a NATS connection subscribes to the
+// advisories there, and the last to leave ends the subscription.
+func (s *Sweeper) add(d *Dispatcher) (remove func(), err error) {
+	nc := d.o.NC
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if nc != nil && s.subs[nc] == nil {
+		a := &advisories{}
+		a.stop, err = queue.SubscribeMaxDeliveries(nc, func(m queue.MaxDeliveriesExceeded) {
+			s.mu.Lock()
+			if s.subs[nc] != a {
+				s.mu.Unlock()
+				return
+			}
+			a.handling.Add(1)
+			s.mu.Unlock()
+			defer a.handling.Done()
+			s.advise(nc, m)
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.subs[nc] = a
+	}
+	if nc != nil {
+		s.subs[nc].n++
+	}
 	s.ds[d] = struct{}{}
-	s.mu.Unlock()
 	return func() {
 		s.mu.Lock()
 		delete(s.ds, d)
+		var last *advisories
+		if a := s.subs[nc]; a != nil {
+			if a.n--; a.n == 0 {
+				delete(s.subs, nc)
+				last = a
+			}
+		}
 		s.mu.Unlock()
+		if last != nil {
+			last.stop()
+			last.handling.Wait()
+		}
+	}, nil
+}
+
+// advise hands the advisory of a message that ran out of deliveries to
+// the dispatcher on nc whose message it is; a message no dispatcher of
+// this process owns belongs to another process's run.
+func (s *Sweeper) advise(nc *nats.Conn, a queue.MaxDeliveriesExceeded) {
+	s.mu.Lock()
+	ds := make([]*Dispatcher, 0, len(s.ds))
+	for d := range s.ds {
+		if d.o.NC == nc {
+			ds = append(ds, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range ds {
+		if d.deliveriesExhausted(context.Background(), a) {
+			return
+		}
 	}
 }
 
