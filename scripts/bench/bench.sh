@@ -3,7 +3,14 @@
 #
 #   scripts/bench/bench.sh [--config configs/sim_paper.yaml] [--workers 1] \
 #       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
-#       [--rpm 0] [--tpm 0] [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis]
+#       [--latency-median 303ms --latency-p99 3.1s] [--rpm 0] [--tpm 0] \
+#       [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis] [--bin FILE]
+#
+# --latency-median and --latency-p99 give every call a log-normal latency
+# instead of the fixed one (median 303ms and p99 3.1s: mean 0.5s, sigma 1,
+# the same mean as the fixed 500ms); the ideal time is then taken at the
+# mean. --bin runs an already built skillfleet (to compare two builds on
+# the same bench) instead of building this tree's.
 #
 # --profile writes the coordinator's CPU profile (go tool pprof FILE);
 # --keep copies the run directory to DIR; --redis starts a redis-server
@@ -17,6 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
+median="" p99="" prebuilt=""
 sets=() profile="" keep="" redis=""
 while (($#)); do
   case "$1" in
@@ -25,6 +33,9 @@ while (($#)); do
     --concurrency) conc=$2; shift 2 ;;
     --optimizer-concurrency) oconc=$2; shift 2 ;;
     --latency) latency=$2; shift 2 ;;
+    --latency-median) median=$2; shift 2 ;;
+    --latency-p99) p99=$2; shift 2 ;;
+    --bin) prebuilt=$(realpath "$2"); shift 2 ;;
     --rpm) rpm=$2; shift 2 ;;
     --tpm) tpm=$2; shift 2 ;;
     --set) sets+=(--set "$2"); shift 2 ;;
@@ -34,13 +45,30 @@ while (($#)); do
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
+if [[ -n "$median" && -z "$p99" || -z "$median" && -n "$p99" ]]; then
+  echo "bench.sh: give --latency-median and --latency-p99 together" >&2; exit 2
+fi
 source scripts/lib/fleet.sh
 fleet_scratch
-fleet_build
+if [[ -n "$prebuilt" ]]; then
+  cp "$prebuilt" "$tmp/skillfleet"
+  go build -o "$tmp/natsd" ./scripts/bench/natsd
+else
+  fleet_build
+fi
 bin=$tmp/skillfleet
+# seconds DURATION: a Go duration of ms or s in seconds.
+seconds() { python3 -c "import sys; s=sys.argv[1]; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))" "$1"; }
+sim_latency=(--latency "$latency") mean=$(seconds "$latency")
+if [[ -n "$median" ]]; then
+  sim_latency=(--latency-median "$median" --latency-p99 "$p99")
+  # The log-normal's mean: median * exp(sigma^2 / 2), sigma = ln(p99 / median) / z(0.99).
+  mean=$(python3 -c "import math,sys; m,p=float(sys.argv[1]),float(sys.argv[2]); s=math.log(p/m)/2.3263478740408408; print(round(m*math.exp(s*s/2),4))" "$(seconds "$median")" "$(seconds "$p99")")
+  latency="log-normal median $median p99 $p99 (mean ${mean}s)"
+fi
 # /usr/bin/time does not pass signals on: stop its child too.
 stop() { pkill -"$1" -P "$2" 2>/dev/null || true; kill -"$1" "$2" 2>/dev/null || true; }
-fleet_servers "$tmp" --latency "$latency" --rpm "$rpm" --tpm "$tpm"
+fleet_servers "$tmp" "${sim_latency[@]}" --rpm "$rpm" --tpm "$tpm"
 worker_extra=()
 if [[ -n "$redis" ]]; then
   redis_port=$(fleet_port)
@@ -81,7 +109,7 @@ read -r wall user sys rss < "$tmp/coord.time"
 [[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/run" "$keep"
 echo "config $config, $workers worker process(es) x $per_conc target + $per_oconc optimizer concurrency, latency $latency, rpm $rpm, tpm $tpm"
 grep -E '^(baseline|best|final) ' "$tmp/coord.out" || true
-go run ./scripts/bench/ideal --latency "$(python3 -c "import sys; s='$latency'; print(float(s[:-2])/1000 if s.endswith('ms') else float(s[:-1]))")" \
+go run ./scripts/bench/ideal --latency "$mean" \
   --target-concurrency "$conc" --optimizer-concurrency "$oconc" "$tmp/run"
 echo "coordinator: wall ${wall}s, cpu $(python3 -c "print(round($user+$sys,2))")s, peak RSS $((rss/1024)) MB"
 python3 - "$tmp/run" <<'PY'
@@ -125,3 +153,17 @@ for i in $(seq "$workers"); do
   [[ -s "$tmp/worker$i.time" ]] && echo "worker $i: peak RSS $(( $(tail -1 "$tmp/worker$i.time") / 1024 )) MB"
 done
 curl -s "$url/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("sim-llm: requests", s.get("requests"), "served", s.get("served"), "429s", s.get("rate_limited"), "input tokens", s.get("input_tokens"))' 2>/dev/null || true
+# The run's own bill (tokens.json) against what the model server billed:
+# replies it made, served or not (a cancelled attempt's reply included).
+curl -s "$url/stats" >"$tmp/stats.json" 2>/dev/null || true
+python3 - "$tmp/run/tokens.json" "$tmp/stats.json" <<'PY' || true
+import json, sys
+t = json.load(open(sys.argv[1]))["total"]
+s = json.load(open(sys.argv[2]))
+mine = (t["input_tokens"], t["output_tokens"])
+theirs = (s.get("billed_input_tokens", 0), s.get("billed_output_tokens", 0))
+causes = ", ".join("%s %d" % kv for kv in sorted(t.get("failure_causes", {}).items())) or "none"
+print("bill: tokens.json %d calls, %d in + %d out tokens (failed-attempt causes: %s); sim-llm billed %d replies (%d abandoned), %d in + %d out: %s"
+      % (t["calls"], mine[0], mine[1], causes, s.get("billed", 0), s.get("abandoned", 0), theirs[0], theirs[1], "equal" if mine == theirs else "DIFFERENT"))
+PY
+echo "events.jsonl sha256 $(sha256sum <"$tmp/run/events.jsonl" | cut -c1-16), wall ${wall}s"
