@@ -61,7 +61,7 @@ func FromConfig(c *config.Config, runID, runDir string) (trainer.Settings, error
 		UseGate: c.Evaluation.UseGate, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
-		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, IdleFill: c.Runtime.IdleFill, GateWindow: c.Runtime.GateWindow, MinCoverage: c.Evaluation.MinCoverage, GateTest: trainer.GateTest(c.Evaluation.GateTest),
+		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, Hedge: hedgePolicy(c.Runtime), IdleFill: c.Runtime.IdleFill, GateWindow: c.Runtime.GateWindow, MinCoverage: c.Evaluation.MinCoverage, GateTest: trainer.GateTest(c.Evaluation.GateTest),
 		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
 		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
 		TaskTimeout: c.Runtime.TaskTimeout,
@@ -250,4 +250,14 @@ func decisionHash(s trainer.Settings) string {
 	b, _ := json.Marshal(c)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
+}
+
+// hedgePolicy is the trainer's wave hedging from runtime.hedge*.
+func hedgePolicy(r config.Runtime) trainer.HedgePolicy {
+	if !r.Hedge {
+		return trainer.HedgePolicy{}
+	}
+	p := trainer.DefaultHedge()
+	p.Budget, p.MaxExtra, p.Quantile, p.Multiplier = r.HedgeBudget, r.HedgeMaxExtra, r.HedgeQuantile, r.HedgeMultiplier
+	return p
 }

@@ -96,6 +96,25 @@ func usageTotals(model string, res *pb.Result) (string, Totals) {
 	return model, t
 }
 
+// AddHedged counts the result of a hedged task's losing attempt (the
+// original or its copy, whichever answered second or was withdrawn while
+// running): its calls and tokens are spend, each of its calls a hedged
+// attempt; it is no task of its own.
+func (a *Accounting) AddHedged(stage, role, model string, res *pb.Result) {
+	if id := res.GetTaskId(); id != "" {
+		a.mu.Lock()
+		_, dup := a.seen[id]
+		a.seen[id] = struct{}{}
+		a.mu.Unlock()
+		if dup {
+			return
+		}
+	}
+	model, d := usageTotals(model, res)
+	d.Causes.Hedged += d.Calls
+	a.addTotals(acctKey{stage, role, model}, d)
+}
+
 // CountInvalid counts a reply that parsed as JSON but had the wrong shape.
 func (a *Accounting) CountInvalid(stage string) {
 	a.mu.Lock()

@@ -101,6 +101,12 @@ func (t *Trainer) optimizeAsync(ctx context.Context, calls []optCall) (_ *optWav
 	if err != nil {
 		return nil, err
 	}
+	// The wave's stragglers are hedged: the loop waits for every result.
+	model := calls[0].Model
+	if model == nil {
+		model = t.s.Optimizer
+	}
+	futs = t.hedge.wave(ctx, calls[0].Stage, "optimizer", model.GetModel(), len(tasks), 0).track(tasks, futs)
 	t.fill.optimizerWave(ctx)
 	t.prog.StartWave(calls[0].Stage, len(tasks))
 	return &optWave{t: t, calls: calls, tasks: tasks, futs: futs, span: span, start: t.now(), out: make([]*optResult, len(calls)), left: len(calls)}, nil
@@ -154,14 +160,21 @@ func (t *Trainer) optimizeOne(ctx context.Context, c optCall, out any) (bool, er
 	return true, nil
 }
 
-func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
-	model := ""
-	switch k := task.GetKind().(type) {
-	case *pb.Task_Rollout:
-		model = k.Rollout.GetTarget().GetModel()
-	default:
-		model = t.s.Optimizer.GetModel()
+// accountHedged counts the losing attempt of a hedged task.
+func (t *Trainer) accountHedged(stage, role string, task *pb.Task, res *pb.Result) {
+	t.acct.AddHedged(stage, role, taskModel(t, task), res)
+}
+
+// taskModel is the model a task's calls are accounted to by default.
+func taskModel(t *Trainer, task *pb.Task) string {
+	if k, ok := task.GetKind().(*pb.Task_Rollout); ok {
+		return k.Rollout.GetTarget().GetModel()
 	}
+	return t.s.Optimizer.GetModel()
+}
+
+func (t *Trainer) account(stage, role string, task *pb.Task, res *pb.Result) {
+	model := taskModel(t, task)
 	if first := t.acct.Add(stage, role, model, res); first && res.GetCached() && t.meters != nil {
 		u := res.GetUsage()
 		t.meters.RecordCacheHit(context.Background(), queue.KindOf(task), u.GetInputTokens()+u.GetOutputTokens())

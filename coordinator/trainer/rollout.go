@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 
@@ -69,6 +70,9 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 	known := make([]bool, n)
 	arrived := make(chan int, n)
 	submitted := 0
+	// The wave's stragglers are hedged: the loop waits for every result.
+	hw := t.hedge.wave(ctx, rq.Stage, "target", t.s.Target.GetModel(), n, t.d.TargetSlots())
+	defer hw.close()
 	// submitTo publishes the tasks up to position k of the queue.
 	submitTo := func(k int) error {
 		k = min(k, n)
@@ -84,6 +88,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		if err != nil {
 			return err
 		}
+		fs = hw.track(batch, fs)
 		for j, i := range idx {
 			f := fs[j]
 			futs[i] = f
@@ -141,7 +146,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 			t.prog.TaskDone(rq.Stage, res.GetOutcome() == pb.Outcome_OUTCOME_OK)
 			if !stopped && rq.Stop != nil && rq.Stop(out, resolved) {
 				stopped = true
-				t.cancelRest(ctx, rq.Stage, tasks, futs, queue[:submitted])
+				t.cancelRest(ctx, rq.Stage, tasks, futs, queue[:submitted], hw)
 			}
 		}
 		if !stopped && rq.Window != nil {
@@ -156,7 +161,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 // cancelRest withdraws the submitted tasks of a stopped wave that have no
 // result yet, in queue order: the tasks workers would take next leave the
 // queue first.
-func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task, futs []Future, queued []int) {
+func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task, futs []Future, queued []int, hw *hedgeWave) {
 	var ids []string
 	byID := make(map[string]*pb.Task)
 	for _, j := range queued {
@@ -169,6 +174,11 @@ func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task
 	}
 	if len(ids) == 0 {
 		return
+	}
+	// Their hedge copies go too (spend of the same task).
+	for _, id := range hw.copyIDs(ids) {
+		ids = append(ids, id)
+		byID[id] = byID[strings.TrimSuffix(id, hedgeSuffix)]
 	}
 	// A cancelled task a worker had already started may still finish: its
 	// calls were made, so they count.
@@ -195,6 +205,7 @@ func queueOrder(order []int, n int) []int {
 // submit publishes tasks, re-dispatching recorded failures once when the
 // run retries failed tasks.
 func (t *Trainer) submit(ctx context.Context, tasks []*pb.Task) ([]Future, error) {
+	t.hedge.substitute(tasks)
 	if t.s.RetryFailed {
 		for _, task := range tasks {
 			if r, ok := t.d.Lookup(task.GetId()); ok && r.GetOutcome() != pb.Outcome_OUTCOME_OK {

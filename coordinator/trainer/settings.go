@@ -100,6 +100,9 @@ type Settings struct {
 	// decision, so it is left out of the decision hash (and of JSON): a
 	// run dir made before the setting existed resumes with it.
 	GateWindow bool `json:"-"`
+	// Hedge: see config runtime.hedge. It never changes a decision, so it
+	// is left out of the decision hash (and of JSON).
+	Hedge HedgePolicy `json:"-"`
 	// Speculate: see config runtime.speculate.
 	Speculate   bool
 	MinCoverage float64

@@ -62,6 +62,9 @@ type Trainer struct {
 	// fill runs the seed skill's test evaluation in idle target time.
 	fill *idleFill
 
+	// hedge re-issues the stragglers of waves (nil: off).
+	hedge *hedger
+
 	stopCheck   func() error
 	waves       Waves
 	preRecorded map[string]struct{}
@@ -139,6 +142,9 @@ func New(s Settings, splits *bench.Splits, d Deps) (*Trainer, error) {
 	}
 	if t.now == nil {
 		t.now = time.Now
+	}
+	if s.Hedge.Enabled {
+		t.hedge = newHedger(t, s.Hedge, d.Replayed)
 	}
 	return t, nil
 }

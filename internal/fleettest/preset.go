@@ -50,11 +50,13 @@ type Runner struct {
 // Run trains p into runDir with model m (nil: the sim model) and config
 // overrides sets. A config that does not load fails t; settings the
 // coordinator refuses (FromConfig), a run dir that cannot be opened and
-// the run's own error are returned.
+// the run's own error are returned. Wave hedging is off unless sets turn
+// it on: a copy's calls would make the counts of a loaded test machine's
+// runs differ (never their decisions).
 func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ...string) (*trainer.Summary, error) {
 	t.Helper()
 	root := RepoRoot(t)
-	sets = append([]string{"env.skill_init=" + filepath.Join(root, "configs", "skills", p.Skill), "runtime.sim_llm=false"}, sets...)
+	sets = append([]string{"env.skill_init=" + filepath.Join(root, "configs", "skills", p.Skill), "runtime.sim_llm=false", "runtime.hedge=false"}, sets...)
 	cfg, err := config.Load(filepath.Join(root, "configs", p.Config), sets)
 	if err != nil {
 		t.Fatal(err)

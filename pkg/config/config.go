@@ -407,6 +407,26 @@ type Runtime struct {
 	// rollouts already running) for wall time on a wide worker pool; the
 	// decisions are the same. Default false.
 	Speculate bool `yaml:"speculate"`
+	// Hedge re-issues the stragglers of the waves the training loop waits
+	// for (rollouts, gate evaluations, optimizer waves; not background
+	// work): once a wave is down to its last round and a task has been out
+	// HedgeMultiplier × the HedgeQuantile of its model and stage's
+	// observed times (and at least twice their median), a copy goes to
+	// the queue; the first answer stands for the task and the other is
+	// cancelled, its calls counted as hedged in tokens.json. Decisions are
+	// the same. Default true.
+	Hedge bool `yaml:"hedge"`
+	// HedgeBudget caps one wave's copies at this fraction of its tasks,
+	// rounded up (at least one). Default 0.1.
+	HedgeBudget float64 `yaml:"hedge_budget"`
+	// HedgeMaxExtra caps the run's copies at this fraction of the tasks
+	// the loop waited for (plus one wave's budget). Default 0.05.
+	HedgeMaxExtra float64 `yaml:"hedge_max_extra"`
+	// HedgeQuantile and HedgeMultiplier set the delay (defaults 0.75 and
+	// 1.5: about three medians under a log-normal tail of sigma 1, two
+	// and a half under fixed latency, where little is hedged).
+	HedgeQuantile   float64 `yaml:"hedge_quantile"`
+	HedgeMultiplier float64 `yaml:"hedge_multiplier"`
 	// IdleFill runs the seed skill's test evaluation (needed only by the
 	// final report) in the target slots the optimizer waves leave idle,
 	// instead of after training. Same results, less wall time; it spends
@@ -520,6 +540,11 @@ func Default() *Config {
 			TaskTimeout:          30 * time.Minute,
 			MaxDeliveries:        5,
 			IdleFill:             true,
+			Hedge:                true,
+			HedgeBudget:          0.1,
+			HedgeMaxExtra:        0.05,
+			HedgeQuantile:        0.75,
+			HedgeMultiplier:      1.5,
 			GateWindow:           true,
 		},
 	}

@@ -366,6 +366,10 @@ func (c *Config) Validate() error {
 	positive(int64(r.OptimizerConcurrency), "runtime.optimizer_concurrency")
 	dur(r.TaskTimeout, "runtime.task_timeout")
 	positive(int64(r.MaxDeliveries), "runtime.max_deliveries")
+	check(r.HedgeBudget > 0 && r.HedgeBudget <= 1, "runtime.hedge_budget", "must be a fraction of a wave's tasks in (0, 1], got %v", r.HedgeBudget)
+	check(r.HedgeMaxExtra > 0 && r.HedgeMaxExtra <= 1, "runtime.hedge_max_extra", "must be a fraction of the run's tasks in (0, 1], got %v", r.HedgeMaxExtra)
+	check(r.HedgeQuantile > 0 && r.HedgeQuantile < 1, "runtime.hedge_quantile", "must be a quantile in (0, 1) such as 0.75, got %v", r.HedgeQuantile)
+	check(r.HedgeMultiplier >= 1, "runtime.hedge_multiplier", "must be at least 1, got %v", r.HedgeMultiplier)
 	check(r.NATSReplicas >= 0 && r.NATSReplicas <= 5, "runtime.nats_replicas", "must be 0 (keep the current count) to 5, got %d", r.NATSReplicas)
 
 	if len(errs) > 0 {
