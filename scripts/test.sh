@@ -5,8 +5,10 @@
 # processes.
 #
 # It needs Go and a few tools (redis-server, protoc, docker-compose, ip,
-# chromium, bwrap, /usr/bin/python3 with openpyxl; node and npm for
-# scripts/install-agents.sh). Run as root on Debian/Ubuntu, it installs the
+# chromium, bwrap, /usr/bin/python3 with openpyxl, a static busybox and
+# the CA bundle for the container test's offline stand-ins, git, pgrep,
+# curl, /usr/bin/time, script, unshare, setpriv, mount; node, npm, socat
+# and tmux for the agent CLIs' tests). Run as root on Debian/Ubuntu, it installs the
 # missing ones with apt-get (and the agent CLIs with
 # scripts/install-agents.sh); otherwise it stops before running anything,
 # printing one line per missing tool with its install command.
@@ -35,6 +37,20 @@ tools=(
   "chromium|chromium|command -v chromium || command -v chromium-browser || test -x /usr/bin/chromium"
   "bwrap|bubblewrap|command -v bwrap"
   "python3 with openpyxl|python3 python3-openpyxl|/usr/bin/python3 -c 'import openpyxl'"
+  # The offline stand-ins of the container test copy a static busybox
+  # (scripts/offline-base-images.sh) and the host's CA bundle.
+  "static busybox (the container test's offline stand-ins)|busybox-static|test \"\${SKILLFLEET_CONTAINER_TEST:-}\" = 0 || { test -x /bin/busybox && ! ldd /bin/busybox; } || { test -x /usr/bin/busybox && ! ldd /usr/bin/busybox; }"
+  "CA certificates|ca-certificates|test -f /etc/ssl/certs/ca-certificates.crt"
+  # The history test reads commits; the fleet scripts reap children with
+  # pgrep and fetch counters with curl; the benches time with /usr/bin/time.
+  "git|git|command -v git"
+  "pgrep|procps|command -v pgrep"
+  "curl|curl|command -v curl"
+  "/usr/bin/time|time|test -x /usr/bin/time"
+  # The terminal UI test (script), the namespace tests (unshare, mount,
+  # setpriv) and the sandbox.
+  "script, unshare, setpriv|util-linux bsdutils|command -v script && command -v unshare && command -v setpriv"
+  "mount|mount|command -v mount"
 )
 agents=
 if [[ -f scripts/install-agents.sh ]]; then
