@@ -17,8 +17,11 @@ func runData(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "synth" {
 		return runDataSynth(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "materialize" {
+		return runDataMaterialize(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(stderr, "Usage: skillfleet data check [--bench NAME] [--id-field id] DIR\n       skillfleet data synth --bench NAME --out DIR [--preset small|paper] [--seed N]")
+		fmt.Fprintln(stderr, "Usage: skillfleet data check [--bench NAME] [--id-field id] DIR\n       skillfleet data synth --bench NAME --out DIR [--preset small|paper] [--seed N]\n       skillfleet data materialize searchqa --manifest DIR --source PATH --out DIR")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return nil
 		}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/skillfleet/skillfleet/pkg/bench/materialize"
+)
+
+// runDataMaterialize turns an ID-only split manifest of SkillOpt's and a
+// local copy of its source dataset into a runnable split directory.
+func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
+	const synopsis = "data materialize searchqa --manifest DIR --source PATH [--source PATH...] --out DIR"
+	flags := newFlagSet("data materialize", synopsis, stderr)
+	manifest := flags.String("manifest", "", "the ID-only manifest directory (SkillOpt's data/searchqa_id_split)")
+	out := flags.String("out", "", "directory to write the runnable split into (train/, val/, test/, split_manifest.json)")
+	var sources multiFlag
+	flags.Var(&sources, "source", "a file or directory of the source dataset as published (.parquet, .jsonl[.gz], .json); repeatable")
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stderr, "Usage: skillfleet "+synopsis)
+			return nil
+		}
+		return usageError{errors.New("data materialize: name the benchmark first: searchqa")}
+	}
+	bench := args[0]
+	if err := flags.Parse(args[1:]); err != nil {
+		return usageError{err}
+	}
+	switch {
+	case bench != "searchqa":
+		return usageError{fmt.Errorf("data materialize: no materializer for %q (have searchqa; the other benchmarks' manifests carry their items or need gated sources: docs/benchmarks.md)", bench)}
+	case flags.NArg() != 0:
+		return usageError{fmt.Errorf("data materialize: unexpected argument %q", flags.Arg(0))}
+	case *manifest == "":
+		return usageError{errors.New("data materialize: --manifest is required")}
+	case len(sources) == 0:
+		return usageError{errors.New("data materialize: --source is required")}
+	case *out == "":
+		return usageError{errors.New("data materialize: --out is required")}
+	}
+	counts, err := materialize.SearchQA(*manifest, sources, *out)
+	if err != nil {
+		return fmt.Errorf("data materialize searchqa: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote SearchQA to %s: %d train, %d val, %d test items\n", *out, counts["train"], counts["val"], counts["test"])
+	fmt.Fprintf(stdout, "check it with: skillfleet data check --bench searchqa %s\n", *out)
+	return nil
+}
