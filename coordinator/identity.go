@@ -16,30 +16,37 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/config"
 )
 
-// runIdentity returns the run dir (absolute, created) and a run id that
-// stays the same when the run is resumed: id if given, else the one stored
-// in the run dir, else a new one stored there.
-func runIdentity(cfg *config.Config, out, id string) (dir, runID string, err error) {
-	dir = out
+// runDir resolves the run dir: out, else the config's env.out_root, else
+// runs/<env>-<time>; absolute and created (nothing in it is written).
+func runDir(cfg *config.Config, out string) (string, error) {
+	dir := out
 	if dir == "" && cfg != nil {
 		dir = cfg.Env.OutRoot
 		if dir == "" {
 			dir = filepath.Join("runs", fmt.Sprintf("%s-%s", cfg.Env.Name, time.Now().Format("20060102-150405")))
 		}
 	}
-	dir, err = filepath.Abs(dir)
+	dir, err := filepath.Abs(dir)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("run dir: %w", err)
+		return "", fmt.Errorf("run dir: %w", err)
 	}
+	return dir, nil
+}
+
+// runID returns a run id that stays the same when the run is resumed: id
+// if given, else the one stored in the run dir, else a new one stored
+// there. It writes, so it runs once the run dir is locked and its format
+// accepted.
+func runID(dir, id string) (string, error) {
 	if id != "" {
-		return dir, id, nil
+		return id, nil
 	}
 	idFile := filepath.Join(dir, "run_id")
 	if b, err := os.ReadFile(idFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-		return dir, strings.TrimSpace(string(b)), nil
+		return strings.TrimSpace(string(b)), nil
 	}
 	sum := sha256.Sum256([]byte(dir + time.Now().String()))
 	base := strings.Map(func(r rune) rune {
@@ -48,11 +55,11 @@ func runIdentity(cfg *config.Config, out, id string) (dir, runID string, err err
 		}
 		return '_'
 	}, filepath.Base(dir))
-	runID = base + "-" + hex.EncodeToString(sum[:4])
-	if err := os.WriteFile(idFile, []byte(runID+"\n"), 0o644); err != nil {
-		return "", "", fmt.Errorf("run dir: %w", err)
+	id = base + "-" + hex.EncodeToString(sum[:4])
+	if err := os.WriteFile(idFile, []byte(id+"\n"), 0o644); err != nil {
+		return "", fmt.Errorf("run dir: %w", err)
 	}
-	return dir, runID, nil
+	return id, nil
 }
 
 // LockRunDir makes this process the only coordinator of the run in dir:

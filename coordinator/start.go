@@ -20,6 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	"github.com/skillfleet/skillfleet/pkg/store"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
@@ -279,7 +280,14 @@ func Start(ctx context.Context, cfg Config, deps Deps) (_ *Run, err error) {
 	if cfg.Run == nil && cfg.Dir == "" {
 		return nil, errors.New("coordinator: a run without a config needs a run directory")
 	}
-	if r.dir, r.id, err = runIdentity(cfg.Run, cfg.Dir, cfg.ID); err != nil {
+	if r.dir, err = runDir(cfg.Run, cfg.Dir); err != nil {
+		return nil, err
+	}
+	// A run dir this build cannot resume is refused before any of its
+	// files changes (the lock rewrites coordinator.lock's holder line);
+	// under the lock it is stamped, or migrated, before anything else of
+	// the run is written.
+	if err := rundir.CheckReadable(r.dir); err != nil {
 		return nil, err
 	}
 	unlock, err := lockRunDir(r.dir)
@@ -287,6 +295,16 @@ func Start(ctx context.Context, cfg Config, deps Deps) (_ *Run, err error) {
 		return nil, err
 	}
 	r.add(unlock)
+	mig, err := rundir.Prepare(r.dir)
+	if err != nil {
+		return nil, err
+	}
+	if mig != nil {
+		log.Info("run dir migrated", "run_dir", mig.Dir, "from_format", mig.From, "to_format", mig.To)
+	}
+	if r.id, err = runID(r.dir, cfg.ID); err != nil {
+		return nil, err
+	}
 	// The run's leader lease comes before anything is written to the run.
 	var fence func() error
 	if cfg.Shared != nil && cfg.Run != nil && cfg.Eval == nil {

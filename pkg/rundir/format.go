@@ -68,9 +68,12 @@ type Migration struct {
 	From, To string
 }
 
-// runFiles are files only a run writes: a directory holding one of them
-// and no format.json is a run dir of the legacy format, not a new one.
-var runFiles = []string{EventsFile, StateFile, "results.journal", RunIDFile, SummaryFile}
+// runFiles are files a run writes in the format format.json names: a
+// directory holding one of them and no format.json is a run dir of the
+// legacy format, not a new one. run_id is not among them: it holds no
+// format-dependent content, and a directory holding only it is one a run
+// took but never wrote to.
+var runFiles = []string{EventsFile, StateFile, "results.journal", SummaryFile}
 
 // ReadFormat returns dir's run-dir format: the version format.json names,
 // [legacyFormat] ("0") for a run dir written before the stamp existed, or

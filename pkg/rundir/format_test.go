@@ -132,3 +132,22 @@ func TestBadStampIsAnErrorNamingTheFile(t *testing.T) {
 		}
 	}
 }
+
+// TestRunIDAloneIsANewRunDir: a directory holding only run_id (and the
+// lock) is one no run has written a format-dependent file to, so Prepare
+// stamps it without calling that a migration.
+func TestRunIDAloneIsANewRunDir(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, RunIDFile), "run-1\n")
+	writeFile(t, filepath.Join(dir, "coordinator.lock"), "pid 1 on host\n")
+	if got, err := ReadFormat(dir); err != nil || got != "" {
+		t.Fatalf("ReadFormat(run_id only) = %q, %v; want \"\" (new)", got, err)
+	}
+	m, err := Prepare(dir)
+	if err != nil || m != nil {
+		t.Fatalf("Prepare(run_id only) = %+v, %v; want a stamp and no migration", m, err)
+	}
+	if got, _ := ReadFormat(dir); got != FormatVersion {
+		t.Errorf("format after Prepare = %q, want %q", got, FormatVersion)
+	}
+}
