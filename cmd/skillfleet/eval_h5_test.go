@@ -66,4 +66,11 @@ func TestEvalEstimateCallsNoModel(t *testing.T) {
 	if calls.Load() == 0 {
 		t.Fatal("the evaluation made no call to the counting server: the test cannot tell")
 	}
+	// Each skill's per-item predictions are in the eval dir.
+	for _, name := range []string{"eval_no_skill", "eval_seed_skill", "eval_skill"} {
+		data, err := os.ReadFile(filepath.Join(out, name, "results.jsonl"))
+		if n := bytes.Count(data, []byte("\n")); err != nil || n != 120 {
+			t.Errorf("%s/results.jsonl: %d lines (%v), want 120", name, n, err)
+		}
+	}
 }

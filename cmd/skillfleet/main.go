@@ -55,6 +55,7 @@ func commands() []command {
 		{"sleep", "improve your agent's skill overnight from your own sessions (sleep run|dry-run|status|harvest|adopt|schedule|unschedule)", runSleep},
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
+		{"inspect", "list, filter and show a run's per-item results and trajectories, or export them as JSONL", runInspect},
 		{"ui", "serve the dashboard for run and campaign directories (ui DIR...)", runUI},
 		{"data", "check a split directory (data check DIR)", runData},
 		{"envserver", "serve an interactive environment (built-in text game, or an ALFWorld bridge)", runEnvServer},

@@ -155,6 +155,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 			}
 		}
 	}
+	t.recordPredictions(rq, tasks, out)
 	return out, stopped, nil
 }
 

@@ -125,6 +125,7 @@ func (t *Trainer) analystOutcome(ctx context.Context, g int, br *batchReflect, i
 	if err != nil {
 		return analystOut{}, err
 	}
+	t.recordMinibatch(g, br, i, r)
 	var out analystOut
 	defer func() { br.res[i] = out }()
 	if !r.OK {

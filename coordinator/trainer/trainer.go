@@ -68,6 +68,8 @@ type Trainer struct {
 	stopCheck   func() error
 	waves       Waves
 	preRecorded map[string]struct{}
+	// preds are the per-item lines of recent rollout waves (predictions.go).
+	preds predictions
 }
 
 // State is the decision state, written to state.json after every phase.

@@ -296,6 +296,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /run/{name}/api", s.runAPI)
 	mux.HandleFunc("GET /run/{name}/events", s.runEvents)
 	mux.HandleFunc("GET /run/{name}/step/{n}", s.stepAPI)
+	mux.HandleFunc("GET /run/{name}/trajectory", s.trajectory)
 	mux.HandleFunc("GET /run/{name}/skill/{which}", s.skillFile)
 	mux.HandleFunc("POST /run/{name}/stop", s.stop)
 	mux.HandleFunc("GET /campaign/{name}/{$}", s.page("campaign"))

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/skillfleet/skillfleet/internal/inspect"
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 )
 
 // StepDetail is one step's edits and skill change, for the step panel.
@@ -31,7 +35,22 @@ type StepDetail struct {
 	DiffFrom string     `json:"diff_from,omitempty"`
 	DiffTo   string     `json:"diff_to,omitempty"`
 	Diff     []DiffLine `json:"diff"`
-	Notes    []string   `json:"notes,omitempty"`
+	// Failed are the step's training rollouts that did not score full
+	// marks, each with the link to its whole trajectory.
+	Failed []FailedItem `json:"failed"`
+	Notes  []string     `json:"notes,omitempty"`
+}
+
+// FailedItem is one failed rollout of a step.
+type FailedItem struct {
+	ID         string  `json:"id"`
+	Outcome    string  `json:"outcome"`
+	Hard       float64 `json:"hard"`
+	Soft       float64 `json:"soft"`
+	Prediction string  `json:"prediction"`
+	FailReason string  `json:"fail_reason,omitempty"`
+	// Link is the trajectory's URL, relative to the run's page.
+	Link string `json:"link"`
 }
 
 func (s *Server) stepAPI(w http.ResponseWriter, r *http.Request) {
@@ -75,7 +94,7 @@ const maxCachedSteps = 64
 func stepFiles(n int) []string {
 	sd := stepDir(n) + "/"
 	return []string{sd + "record.json", sd + "merged_patch.json", sd + "ranked_edits.json", sd + "edit_apply_report.json",
-		sd + "candidate_skill.md", "skills/" + skillName(n-1), "skills/" + skillName(n)}
+		sd + "candidate_skill.md", "skills/" + skillName(n-1), "skills/" + skillName(n), sd + "rollout/" + rundir.PredictionsFile}
 }
 
 func (c *stepCache) get(dir string, n int) ([]byte, error) {
@@ -119,7 +138,7 @@ func LoadStep(dir string, n int) (*StepDetail, error) {
 	if _, err := os.Stat(sd); err != nil {
 		return nil, err
 	}
-	d := &StepDetail{Step: n, Merged: []json.RawMessage{}, Ranked: []json.RawMessage{}, Apply: []json.RawMessage{}, Diff: []DiffLine{}}
+	d := &StepDetail{Step: n, Merged: []json.RawMessage{}, Ranked: []json.RawMessage{}, Apply: []json.RawMessage{}, Diff: []DiffLine{}, Failed: []FailedItem{}}
 	var rec struct {
 		Action string `json:"action"`
 	}
@@ -162,7 +181,68 @@ func LoadStep(dir string, n int) (*StepDetail, error) {
 		d.DiffFrom, d.DiffTo = "skills/"+skillName(n-1), to
 		d.Diff = Diff(string(before), string(after))
 	}
+	fails, err := failedRollouts(dir, n)
+	note(err)
+	d.Failed = append(d.Failed, fails...)
 	return d, nil
+}
+
+// failedRollouts are the failed training rollouts of step n, from its
+// per-item predictions.
+func failedRollouts(dir string, n int) ([]FailedItem, error) {
+	run, err := inspect.LoadFile(filepath.Join(dir, stepDir(n), "rollout", rundir.PredictionsFile))
+	if err != nil {
+		return nil, err
+	}
+	var out []FailedItem
+	for _, p := range run {
+		if !(inspect.Filter{Failed: true}).Match(p) {
+			continue
+		}
+		q := url.Values{"step": {strconv.Itoa(p.Step)}, "stage": {p.Stage}, "item": {p.ID}}
+		out = append(out, FailedItem{ID: p.ID, Outcome: p.Outcome, Hard: p.Hard, Soft: p.Soft, Prediction: p.Prediction, FailReason: p.FailReason,
+			Link: "trajectory?" + q.Encode()})
+	}
+	return out, nil
+}
+
+// trajectory serves one result whole, as text: the page a failed item of
+// the step panel links to.
+func (s *Server) trajectory(w http.ResponseWriter, r *http.Request) {
+	t := s.target(w, r, false)
+	if t == nil {
+		return
+	}
+	q := r.URL.Query()
+	step, err := strconv.Atoi(q.Get("step"))
+	if err != nil || q.Get("stage") == "" || q.Get("item") == "" {
+		http.Error(w, "trajectory: want step, stage and item", http.StatusBadRequest)
+		return
+	}
+	preds, err := inspect.LoadFile(filepath.Join(t.dir, rundir.PredictionsDir(q.Get("stage"), step), rundir.PredictionsFile))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return
+	}
+	var sel []rundir.Prediction
+	for _, p := range preds {
+		if p.ID == q.Get("item") {
+			sel = append(sel, p)
+		}
+	}
+	if len(sel) == 0 {
+		http.Error(w, "trajectory: no result of item "+q.Get("item")+" in that stage", http.StatusNotFound)
+		return
+	}
+	rd, err := inspect.NewReader(t.dir, sel)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	for _, p := range sel {
+		_ = inspect.WriteTrajectory(w, rd.Trajectory(p))
+	}
 }
 
 func skillName(g int) string { return "skill_v" + pad4(g) + ".md" }

@@ -330,6 +330,15 @@
       });
       if (!d.diff.length) pre.appendChild(el("span", { class: "dim" }, "no change"));
       box.appendChild(pre);
+      var failed = d.failed || [];
+      box.appendChild(el("h3", null, "Failed rollouts (" + failed.length + ")"));
+      var fl = el("ul", { class: "failed" });
+      failed.forEach(function (f) {
+        fl.appendChild(el("li", null, el("a", { href: base + f.link, target: "_blank", rel: "noopener" }, f.id),
+          " " + f.outcome + " · hard " + num(f.hard) + " · answered " + JSON.stringify(f.prediction) + (f.fail_reason ? " · " + f.fail_reason : "")));
+      });
+      if (!failed.length) fl.appendChild(el("li", { class: "dim" }, "none"));
+      box.appendChild(fl);
       (d.notes || []).forEach(function (n2) { box.appendChild(el("div", { class: "note" }, n2)); });
     }).catch(function (e) { if (!quiet) $("step-detail").textContent = String(e); });
   }
