@@ -14,6 +14,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -50,6 +51,9 @@ type Config struct {
 	// default): a final reply without a complete <answer>…</answer> pair
 	// scores 0 instead of having its last non-empty line scored.
 	RequireAnswerTag bool `json:"require_answer_tag"`
+	// SearchConfig adds a web search tool (search_mode custom_search or
+	// azure_ai_search); offline by default.
+	SearchConfig
 }
 
 // Item is a normalised OfficeQA item.
@@ -151,8 +155,9 @@ func listField(v any, files bool) ([]string, error) {
 
 // Env is the OfficeQA environment.
 type Env struct {
-	cfg  Config
-	root string // the corpus root
+	cfg    Config
+	root   string    // the corpus root
+	search *Searcher // nil offline
 }
 
 var _ bench.Env = (*Env)(nil)
@@ -171,7 +176,15 @@ func New(cfg Config) (*Env, error) {
 		return nil, fmt.Errorf("env.docs_dir %s: not a directory", root)
 	}
 	cfg.MaxToolTurns = cmp.Or(cfg.MaxToolTurns, 8)
-	return &Env{cfg: cfg, root: root}, nil
+	search, err := newSearcher(cfg.SearchConfig)
+	if err != nil {
+		return nil, err
+	}
+	if search == nil && cfg.UseLocalTools != nil && !*cfg.UseLocalTools {
+		return nil, errors.New("env.use_local_tools: false leaves the agent no tool without a search_mode")
+	}
+	cfg.MaxQueriesPerTurn = cmp.Or(cfg.MaxQueriesPerTurn, DefaultQueriesPerTurn)
+	return &Env{cfg: cfg, root: root, search: search}, nil
 }
 
 // Name returns "officeqa".
@@ -473,13 +486,21 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	if pages != "" {
 		user += "\n\nParsed pages the question draws on:\n" + pages
 	}
-	msgs := []llm.Message{{Role: llm.RoleSystem, Content: system + "\n\n" + bench.SkillSection(req.Skill)}, {Role: llm.RoleUser, Content: user}}
+	local := e.cfg.UseLocalTools == nil || *e.cfg.UseLocalTools
+	specs, sys := ToolSpecs, system
+	switch {
+	case e.search != nil && local:
+		specs, sys = append(slices.Clone(ToolSpecs), SearchSpec), systemSearch
+	case e.search != nil:
+		specs, sys = []llm.Tool{SearchSpec}, systemSearchOnly
+	}
+	msgs := []llm.Message{{Role: llm.RoleSystem, Content: sys + "\n\n" + bench.SkillSection(req.Skill)}, {Role: llm.RoleUser, Content: user}}
 	var rec bench.Recorder
 	final, reason, turns, badCalls := "", "", 0, 0
 	for turns < e.cfg.MaxToolTurns {
 		turns++
 		call := bench.TargetRequest(req, msgs)
-		call.Tools = ToolSpecs
+		call.Tools = specs
 		resp, err := rec.Chat(ctx, m, call)
 		if err != nil {
 			return rec.Failed(Name, req.Item.ID, err)
@@ -492,8 +513,21 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 			}
 			break
 		}
+		queries := 0
 		for _, c := range resp.ToolCalls {
-			out, ok := tools.Call(c)
+			var out string
+			ok := true
+			switch {
+			case c.Name == SearchSpec.Name && e.search != nil:
+				out, ok, err = e.searchCall(ctx, c, &queries)
+				if err != nil {
+					return rec.Failed(Name, req.Item.ID, err)
+				}
+			case !local:
+				out, ok = fmt.Sprintf("error: unknown tool %q (available: search)", c.Name), false
+			default:
+				out, ok = tools.Call(c)
+			}
 			if !ok {
 				badCalls++
 			}
@@ -523,6 +557,38 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		TaskType: cmp.Or(it.TaskType, req.Item.TaskType), TaskDescription: it.Question, Messages: msgs, NTurns: turns}
 	rec.Fill(ep)
 	return ep, nil
+}
+
+const systemSearch = `You answer questions about U.S. Treasury bulletins using the tools glob, read and grep, which work only on the documents of this question, and search, which searches the web.
+Prefer the documents; search for what they lack. Check the units and the period the question asks about, and compute carefully.
+When you are sure, reply with the final answer inside <answer></answer> (just the value, as the question asks for it).`
+
+const systemSearchOnly = `You answer questions about U.S. Treasury bulletins using the tool search, which searches the web, and the parsed pages given with the question.
+Check the units and the period the question asks about, and compute carefully.
+When you are sure, reply with the final answer inside <answer></answer> (just the value, as the question asks for it).`
+
+// searchCall runs one search tool call, at most MaxQueriesPerTurn in a
+// turn; a bad call is answered for the model to read. An error is an
+// outage of the search service.
+func (e *Env) searchCall(ctx context.Context, c llm.ToolCall, queries *int) (string, bool, error) {
+	var a struct {
+		Query string `json:"query"`
+	}
+	if err := json.Unmarshal([]byte(cmp.Or(strings.TrimSpace(c.Arguments), "{}")), &a); err != nil {
+		return fmt.Sprintf("error: arguments are not a JSON object: %v", err), false, nil
+	}
+	if strings.TrimSpace(a.Query) == "" {
+		return "error: search needs a non-empty query", false, nil
+	}
+	if *queries >= e.cfg.MaxQueriesPerTurn {
+		return fmt.Sprintf("error: at most %d searches a turn; ask again next turn", e.cfg.MaxQueriesPerTurn), false, nil
+	}
+	*queries++
+	out, err := e.search.Search(ctx, strings.TrimSpace(a.Query))
+	if err != nil {
+		return "", false, fmt.Errorf("search %q: %w", a.Query, err)
+	}
+	return out, true, nil
 }
 
 // AnalystNotes is OfficeQA's failure taxonomy.
