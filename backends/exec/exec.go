@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -61,7 +62,19 @@ import (
 const (
 	AgentCodex  = "codex"
 	AgentClaude = "claude"
+	// AgentCursor is Cursor's agent CLI (cursor-agent); AgentCopilot the
+	// GitHub Copilot CLI (copilot); AgentPi pi (pi-coding-agent);
+	// AgentOpencode opencode. See harness.go.
+	AgentCursor   = "cursor"
+	AgentCopilot  = "copilot"
+	AgentPi       = "pi"
+	AgentOpencode = "opencode"
 )
+
+// Agents lists the agents with built-in command templates.
+func Agents() []string {
+	return []string{AgentCodex, AgentClaude, AgentCursor, AgentCopilot, AgentPi, AgentOpencode}
+}
 
 // Output formats.
 const (
@@ -75,7 +88,21 @@ const (
 	// OutputCodexJSON parses `codex exec --json` events: the last
 	// agent_message and the turn.completed usage.
 	OutputCodexJSON = "codex-json"
+	// OutputCursorJSON parses `cursor-agent -p --output-format
+	// stream-json` events (parse_cursor.go).
+	OutputCursorJSON = "cursor-json"
+	// OutputCopilotJSON parses `copilot -p --output-format json` events
+	// (parse_copilot.go).
+	OutputCopilotJSON = "copilot-json"
+	// OutputPiJSON parses `pi -p --mode json` events (parse_pi.go).
+	OutputPiJSON = "pi-json"
+	// OutputOpencodeJSON parses `opencode run --format json` events
+	// (parse_opencode.go).
+	OutputOpencodeJSON = "opencode-json"
 )
+
+// outputs lists the output formats option output accepts.
+var outputs = []string{OutputText, OutputClaudeJSON, OutputCodexJSON, OutputCursorJSON, OutputCopilotJSON, OutputPiJSON, OutputOpencodeJSON}
 
 // Defaults.
 const (
@@ -167,6 +194,26 @@ type Config struct {
 	// own login (Codex's auth.json, Claude Code's .credentials.json) in
 	// its HOME; see login.go.
 	UserLogin bool
+	// Mode is ModeAgent ("" too) or ModeChat (harness.go).
+	Mode string
+	// EmptyRetries reruns a call whose agent ended well but whose reply
+	// held no text, this many times (default 0: such a call is an
+	// invalid reply at once).
+	EmptyRetries int
+	// TraceSummary leads each agent-mode reply with a bounded summary of
+	// what the agent did (trace.go), for the optimizer.
+	TraceSummary bool
+	// Extra are the harness arguments put at {harness_args}, and
+	// ExtraEnv further NAME=value entries of the agent's environment
+	// (harnessOptions).
+	Extra    []string
+	ExtraEnv []string
+	// CodexSandbox replaces Codex's --sandbox mode (default
+	// workspace-write; read-only in chat mode); CursorSandbox Cursor's
+	// (default enabled).
+	CodexSandbox, CursorSandbox string
+	// AllowAllTools lets Copilot run every tool unattended.
+	AllowAllTools bool
 }
 
 // Config.NoteOpened values.
@@ -248,9 +295,29 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 		c.MaxOutput = n
 	}
 	errs = append(errs, sandboxOptions(opts, &c)...)
+	errs = append(errs, harnessOptions(opts, &c)...)
+	switch c.Mode = opts["mode"]; c.Mode {
+	case "", ModeAgent, ModeChat:
+	default:
+		errs = append(errs, fmt.Sprintf("option mode=%q: want %s or %s", c.Mode, ModeAgent, ModeChat))
+	}
+	if v := opts["empty_retries"]; v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 5 {
+			errs = append(errs, fmt.Sprintf("option empty_retries=%q: want 0 to 5", v))
+		}
+		c.EmptyRetries = n
+	}
+	if v := opts["trace_summary"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option trace_summary=%q: want true or false", v))
+		}
+		c.TraceSummary = b
+	}
 	if len(c.Command) == 0 {
 		if _, ok := presets[c.Agent]; !ok {
-			errs = append(errs, fmt.Sprintf("option agent=%q: want %s or %s, or set option command", c.Agent, AgentCodex, AgentClaude))
+			errs = append(errs, fmt.Sprintf("option agent=%q: want one of %s, or set option command", c.Agent, strings.Join(Agents(), ", ")))
 		}
 	}
 	if bin := opts["bin"]; bin != "" {
@@ -265,10 +332,8 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Sprintf("option note_opened=%q: want %s or %s", c.NoteOpened, NotePackage, NoteAlways))
 	}
-	switch c.Output {
-	case "", OutputText, OutputClaudeJSON, OutputCodexJSON:
-	default:
-		errs = append(errs, fmt.Sprintf("option output=%q: want %s, %s or %s", c.Output, OutputText, OutputClaudeJSON, OutputCodexJSON))
+	if c.Output != "" && !slices.Contains(outputs, c.Output) {
+		errs = append(errs, fmt.Sprintf("option output=%q: want one of %s", c.Output, strings.Join(outputs, ", ")))
 	}
 	if c.SkillPath != "" && !filepath.IsLocal(c.SkillPath) {
 		errs = append(errs, fmt.Sprintf("option skill_path=%q: want a relative path inside the work directory", c.SkillPath))
@@ -283,6 +348,11 @@ type preset struct {
 	argv      []string
 	output    string
 	skillPath string // with %s for the skill name
+	// chat is the command of chat mode (ModeChat), whose output reads as
+	// chatOutput; with chatStdin the prompt goes on stdin, else at {task}.
+	chat       []string
+	chatOutput string
+	chatStdin  bool
 }
 
 var presets = map[string]preset{
@@ -291,22 +361,46 @@ var presets = map[string]preset{
 	// MCP servers, no saved session, and the tools a task needs. Its
 	// output is the event stream (stream-json, which print mode allows
 	// only with --verbose): the tool calls are in it, not in json's
-	// result alone.
+	// result alone. Chat mode: no tool at all, the prompt on stdin, the
+	// one result event of --output-format json.
 	AgentClaude: {
 		argv: []string{"claude", "-p", PlaceholderTask, "--output-format", "stream-json", "--verbose", "--model", PlaceholderModel,
 			"--setting-sources", "project", "--settings", claudeSettings, "--strict-mcp-config",
-			"--no-session-persistence", "--tools", "Bash,Read,Glob,Grep,Skill"},
+			"--no-session-persistence", "--tools", "Bash,Read,Glob,Grep,Skill", PlaceholderHarness},
 		output:    OutputClaudeJSON,
 		skillPath: ".claude/skills/%s/SKILL.md",
+		chat: []string{"claude", "-p", "--output-format", "json", "--model", PlaceholderModel,
+			"--setting-sources", "project", "--strict-mcp-config", "--no-session-persistence", "--tools", "", PlaceholderHarness},
+		chatOutput: OutputClaudeJSON,
+		chatStdin:  true,
 	},
 	AgentCodex: {
 		// codex exec: commands sandboxed to the work directory (writes
 		// there only, no network), never an approval prompt, no session
-		// kept.
+		// kept. Chat mode: a read-only sandbox in an empty directory, the
+		// prompt on stdin ("-").
 		argv: []string{"codex", "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "workspace-write",
-			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderTask},
+			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
 		output:    OutputCodexJSON,
 		skillPath: ".agents/skills/%s/SKILL.md",
+		chat: []string{"codex", "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "read-only",
+			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderHarness, "-"},
+		chatOutput: OutputCodexJSON,
+		chatStdin:  true,
+	},
+	// Cursor Agent in print mode, read-only (ask mode: it reads files and
+	// searches, it edits nothing), its own sandbox on, the work directory
+	// trusted so that its project skills (.cursor/skills) load. Chat
+	// mode: the same in an empty directory, with the one result event of
+	// --output-format json.
+	AgentCursor: {
+		argv: []string{"cursor-agent", "-p", "--output-format", "stream-json", "--trust", "--workspace", PlaceholderWorkDir,
+			"--sandbox", "enabled", "--mode", "ask", "--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
+		output:    OutputCursorJSON,
+		skillPath: ".cursor/skills/%s/SKILL.md",
+		chat: []string{"cursor-agent", "-p", "--output-format", "json", "--trust", "--workspace", PlaceholderWorkDir,
+			"--sandbox", "enabled", "--mode", "ask", "--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
+		chatOutput: OutputCursorJSON,
 	},
 }
 
@@ -317,10 +411,13 @@ type Client struct {
 	argv      []string
 	output    string
 	skillPath string
-	calls     atomic.Int64
-	estimated atomic.Int64
-	sb        sandboxState
-	proxyMu   sync.Mutex
+	// chat: the client serves a chat role (ModeChat); chatStdin: the
+	// prompt goes on the agent's stdin.
+	chat, chatStdin bool
+	calls           atomic.Int64
+	estimated       atomic.Int64
+	sb              sandboxState
+	proxyMu         sync.Mutex
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -329,11 +426,19 @@ var _ llm.Model = (*Client)(nil)
 // KindInvalidRequest; ConfigFromOptions reports them up front).
 func New(cfg Config) *Client {
 	p := presets[cfg.Agent]
-	c := &Client{cfg: cfg, argv: cfg.Command, output: cfg.Output}
+	c := &Client{cfg: cfg, argv: cfg.Command, output: cfg.Output, chat: cfg.Mode == ModeChat}
+	if c.chat && len(cfg.Command) == 0 {
+		p.argv, p.output = p.chat, p.chatOutput
+		c.chatStdin = p.chatStdin
+	}
 	if len(c.argv) == 0 && len(p.argv) > 0 {
 		c.argv = slices.Clone(p.argv)
 		if cfg.Bin != "" {
 			c.argv[0] = cfg.Bin
+		}
+		c.argv = setFlag(c.argv, "--sandbox", cmpOr(cfg.CodexSandbox, cfg.CursorSandbox))
+		if cfg.AllowAllTools && !slices.Contains(c.argv, "--allow-all-tools") {
+			c.argv = slices.Insert(c.argv, 1, "--allow-all-tools")
 		}
 	}
 	// A relative program path with a directory (".tools/agents/...") is
@@ -390,12 +495,36 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	if len(c.argv) == 0 {
 		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "exec backend: no command (set option agent or command)"}
 	}
+	if c.chat {
+		if err := chatRequestOK(req); err != nil {
+			return nil, err
+		}
+	}
+	var resp *llm.Response
+	var err error
+	for attempt := 0; ; attempt++ {
+		resp, err = c.call(ctx, req)
+		var oe *OutputError
+		if err == nil || attempt >= c.cfg.EmptyRetries || !errors.As(err, &oe) || !oe.empty || ctx.Err() != nil {
+			break
+		}
+	}
+	return resp, err
+}
+
+// call runs the agent once.
+func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	c.calls.Add(1)
 	timeout := cmpOr(req.Timeout, c.cfg.Timeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	skill, task := c.compose(req)
+	var skill, task string
+	if c.chat {
+		task = chatPrompt(req)
+	} else {
+		skill, task = c.compose(req)
+	}
 	dir, err := os.MkdirTemp(c.cfg.WorkRoot, "skillfleet-exec-*")
 	if err != nil {
 		return nil, &llm.Error{Kind: llm.KindServer, Msg: "make work directory: " + err.Error()}
@@ -403,13 +532,24 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	if !c.cfg.KeepWorkDir {
 		defer os.RemoveAll(dir)
 	}
-	taskFile, skillFile, task, err := c.prepare(dir, skill, task, req)
+	var taskFile, skillFile string
+	if c.chat {
+		err = os.MkdirAll(filepath.Join(dir, ".tmp"), 0o755)
+	} else {
+		taskFile, skillFile, task, err = c.prepare(dir, skill, task, req)
+	}
 	if err != nil {
 		return nil, &llm.Error{Kind: llm.KindServer, Msg: "prepare work directory: " + err.Error()}
 	}
 	model := cmpOr(req.Model, c.cfg.Model)
 	prompt := task
-	if len(prompt) > c.cfg.TaskInlineMax {
+	var stdin io.Reader
+	switch {
+	case c.chat && c.chatStdin:
+		stdin, prompt = strings.NewReader(task), ""
+	case c.chat && len(task) > c.cfg.TaskInlineMax:
+		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: fmt.Sprintf("chat prompt of %d bytes is longer than task_inline_max (%d): agent %s takes its prompt only as one argument", len(task), c.cfg.TaskInlineMax, c.cfg.Agent)}
+	case len(prompt) > c.cfg.TaskInlineMax:
 		prompt = taskFilePrompt
 	}
 	argv := c.command(model, map[string]string{
@@ -423,11 +563,14 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		return nil, &llm.Error{Kind: llm.KindServer, Msg: "write the agent's provider settings: " + err.Error()}
 	}
 	for _, kv := range provider {
-		if v, ok := strings.CutPrefix(kv, "ANTHROPIC_API_KEY="); ok {
-			secrets = append(secrets, v)
+		for _, k := range []string{"ANTHROPIC_API_KEY=", "COPILOT_PROVIDER_API_KEY="} {
+			if v, ok := strings.CutPrefix(kv, k); ok && v != noKey {
+				secrets = append(secrets, v)
+			}
 		}
 	}
 	env = append(env, provider...)
+	env = append(env, c.cfg.ExtraEnv...)
 	login, loginSecrets, err := c.copyLogin(dir)
 	defer removeLogin(login)
 	if err != nil {
@@ -440,11 +583,11 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	stderr := &tail{max: stderrTail}
 	var runErr error
 	if c.sandboxed() {
-		runErr = c.runSandboxed(ctx, dir, argv, env, stdout, stderr)
+		runErr = c.runSandboxed(ctx, dir, argv, env, stdin, stdout, stderr)
 	} else {
 		_ = c.sandboxReady() // logs the opt-out once
 		cmd := osexec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, env, stdout, stderr
+		cmd.Dir, cmd.Env, cmd.Stdin, cmd.Stdout, cmd.Stderr = dir, env, stdin, stdout, stderr
 		cmd.WaitDelay = 2 * time.Second
 		setProcessGroup(cmd)
 		runErr = cmd.Run()
@@ -498,7 +641,14 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		// trajectory.
 		r.content = red.String(r.content)
 	}
-	resp := &llm.Response{Content: c.noteOpenedFiles(skill, r.used, r.content), Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
+	content := r.content
+	if !c.chat {
+		if c.cfg.TraceSummary {
+			content = c.traceSummary(r, red) + content
+		}
+		content = c.noteOpenedFiles(skill, r.used, content)
+	}
+	resp := &llm.Response{Content: content, Model: cmpOr(r.model, model), FinishReason: "stop", Attempts: 1}
 	if r.usage != nil {
 		resp.Usage = *r.usage
 	} else {
@@ -640,6 +790,10 @@ func (c *Client) command(model string, vals map[string]string) []string {
 	r := strings.NewReplacer(pairs...)
 	var argv []string
 	for i, a := range c.argv {
+		if a == PlaceholderHarness {
+			argv = append(argv, c.cfg.Extra...)
+			continue
+		}
 		if a == PlaceholderModel && model == "" {
 			if i > 0 && len(argv) > 0 && strings.HasPrefix(c.argv[i-1], "-") {
 				argv = argv[:len(argv)-1]
@@ -647,6 +801,19 @@ func (c *Client) command(model string, vals map[string]string) []string {
 			continue
 		}
 		argv = append(argv, r.Replace(a))
+	}
+	return argv
+}
+
+// setFlag sets the value after flag in argv, when both are there.
+func setFlag(argv []string, flag, value string) []string {
+	if value == "" {
+		return argv
+	}
+	for i := range len(argv) - 1 {
+		if argv[i] == flag {
+			argv[i+1] = value
+		}
 	}
 	return argv
 }
@@ -659,8 +826,8 @@ func (c *Client) env(dir string) (env, secrets []string) {
 	}
 	env = []string{"PATH=" + path, "HOME=" + dir, "TMPDIR=" + filepath.Join(dir, ".tmp")}
 	names := c.cfg.Env
-	if c.cfg.APIKeyEnv != "" && c.cfg.Agent == AgentCodex && !slices.Contains(names, c.cfg.APIKeyEnv) {
-		names = append(slices.Clip(names), c.cfg.APIKeyEnv) // the provider's env_key
+	if c.cfg.APIKeyEnv != "" && slices.Contains([]string{AgentCodex, AgentPi, AgentOpencode}, c.cfg.Agent) && !slices.Contains(names, c.cfg.APIKeyEnv) {
+		names = append(slices.Clip(names), c.cfg.APIKeyEnv) // the provider's key variable
 	}
 	for _, n := range names {
 		switch n {

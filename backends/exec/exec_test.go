@@ -317,12 +317,17 @@ func TestConfigFromOptions(t *testing.T) {
 		err  string
 	}{
 		{opts: map[string]string{}, err: "option agent"},
-		{opts: map[string]string{"agent": "cursor"}, err: "option agent"},
+		{opts: map[string]string{"agent": "devin"}, err: "option agent"},
 		{opts: map[string]string{"command": "not json"}, err: "option command"},
 		{opts: map[string]string{"agent": "codex", "output": "xml"}, err: "option output"},
 		{opts: map[string]string{"agent": "codex", "skill_path": "../escape/SKILL.md"}, err: "option skill_path"},
 		{opts: map[string]string{"agent": "codex", "timeout": "soon"}, err: "option timeout"},
 		{opts: map[string]string{"agent": "codex", "keep_workdir": "maybe"}, err: "option keep_workdir"},
+		{opts: map[string]string{"agent": "codex", "mode": "talk"}, err: "option mode"},
+		{opts: map[string]string{"agent": "claude", "reasoning_effort": "high"}, err: `option reasoning_effort: agent "claude" has no such setting`},
+		{opts: map[string]string{"agent": "codex", "reasoning_effort": "ultra"}, err: "option reasoning_effort=\"ultra\""},
+		{opts: map[string]string{"agent": "cursor", "cursor_sandbox": "off"}, err: "option cursor_sandbox"},
+		{opts: map[string]string{"agent": "codex", "empty_retries": "9"}, err: "option empty_retries"},
 		{opts: map[string]string{"command": `["my-agent","--task","{task_file}"]`, "env": "A, B", "timeout": "2m", "keep_workdir": "true"}},
 	} {
 		cfg, err := exec.ConfigFromOptions("m", tc.opts)
@@ -337,6 +342,15 @@ func TestConfigFromOptions(t *testing.T) {
 				t.Errorf("config (-want +got):\n%s", diff)
 			}
 		}
+	}
+	cfg, err := exec.ConfigFromOptions("m", map[string]string{"agent": "codex", "mode": "chat", "trace_summary": "true", "empty_retries": "2",
+		"reasoning_effort": "high", "codex_sandbox": "read-only", "network_access": "true", "web_search": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mode != exec.ModeChat || !cfg.TraceSummary || cfg.EmptyRetries != 2 || cfg.CodexSandbox != "read-only" ||
+		strings.Join(cfg.Extra, " ") != `-c sandbox_workspace_write.network_access=true -c model_reasoning_effort="high" -c web_search="live"` {
+		t.Fatalf("harness options read as %+v", cfg)
 	}
 }
 

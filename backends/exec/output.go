@@ -22,6 +22,11 @@ type result struct {
 	// named, in order (the JSON formats only); noteOpenedFiles maps them to
 	// the files of a skill package.
 	used []string
+	// tools counts the agent's tool calls and toolErrors holds what its
+	// failed ones said (the JSON formats that report them), for the trace
+	// summary (trace.go).
+	tools      int
+	toolErrors []string
 }
 
 // OutputError is agent output that does not read in the format its
@@ -34,6 +39,9 @@ type OutputError struct {
 	Line    int
 	Problem string
 	Excerpt string
+	// empty: the stream was whole but its reply held no text (option
+	// empty_retries reruns such a call).
+	empty bool
 }
 
 func (e *OutputError) Error() string {
@@ -56,6 +64,8 @@ func (c *Client) parse(out []byte, cut bool) (result, *OutputError) {
 		return parseClaude(out, cut, c.skillDir())
 	case OutputCodexJSON:
 		return parseCodex(out, cut)
+	case OutputCursorJSON:
+		return parseCursor(out, cut)
 	default:
 		return result{content: strings.TrimRight(string(out), "\r\n")}, nil
 	}

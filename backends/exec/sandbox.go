@@ -396,7 +396,7 @@ func (e *sandboxExit) String() string {
 
 // runSandboxed runs argv (host paths under dir) in the sandbox. Its error
 // is nil, a *sandboxExit, the context's error, or a setup failure.
-func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []string, stdout, stderr io.Writer) error {
+func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if err := c.sandboxReady(); err != nil {
 		return err
 	}
@@ -405,7 +405,7 @@ func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []strin
 		timeout = time.Until(dl)
 	}
 	spec := sandbox.Spec{
-		Stdout: stdout, Stderr: stderr,
+		Stdin: stdin, Stdout: stdout, Stderr: stderr,
 		Limits:       agentLimits(c.cfg.Sandbox.Limits, timeout),
 		NestedUserNS: !c.cfg.Sandbox.NoNestedUserNS,
 	}

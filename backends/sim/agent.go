@@ -468,6 +468,10 @@ var (
 	// Skill tool:" then "- name: description" lines.
 	claudeListRe  = regexp.MustCompile(`(?s)skills are available for use with the Skill tool:\s*\n(.*)`)
 	claudeSkillRe = regexp.MustCompile(`(?m)^- ([A-Za-z0-9_.:/-]+): (.*)$`)
+	// pi, the Copilot CLI and opencode: an <available_skills> block of
+	// <skill> entries with a name, a description and a location (a
+	// SKILL.md path, or a word such as "project").
+	xmlSkillRe = regexp.MustCompile(`<skill>\s*<name>([^<]+)</name>\s*<description>([^<]*)</description>\s*(?:<location>([^<]*)</location>\s*)?</skill>`)
 )
 
 // listedSkills reads the skill listings of the system text and messages.
@@ -496,6 +500,16 @@ func listedSkills(c *Conversation) []listedSkill {
 			if !seen[m[1]] {
 				seen[m[1]] = true
 				out = append(out, listedSkill{name: m[1], description: m[2], file: file})
+			}
+		}
+		for _, m := range xmlSkillRe.FindAllStringSubmatch(text, -1) {
+			file := strings.TrimSpace(m[3])
+			if !path.IsAbs(file) {
+				file = ""
+			}
+			if name := strings.TrimSpace(m[1]); !seen[name] {
+				seen[name] = true
+				out = append(out, listedSkill{name: name, description: strings.TrimSpace(m[2]), file: file})
 			}
 		}
 		if lm := claudeListRe.FindStringSubmatch(text); lm != nil {
@@ -528,7 +542,7 @@ func (st *agentState) pickSkill(c *Conversation) (listedSkill, bool) {
 // isSkillCall reports whether a call loads a skill: the skill tool, or a
 // read of a SKILL.md.
 func isSkillCall(call ToolCall) bool {
-	if call.Name == "Skill" {
+	if call.Name == "Skill" || call.Name == "skill" {
 		return true
 	}
 	return skillFileRe.MatchString(readTarget(call))
@@ -540,7 +554,7 @@ func readTarget(call ToolCall) string {
 	if json.Unmarshal([]byte(call.Args), &args) != nil {
 		return ""
 	}
-	for _, k := range []string{"file_path", "path"} {
+	for _, k := range []string{"file_path", "filePath", "path"} {
 		if s, ok := args[k].(string); ok {
 			return s
 		}
@@ -604,8 +618,18 @@ func firstOf(m map[string]any, keys ...string) any {
 // openSkillCall is the call that loads sk: the Skill tool when the CLI has
 // one, else a shell read of its file.
 func openSkillCall(c *Conversation, sk listedSkill, n int) (ToolCall, bool) {
-	if td, ok := findTool(c, "Skill"); ok && schemaHas(td, "skill") {
-		return ToolCall{ID: callID(c, n), Name: "Skill", Args: mustJSON(map[string]string{"skill": sk.name})}, true
+	for _, name := range []string{"Skill", "skill"} {
+		td, ok := findTool(c, name)
+		if !ok {
+			continue
+		}
+		// Claude Code and the Copilot CLI name the skill "skill",
+		// opencode "name".
+		for _, param := range []string{"skill", "name"} {
+			if schemaHas(td, param) {
+				return ToolCall{ID: callID(c, n), Name: name, Args: mustJSON(map[string]string{param: sk.name})}, true
+			}
+		}
 	}
 	if sk.file == "" {
 		return ToolCall{}, false
@@ -626,8 +650,13 @@ func shellCommandCall(c *Conversation, cmd, description string, n int) (ToolCall
 			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"cmd": cmd})}, true
 		case (td.Name == "shell" || td.Name == "local_shell") && schemaHas(td, "command"):
 			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": []string{"bash", "-lc", cmd}})}, true
-		case (td.Name == "Bash" || td.Name == "shell_command") && schemaHas(td, "command"):
-			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(map[string]any{"command": cmd, "description": description})}, true
+		case (td.Name == "Bash" || td.Name == "shell_command" || td.Name == "bash") && schemaHas(td, "command"):
+			args := map[string]any{"command": cmd, "description": description}
+			// The Copilot CLI's bash tool wants the wait of a sync command.
+			if schemaHas(td, "initial_wait") {
+				args["initial_wait"] = 30
+			}
+			return ToolCall{ID: callID(c, n), Name: td.Name, Args: mustJSON(args)}, true
 		}
 	}
 	return ToolCall{}, false
