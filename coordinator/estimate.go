@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -129,6 +130,45 @@ func Estimate(s trainer.Settings, splits *bench.Splits) []StageEstimate {
 	if s.EvalTest {
 		add(StageEstimate{Stage: "test", Role: "target", Lo: int64(test), Exp: 2 * int64(test), Hi: 3 * int64(test), InPerCall: rolloutIn, OutLo: 5, OutHi: maxOut,
 			Note: "seed, best and final skills; the same skill is measured once"})
+	}
+	return append(out, hedgeEstimates(s, out)...)
+}
+
+// hedgeExpected is the share of the waited-for tasks that wave hedging is
+// expected to copy: measured on the paper preset under a log-normal tail
+// of sigma 1 (docs/performance.md); at a steady latency it copies next
+// to nothing.
+const hedgeExpected = 0.02
+
+// hedgeEstimates are the copies wave hedging may make, per role: none at
+// the fewest, about hedgeExpected of the calls expected, and at most the
+// run's cap (runtime.hedge_max_extra) of the most calls plus one wave's.
+func hedgeEstimates(s trainer.Settings, stages []StageEstimate) []StageEstimate {
+	if !s.Hedge.Enabled {
+		return nil
+	}
+	var out []StageEstimate
+	for _, role := range []string{"target", "optimizer"} {
+		var exp, hi, in, oLo, oHi int64
+		for _, e := range stages {
+			if e.Role != role {
+				continue
+			}
+			exp += e.Exp
+			hi += e.Hi
+			in += e.Exp * e.InPerCall
+			oLo += e.Exp * e.OutLo
+			oHi += e.Exp * e.OutHi
+		}
+		if hi == 0 {
+			continue
+		}
+		div := max(exp, 1)
+		out = append(out, StageEstimate{Stage: "hedge", Role: role, Lo: 0,
+			Exp: int64(float64(exp)*hedgeExpected + 0.5), Hi: int64(math.Ceil(s.Hedge.MaxExtra*float64(hi))) + 1,
+			InPerCall: in / div, OutLo: oLo / div, OutHi: oHi / div,
+			Note: fmt.Sprintf("copies of a wave's stragglers (runtime.hedge): about none at a steady latency, about %.0f%% of the calls under a heavy tail, at most %.0f%% (runtime.hedge_max_extra)",
+				100*hedgeExpected, 100*s.Hedge.MaxExtra)})
 	}
 	return out
 }

@@ -96,11 +96,15 @@ func usageTotals(model string, res *pb.Result) (string, Totals) {
 	return model, t
 }
 
+// HedgedStage is the stage tokens.json counts the losing attempts of
+// hedged tasks under, whatever stage they were hedged in.
+const HedgedStage = "hedged"
+
 // AddHedged counts the result of a hedged task's losing attempt (the
 // original or its copy, whichever answered second or was withdrawn while
-// running): its calls and tokens are spend, each of its calls a hedged
-// attempt; it is no task of its own.
-func (a *Accounting) AddHedged(stage, role, model string, res *pb.Result) {
+// running) under [HedgedStage]: its calls and tokens are spend, each of
+// its calls a hedged attempt; it is no task of its own.
+func (a *Accounting) AddHedged(role, model string, res *pb.Result) {
 	if id := res.GetTaskId(); id != "" {
 		a.mu.Lock()
 		_, dup := a.seen[id]
@@ -112,7 +116,7 @@ func (a *Accounting) AddHedged(stage, role, model string, res *pb.Result) {
 	}
 	model, d := usageTotals(model, res)
 	d.Causes.Hedged += d.Calls
-	a.addTotals(acctKey{stage, role, model}, d)
+	a.addTotals(acctKey{HedgedStage, role, model}, d)
 }
 
 // CountInvalid counts a reply that parsed as JSON but had the wrong shape.

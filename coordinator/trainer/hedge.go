@@ -20,7 +20,9 @@ type HedgePolicy struct {
 	// Enabled turns wave hedging on.
 	Enabled bool
 	// Budget caps the copies of one wave: at most Budget × its tasks,
-	// rounded up (so at least one).
+	// rounded up, and at least two (one for a wave of one task): a small
+	// wave's few copies cost little and it waits for its slowest call
+	// like a large one.
 	Budget float64
 	// MaxExtra caps the copies of the run: at most MaxExtra × the
 	// foreground tasks submitted so far, plus one wave's budget.
@@ -39,7 +41,7 @@ type HedgePolicy struct {
 
 // DefaultHedge is the policy runtime.hedge turns on.
 func DefaultHedge() HedgePolicy {
-	return HedgePolicy{Enabled: true, Budget: 0.1, MaxExtra: 0.05, Quantile: 0.75, Multiplier: 1.5, MinSamples: 8, MinDelay: 500 * time.Millisecond}
+	return HedgePolicy{Enabled: true, Budget: 0.15, MaxExtra: 0.05, Quantile: 0.75, Multiplier: 2, MinSamples: 8, MinDelay: 500 * time.Millisecond}
 }
 
 // hedgeSuffix marks a hedge copy's task id: the original's id plus this.
@@ -69,10 +71,20 @@ type hedger struct {
 	wins map[string]string
 	// fgTasks counts the foreground tasks tracked; extra the copies made.
 	fgTasks, extra int
+	// losers are the attempts withdrawn while they may still run, by id,
+	// with the winner's result: each is accounted when its worker reports
+	// it, or at the end of the run (settle).
+	losers map[string]loser
+}
+
+type loser struct {
+	role   string
+	task   *pb.Task
+	winner *pb.Result
 }
 
 func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger {
-	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}}
+	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]loser{}}
 	for id := range recorded {
 		if orig, ok := strings.CutSuffix(id, hedgeSuffix); ok {
 			h.wins[orig] = id
@@ -126,6 +138,23 @@ func (h *hedger) substitute(tasks []*pb.Task) {
 	}
 }
 
+// settle accounts the withdrawn attempts no worker has reported yet as
+// billed at their winner's usage: the same request, which a provider
+// finishes and bills for a client that left (the run ends before they
+// do). A report that still comes is not counted again.
+func (h *hedger) settle() {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	ls := h.losers
+	h.losers = map[string]loser{}
+	h.mu.Unlock()
+	for id, l := range ls {
+		h.t.accountHedged(l.role, l.task, &pb.Result{TaskId: id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Usage: l.winner.GetUsage()})
+	}
+}
+
 // allow takes one copy from the run's budget.
 func (h *hedger) allow(waveBudget int) bool {
 	h.mu.Lock()
@@ -175,7 +204,7 @@ func (h *hedger) wave(ctx context.Context, stage, role, model string, n, slots i
 		return nil
 	}
 	return &hedgeWave{h: h, ctx: ctx, key: latKey{model, stage}, stage: stage, role: role, slots: slots,
-		budget: max(1, int(math.Ceil(h.p.Budget*float64(n))))}
+		budget: max(min(n, 2), int(math.Ceil(h.p.Budget*float64(n))))}
 }
 
 // track wraps the futures of tasks just submitted: each resolves with the
@@ -448,9 +477,9 @@ func (f *hedgedFuture) Wait(ctx context.Context) (*pb.Result, error) {
 // resolved (the copy is then cancelled at once).
 func (f *hedgedFuture) addCopy(cp *pb.Task, fut Future) {
 	f.mu.Lock()
-	if f.res != nil {
+	if res := f.res; res != nil {
 		f.mu.Unlock()
-		f.w.h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), cp.GetId())
+		f.withdraw(cp.GetId(), res)
 		f.settleLoser(fut)
 		return
 	}
@@ -537,8 +566,20 @@ func (f *hedgedFuture) finish(res *pb.Result, loserID string, loser Future) {
 	if loserID == "" || loser == nil {
 		return
 	}
-	f.w.h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), loserID)
+	f.withdraw(loserID, res)
 	f.settleLoser(loser)
+}
+
+// withdraw cancels the losing attempt; until it is accounted it counts
+// as possibly running.
+func (f *hedgedFuture) withdraw(id string, winner *pb.Result) {
+	h := f.w.h
+	if isOK(winner) {
+		h.mu.Lock()
+		h.losers[id] = loser{role: f.w.role, task: f.e.task, winner: winner}
+		h.mu.Unlock()
+	}
+	h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), id)
 }
 
 // settleLoser accounts a losing attempt that finished before it could be
@@ -561,7 +602,11 @@ func (f *hedgedFuture) loserLate() func(*pb.Result) {
 // accountLoser counts the spend of the attempt that lost: its calls are
 // hedged attempts (cause "hedged").
 func (f *hedgedFuture) accountLoser(res *pb.Result) {
-	f.w.h.t.accountHedged(f.w.stage, f.w.role, f.e.task, res)
+	h := f.w.h
+	h.mu.Lock()
+	delete(h.losers, res.GetTaskId())
+	h.mu.Unlock()
+	h.t.accountHedged(f.w.role, f.e.task, res)
 }
 
 // cloneTask copies a task's envelope; the kind (the payload) is shared,

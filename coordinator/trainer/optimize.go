@@ -161,8 +161,8 @@ func (t *Trainer) optimizeOne(ctx context.Context, c optCall, out any) (bool, er
 }
 
 // accountHedged counts the losing attempt of a hedged task.
-func (t *Trainer) accountHedged(stage, role string, task *pb.Task, res *pb.Result) {
-	t.acct.AddHedged(stage, role, taskModel(t, task), res)
+func (t *Trainer) accountHedged(role string, task *pb.Task, res *pb.Result) {
+	t.acct.AddHedged(role, taskModel(t, task), res)
 }
 
 // taskModel is the model a task's calls are accounted to by default.

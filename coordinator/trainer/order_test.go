@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/skillfleet/skillfleet/coordinator/gate"
+	"github.com/skillfleet/skillfleet/pkg/bench"
 )
 
 func scored(hard ...float64) []gate.Item {
@@ -37,5 +38,19 @@ func TestHardFirstQueuesLikelyFailuresFirst(t *testing.T) {
 	}
 	if o := tr.hardFirst(6); o != nil {
 		t.Fatalf("order for another item count = %v, want nil", o)
+	}
+}
+
+// TestQueueOrderLongestFirst: a wave without an order of its own queues
+// the longest items first, equal lengths in item order; a given order is
+// kept.
+func TestQueueOrderLongestFirst(t *testing.T) {
+	t.Parallel()
+	items := []bench.Item{{Raw: []byte("ab")}, {Raw: []byte("abcd")}, {Raw: []byte("a")}, {Raw: []byte("abcd")}, {Raw: []byte("ab")}}
+	if o, want := queueOrder(nil, items), []int{1, 3, 0, 4, 2}; !slices.Equal(o, want) {
+		t.Errorf("order = %v, want %v", o, want)
+	}
+	if o, want := queueOrder([]int{4, 3, 2, 1, 0}, items), []int{4, 3, 2, 1, 0}; !slices.Equal(o, want) {
+		t.Errorf("given order = %v, want %v", o, want)
 	}
 }

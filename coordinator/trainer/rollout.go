@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -62,7 +63,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 	defer telemetry.End(span, &err)
 	tasks := t.rolloutTasks(rq)
 	n := len(tasks)
-	queue := queueOrder(rq.Order, n)
+	queue := queueOrder(rq.Order, rq.Items)
 	futs := make([]Future, n)
 	// known marks tasks whose result was already there when submitted
 	// (replayed, reused, or run in the background): they are not part of
@@ -190,16 +191,20 @@ func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task
 	}, ids...)
 }
 
-// queueOrder is the order n tasks were queued in: order if it is one,
-// else item order.
-func queueOrder(order []int, n int) []int {
-	if len(order) == n {
+// queueOrder is the order a wave's tasks are queued in: order if it is
+// one, else the longest prompt first (item order among equals). A wave
+// waits for its slowest task, and a longer prompt is the longer call
+// that can be known before it is made: started first, it is less often
+// the one the wave waits for.
+func queueOrder(order []int, items []bench.Item) []int {
+	if len(order) == len(items) {
 		return order
 	}
-	out := make([]int, n)
+	out := make([]int, len(items))
 	for i := range out {
 		out[i] = i
 	}
+	slices.SortStableFunc(out, func(a, b int) int { return len(items[b].Raw) - len(items[a].Raw) })
 	return out
 }
 

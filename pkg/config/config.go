@@ -417,14 +417,14 @@ type Runtime struct {
 	// the same. Default true.
 	Hedge bool `yaml:"hedge"`
 	// HedgeBudget caps one wave's copies at this fraction of its tasks,
-	// rounded up (at least one). Default 0.1.
+	// rounded up (at least two, or the wave's one task). Default 0.15.
 	HedgeBudget float64 `yaml:"hedge_budget"`
 	// HedgeMaxExtra caps the run's copies at this fraction of the tasks
 	// the loop waited for (plus one wave's budget). Default 0.05.
 	HedgeMaxExtra float64 `yaml:"hedge_max_extra"`
 	// HedgeQuantile and HedgeMultiplier set the delay (defaults 0.75 and
-	// 1.5: about three medians under a log-normal tail of sigma 1, two
-	// and a half under fixed latency, where little is hedged).
+	// 2: about four medians under a log-normal tail of sigma 1, two under
+	// a steady latency, where next to nothing is that late).
 	HedgeQuantile   float64 `yaml:"hedge_quantile"`
 	HedgeMultiplier float64 `yaml:"hedge_multiplier"`
 	// IdleFill runs the seed skill's test evaluation (needed only by the
@@ -541,10 +541,10 @@ func Default() *Config {
 			MaxDeliveries:        5,
 			IdleFill:             true,
 			Hedge:                true,
-			HedgeBudget:          0.1,
+			HedgeBudget:          0.15,
 			HedgeMaxExtra:        0.05,
 			HedgeQuantile:        0.75,
-			HedgeMultiplier:      1.5,
+			HedgeMultiplier:      2,
 			GateWindow:           true,
 		},
 	}

@@ -86,6 +86,16 @@ func (r *Report) WriteText(w io.Writer) error {
 			}
 			p("\n")
 		}
+		for _, s := range stages {
+			if s.Stage == hedgedStage && total.Calls > 0 {
+				usd := ""
+				if r.Cost != nil {
+					usd = ", " + r.usd(s)
+				}
+				p("\nhedging: %s calls on the losing attempts of hedged tasks (%.1f%% of the calls%s)\n",
+					count(s.Calls), 100*float64(s.Calls)/float64(total.Calls), usd)
+			}
+		}
 		if total.CacheHits > 0 {
 			p("\nrollout cache: %s results reused from earlier runs, saving %s calls and %s tokens\n",
 				count(total.CacheHits), count(total.SavedCalls), count(total.SavedInput+total.SavedOutput))
@@ -156,6 +166,10 @@ func (r *Report) WriteText(w io.Writer) error {
 
 // usd formats a stage's dollars: "-" without prices, a "≥" lower bound
 // when some of its tokens have no price.
+// hedgedStage is the stage of tokens.json that counts the losing attempts
+// of hedged tasks (runtime.hedge).
+const hedgedStage = "hedged"
+
 func (r *Report) usd(s StageSpend) string {
 	if r.Cost == nil {
 		return "-"

@@ -1,0 +1,56 @@
+package trainer
+
+import (
+	"testing"
+	"time"
+)
+
+// TestHedgeDelay: no delay before MinSamples times are seen; then the
+// larger of Multiplier × the Quantile, two medians and MinDelay.
+func TestHedgeDelay(t *testing.T) {
+	t.Parallel()
+	p := DefaultHedge()
+	p.Quantile, p.Multiplier, p.MinSamples, p.MinDelay = 0.75, 2, 4, 100*time.Millisecond
+	h := newHedger(&Trainer{}, p, nil)
+	k := latKey{"m", "rollout"}
+	for _, ms := range []int{300, 200, 400} {
+		h.observe(k, time.Duration(ms)*time.Millisecond)
+	}
+	if d := h.delay(k); d != 0 {
+		t.Fatalf("delay after 3 times = %v, want 0 (MinSamples 4)", d)
+	}
+	h.observe(k, 3*time.Second)
+	// Sorted 200, 300, 400, 3000 ms: the 0.75 quantile is 400 ms (x2 =
+	// 800 ms), the median 300 ms (x2 = 600 ms).
+	if d := h.delay(k); d != 800*time.Millisecond {
+		t.Errorf("delay = %v, want 800ms", d)
+	}
+	for range 20 {
+		h.observe(k, 50*time.Millisecond)
+	}
+	if d := h.delay(k); d != 100*time.Millisecond {
+		t.Errorf("delay with fast calls = %v, want MinDelay 100ms", d)
+	}
+	if d := h.delay(latKey{"m", "gate"}); d != 0 {
+		t.Errorf("delay of a stage never seen = %v, want 0", d)
+	}
+}
+
+// TestHedgeStartOf: with fewer slots than tasks, a task starts when the
+// result that freed its slot came in, in submission order; tasks whose
+// result was known at submission take no slot.
+func TestHedgeStartOf(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	w := &hedgeWave{slots: 2}
+	for i := range 5 {
+		w.entries = append(w.entries, &hedgeEntry{submitted: t0, known: i == 1})
+	}
+	w.arrivals = []time.Time{t0.Add(time.Second)}
+	want := []time.Time{t0, t0, t0, t0.Add(time.Second), {}}
+	for i, wt := range want {
+		if got := w.startOf(i); !got.Equal(wt) {
+			t.Errorf("startOf(%d) = %v, want %v", i, got, wt)
+		}
+	}
+}
