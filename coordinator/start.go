@@ -69,7 +69,9 @@ type Config struct {
 	GRPCServerOptions []grpc.ServerOption
 	// Advertise is the gRPC address workers dial (see [HubOptions]).
 	Advertise string
-	// AckWait is the task consumers' AckWait (default queue.DefaultAckWait).
+	// AckWait is the task consumers' AckWait: 0 takes the fleet's (and
+	// queue.DefaultAckWait for consumers this run creates); another value
+	// than the fleet's refuses the run.
 	AckWait time.Duration
 	// Weight is the run's share of bulk work on a shared fleet (default 1).
 	Weight float64
@@ -457,7 +459,9 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 			return fmt.Errorf("listen %s: %w", addr, err)
 		}
 	}
-	runtime := config.Runtime{MaxDeliveries: 3, OptimizerConcurrency: 1}
+	// A run without a config (a replay fleet) takes the fleet consumers'
+	// deliveries.
+	runtime := config.Runtime{OptimizerConcurrency: 1}
 	if cfg.Run != nil {
 		runtime = cfg.Run.Runtime
 	}
@@ -466,9 +470,6 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 		replicas = runtime.NATSReplicas
 	}
 	ackWait := cfg.AckWait
-	if ackWait == 0 {
-		ackWait = queue.DefaultAckWait
-	}
 	ho := HubOptions{
 		OnFatal: func(err error) {
 			select {

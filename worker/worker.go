@@ -55,8 +55,10 @@ type Config struct {
 	Concurrency int
 	// OptimizerConcurrency bounds optimizer tasks run at once (default 16).
 	OptimizerConcurrency int
-	// MaxDeliver must equal the consumer's MaxDeliver (default 5): on the
-	// last delivery a failure is reported instead of nak'd.
+	// MaxDeliver is the deliveries of a task whose consumer's info does
+	// not say (default 5): on the last delivery a failure is reported
+	// instead of nak'd. The consumers' own setting, read when the worker
+	// starts, is the one that counts: they belong to the fleet.
 	MaxDeliver int
 	// Heartbeat is the InProgress interval for running tasks (default a
 	// quarter of [queue.DefaultAckWait]; keep it well inside the
@@ -159,6 +161,10 @@ type Worker struct {
 	// unrun. The oldest are forgotten beyond maxDropped.
 	dropped     map[uint64]struct{}
 	droppedFIFO []uint64
+
+	// maxDeliver is each task consumer's MaxDeliver, by consumer name,
+	// read from the consumers when Run starts.
+	maxDeliver map[string]int
 }
 
 // maxDropped bounds the cancelled messages a worker remembers.
@@ -238,12 +244,18 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
-	// Heartbeats stay well inside the consumers' AckWait, whatever the
-	// coordinator set it to.
+	// Heartbeats stay well inside the consumers' AckWait, and the last
+	// delivery is the consumers' last, whatever the fleet set them to.
+	w.maxDeliver = map[string]int{}
 	for _, c := range w.deps.Consumers {
-		if info := c.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+		info := c.CachedInfo()
+		if info == nil {
+			continue
+		}
+		if info.Config.AckWait > 0 {
 			w.cfg.Heartbeat = min(w.cfg.Heartbeat, info.Config.AckWait/4)
 		}
+		w.maxDeliver[info.Name] = info.Config.MaxDeliver
 	}
 	hbCtx, hbStop := context.WithCancel(ctx)
 	var hb sync.WaitGroup
@@ -667,7 +679,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		_ = msg.Ack() // nobody wants it any more
 		return
 	}
-	if retryable(res.GetOutcome()) && delivered < uint64(w.cfg.MaxDeliver) {
+	if retryable(res.GetOutcome()) && !w.lastDelivery(meta, delivered) {
 		close(hbDone)
 		delay := backoff(delivered)
 		log.Warn("task failed, returned for redelivery", "outcome", res.GetOutcome().String(), "err", res.GetError(), "retry_in", delay.String())
@@ -730,6 +742,18 @@ func (w *Worker) report(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.
 // outcomeName is a task outcome as a metric and span label.
 func outcomeName(o pb.Outcome) string {
 	return strings.ToLower(strings.TrimPrefix(o.String(), "OUTCOME_"))
+}
+
+// lastDelivery reports whether a task's delivery is the last its consumer
+// makes (a MaxDeliver below 1 is unbounded).
+func (w *Worker) lastDelivery(meta *jetstream.MsgMetadata, delivered uint64) bool {
+	limit := w.cfg.MaxDeliver
+	if meta != nil {
+		if n, ok := w.maxDeliver[meta.Consumer]; ok {
+			limit = n
+		}
+	}
+	return limit > 0 && delivered >= uint64(limit)
 }
 
 func retryable(o pb.Outcome) bool {

@@ -69,7 +69,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&o.maxActive, "max-active-runs", 0, "cells running at once (default: the campaign file's max_active_runs, else 4)")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level of the campaign process: debug, info, warn, error (each cell logs to its cell.log)")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for $ budgets and the $ column (default: the built-in table)")
-	fs.DurationVar(&o.ackWait, "ack-wait", queue.DefaultAckWait, "how long a dead worker's task waits before another worker gets it")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a dead worker's task waits before another worker gets it (default: the fleet's task consumers', "+queue.DefaultAckWait.String()+" when the campaign creates them)")
 	o.ui.register(fs)
 	fs.Var(&o.sets, "set", "override a config key in every cell, section.key=value (repeatable; after the campaign file's own settings)")
 	fs.StringVar(&o.grpcHost, "grpc-host", "127.0.0.1", "host the campaign's gRPC endpoint listens on (one for all its cells)")

@@ -67,7 +67,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.StringVar(&o.natsURL, "nats", "", "NATS URL of an external server (default: start an embedded one)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:0", "address the coordinator's gRPC service listens on")
 	fs.StringVar(&o.advertise, "advertise-addr", "", "gRPC address workers dial, announced in the run directory (default: the listen address; give it when listening on 0.0.0.0 or behind a service name)")
-	fs.DurationVar(&o.ackWait, "ack-wait", queue.DefaultAckWait, "how long a task delivered to a worker that stopped heart-beating (a dead worker) waits before it goes to another worker")
+	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a task delivered to a worker that stopped heart-beating (a dead worker) waits before it goes to another worker (default: the fleet's task consumers', "+queue.DefaultAckWait.String()+" when this run creates them; another value than the fleet's refuses the run)")
 	fs.Float64Var(&o.weight, "weight", 1, "the run's share of bulk work on a fleet shared with other runs")
 	if !coordinatorOnly {
 		fs.IntVar(&o.workers, "workers", -1, "in-process workers (default runtime.workers; 0 = only external workers)")

@@ -17,7 +17,7 @@ func runWorker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	conc := fs.Int("concurrency", 24, "rollout (target) tasks this worker runs at once")
 	optConc := fs.Int("optimizer-concurrency", 16, "optimizer tasks this worker runs at once (0 = take no optimizer work)")
 	id := fs.String("id", "", "worker id (default host-pid-random)")
-	maxDeliver := fs.Int("max-deliveries", 5, "must match the coordinator's runtime.max_deliveries")
+	maxDeliver := fs.Int("max-deliveries", 5, "deliveries of a task, used only when a task consumer's info does not say (the worker reads them from the fleet's consumers)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long to let running tasks finish before returning them to the queue")
 	health := fs.String("health-addr", "", "serve /healthz on this address (e.g. 127.0.0.1:8081)")
 	logFormat := fs.String("log-format", "text", "log format: text or json")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/queue"
@@ -15,10 +16,16 @@ import (
 
 // stalledFleet takes every critical task and never acknowledges it nor
 // beats for it: a worker whose machine stalls past the AckWait. It keeps
-// the stream sequences it was handed and how often.
+// the stream sequences it was handed, how often, and which task each
+// carried.
 type stalledFleet struct {
 	mu         sync.Mutex
 	deliveries map[uint64]int
+	carried    map[uint64]string
+}
+
+func newStalledFleet() *stalledFleet {
+	return &stalledFleet{deliveries: map[uint64]int{}, carried: map[uint64]string{}}
 }
 
 func (s *stalledFleet) run(ctx context.Context, t *testing.T, js jetstream.JetStream) {
@@ -34,11 +41,13 @@ func (s *stalledFleet) run(ctx context.Context, t *testing.T, js jetstream.JetSt
 		}
 		for m := range batch.Messages() {
 			md, err := m.Metadata()
-			if err != nil {
+			var task pb.Task
+			if err != nil || proto.Unmarshal(m.Data(), &task) != nil {
 				continue
 			}
 			s.mu.Lock()
 			s.deliveries[md.Sequence.Stream]++
+			s.carried[md.Sequence.Stream] = task.GetId()
 			s.mu.Unlock()
 		}
 	}
@@ -63,7 +72,7 @@ func exhaustionSetup(t *testing.T, generations int) (context.Context, *dispatch.
 		t.Fatal(err)
 	}
 	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/", Generations: generations})
-	fleet := &stalledFleet{deliveries: map[uint64]int{}}
+	fleet := newStalledFleet()
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = d.Run(ctx) })
 	wg.Go(func() { fleet.run(ctx, t, js) })

@@ -150,32 +150,6 @@ func (l *deleteLog) deleted() []uint64 {
 	return append([]uint64(nil), l.seqs...)
 }
 
-// takenBy plays a stalled fleet: it takes every critical task and never
-// acknowledges it, noting which task each stream sequence carried.
-func takenBy(ctx context.Context, t *testing.T, js jetstream.JetStream, mu *sync.Mutex, carried map[uint64]string) {
-	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	for ctx.Err() == nil {
-		batch, err := cons.Fetch(10, jetstream.FetchMaxWait(100*time.Millisecond))
-		if err != nil {
-			continue
-		}
-		for m := range batch.Messages() {
-			md, err := m.Metadata()
-			var task pb.Task
-			if err != nil || proto.Unmarshal(m.Data(), &task) != nil {
-				continue
-			}
-			mu.Lock()
-			carried[md.Sequence.Stream] = task.GetId()
-			mu.Unlock()
-		}
-	}
-}
-
 // TestOnlyTheOwningRunActsOnAnExhaustedTask: two coordinator processes
 // (a connection and a sweeper each), one coordinating runs a and b, the
 // other run c, share a stalled fleet. Every message runs out of
@@ -232,9 +206,8 @@ func TestOnlyTheOwningRunActsOnAnExhaustedTask(t *testing.T) {
 			owner[task.GetId()] = p
 		}
 	}
-	var mu sync.Mutex
-	carried := map[uint64]string{}
-	wg.Go(func() { takenBy(ctx, t, procs[0].js, &mu, carried) })
+	fleet := newStalledFleet()
+	wg.Go(func() { fleet.run(ctx, t, procs[0].js) })
 	for _, f := range futs {
 		res, err := f.Wait(ctx)
 		if err != nil {
@@ -244,8 +217,9 @@ func TestOnlyTheOwningRunActsOnAnExhaustedTask(t *testing.T) {
 			t.Errorf("task %s: %v, want MODEL_ERROR after both generations ran out", f.ID(), res.GetOutcome())
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	fleet.mu.Lock()
+	defer fleet.mu.Unlock()
+	carried := fleet.carried
 	deletes := map[uint64]int{}
 	for p, pr := range procs {
 		for _, seq := range pr.log.deleted() {

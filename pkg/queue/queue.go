@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -131,7 +132,11 @@ const (
 	errCodeReplicasNotSupported  jetstream.ErrorCode = 10074
 )
 
-// ConsumerOptions tunes the shared worker consumers.
+// ConsumerOptions are the settings of the task consumers a process
+// asks for. The consumers belong to the fleet: the first process that
+// finds them missing creates them with these settings (a zero field
+// taking its default), and every later one only checks the settings it
+// sets (its non-zero fields) against theirs (see [EnsureConsumers]).
 type ConsumerOptions struct {
 	// AckWait is how long a delivered task may go without an ack or an
 	// InProgress heartbeat before it is redelivered (default
@@ -139,7 +144,8 @@ type ConsumerOptions struct {
 	// dead worker's tasks come back after about AckWait while a slow call
 	// on a live worker is never redelivered.
 	AckWait time.Duration
-	// MaxDeliver bounds deliveries of one task (default 5).
+	// MaxDeliver bounds deliveries of one task (default
+	// [DefaultMaxDeliver]).
 	MaxDeliver int
 	// BackOff are the redelivery delays after an ack timeout.
 	BackOff []time.Duration
@@ -150,12 +156,15 @@ type ConsumerOptions struct {
 // DefaultAckWait is the consumers' default AckWait.
 const DefaultAckWait = time.Second
 
+// DefaultMaxDeliver is the consumers' default MaxDeliver.
+const DefaultMaxDeliver = 5
+
 func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	if o.AckWait == 0 {
 		o.AckWait = DefaultAckWait
 	}
 	if o.MaxDeliver == 0 {
-		o.MaxDeliver = 5
+		o.MaxDeliver = DefaultMaxDeliver
 	}
 	if o.MaxAckPending == 0 {
 		o.MaxAckPending = 20000
@@ -163,29 +172,81 @@ func (o ConsumerOptions) withDefaults() ConsumerOptions {
 	return o
 }
 
-// EnsureConsumers creates or updates the durable pull consumers all
-// workers share, one per [Class].
+// ConsumerConflict is a process asking for a task consumer setting other
+// than the one the fleet's consumer has.
+type ConsumerConflict struct {
+	// Consumer is the consumer's name, Setting the setting (as a run's
+	// configuration names it), Fleet the consumer's value and Asked the
+	// process's.
+	Consumer, Setting, Fleet, Asked string
+}
+
+func (c *ConsumerConflict) Error() string {
+	return fmt.Sprintf("task consumer %s has %s %s, and this run asks for %s: the task consumers belong to the fleet and a run does not change them; "+
+		"run with %s %s, or, with no run using the fleet, delete the consumers (nats consumer rm %s <name>) so that the next run creates them",
+		c.Consumer, c.Setting, c.Fleet, c.Asked, c.Setting, c.Fleet, StreamName)
+}
+
+// EnsureConsumers makes sure the durable pull consumers all workers share,
+// one per [Class], exist, and have the settings o sets. A missing
+// consumer is created with o; an existing one is never changed (it
+// belongs to the fleet, and every run and worker on it must agree on how
+// often a task is delivered and how long a delivery waits): a setting o
+// sets that it does not have fails with a [*ConsumerConflict] naming both
+// values.
 func EnsureConsumers(ctx context.Context, js jetstream.JetStream, o ConsumerOptions) error {
-	o = o.withDefaults()
+	full := o.withDefaults()
 	for _, c := range Classes {
 		cfg := jetstream.ConsumerConfig{
 			Durable:        c.Consumer(),
 			Description:    "skillfleet workers (" + string(c) + " tasks of every run)",
 			AckPolicy:      jetstream.AckExplicitPolicy,
-			AckWait:        o.AckWait,
-			MaxDeliver:     o.MaxDeliver,
-			MaxAckPending:  o.MaxAckPending,
+			AckWait:        full.AckWait,
+			MaxDeliver:     full.MaxDeliver,
+			MaxAckPending:  full.MaxAckPending,
 			FilterSubjects: []string{ClassSubjects(c)},
 		}
-		if len(o.BackOff) > 0 {
-			cfg.BackOff = o.BackOff
+		if len(full.BackOff) > 0 {
+			cfg.BackOff = full.BackOff
 			cfg.AckWait = 0
 		}
-		if _, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
-			return js.CreateOrUpdateConsumer(ctx, StreamName, cfg)
-		}); err != nil {
-			return fmt.Errorf("create consumer %s: %w", c.Consumer(), err)
+		cons, err := retry(ctx, func(ctx context.Context) (jetstream.Consumer, error) {
+			cons, err := js.Consumer(ctx, StreamName, c.Consumer())
+			if errors.Is(err, jetstream.ErrConsumerNotFound) {
+				// Another process creating it at the same time makes
+				// this fail with ErrConsumerExists (unless it asked for
+				// the same settings); the next attempt finds it.
+				cons, err = js.CreateConsumer(ctx, StreamName, cfg)
+				if errors.Is(err, jetstream.ErrConsumerExists) {
+					return js.Consumer(ctx, StreamName, c.Consumer())
+				}
+			}
+			return cons, err
+		})
+		if err != nil {
+			return fmt.Errorf("task consumer %s: %w", c.Consumer(), err)
 		}
+		if err := checkConsumer(c.Consumer(), cons.CachedInfo().Config, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkConsumer compares the settings o sets with the consumer's.
+func checkConsumer(name string, have jetstream.ConsumerConfig, o ConsumerOptions) error {
+	conflict := func(setting string, fleet, asked any) error {
+		return &ConsumerConflict{Consumer: name, Setting: setting, Fleet: fmt.Sprint(fleet), Asked: fmt.Sprint(asked)}
+	}
+	switch {
+	case o.MaxDeliver != 0 && o.MaxDeliver != have.MaxDeliver:
+		return conflict("max deliveries (runtime.max_deliveries)", have.MaxDeliver, o.MaxDeliver)
+	case len(o.BackOff) == 0 && o.AckWait != 0 && len(have.BackOff) == 0 && o.AckWait != have.AckWait:
+		return conflict("AckWait (--ack-wait)", have.AckWait, o.AckWait)
+	case len(o.BackOff) > 0 && !slices.Equal(o.BackOff, have.BackOff):
+		return conflict("redelivery back-off", have.BackOff, o.BackOff)
+	case o.MaxAckPending != 0 && o.MaxAckPending != have.MaxAckPending:
+		return conflict("max ack pending", have.MaxAckPending, o.MaxAckPending)
 	}
 	return nil
 }
