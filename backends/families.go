@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/backends/anthropic"
+	"github.com/skillfleet/skillfleet/backends/azure"
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/backends/sim"
@@ -169,25 +170,90 @@ func CheckConfig(c *config.Config) error {
 
 func buildOpenAI(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	base := cmpOr(spec.BaseURL, getenv(DefaultOpenAIBaseURLEnv))
-	c := openai.New(openai.Config{BaseURL: base, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultOpenAIKeyEnv)), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient})
+	cfg := openai.Config{BaseURL: base, APIKey: getenv(cmpOr(spec.APIKeyEnv, DefaultOpenAIKeyEnv)), Wire: wirePolicy(o), HTTPClient: deps.HTTPClient}
+	wireAPI(o, &cfg)
+	c := openai.New(cfg)
 	return c, c.Endpoint(), nil
+}
+
+// AzureAuthModeEnv is SkillOpt's variable for the Azure sign-in mode when
+// neither the config nor the role's options name one.
+const AzureAuthModeEnv = "AZURE_OPENAI_AUTH_MODE"
+
+// azureMode is the role's Azure sign-in mode: option auth_mode, else
+// AZURE_OPENAI_AUTH_MODE, else api_key when the key variable holds a key
+// and SkillOpt's default azure_cli when it does not.
+func azureMode(spec Spec, getenv func(string) string, o *options) (string, error) {
+	mode := o.str("auth_mode", "")
+	from := "option auth_mode"
+	if mode == "" {
+		mode, from = strings.TrimSpace(getenv(AzureAuthModeEnv)), AzureAuthModeEnv
+	}
+	if mode == "" {
+		if getenv(cmpOr(spec.APIKeyEnv, DefaultAzureKeyEnv)) != "" {
+			return azure.ModeAPIKey, nil
+		}
+		return azure.ModeAzureCLI, nil
+	}
+	m, err := azure.ParseMode(mode)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", from, err)
+	}
+	return m, nil
 }
 
 func buildAzure(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
 	if spec.BaseURL == "" {
 		return nil, "", fmt.Errorf("backend azure: no endpoint (set model.azure_openai_endpoint or AZURE_OPENAI_ENDPOINT)")
 	}
-	auth := o.oneOf("auth_mode", openai.AzureAuthAPIKey, openai.AzureAuthAPIKey, openai.AzureAuthBearer, "azure_ad", "bearer")
-	keyEnv := DefaultAzureKeyEnv
-	if auth != openai.AzureAuthAPIKey {
-		auth, keyEnv = openai.AzureAuthBearer, DefaultAzureTokenEnv
+	mode, err := azureMode(spec, getenv, o)
+	if err != nil {
+		return nil, "", fmt.Errorf("backend azure: %w", err)
 	}
-	c := openai.New(openai.Config{
-		BaseURL: spec.BaseURL, APIKey: getenv(cmpOr(spec.APIKeyEnv, keyEnv)), Azure: true, AzureAuth: auth,
+	keyVar := cmpOr(spec.APIKeyEnv, DefaultAzureKeyEnv)
+	cfg := openai.Config{
+		BaseURL: spec.BaseURL, Azure: true, AzureAuth: openai.AzureAuthAPIKey,
 		APIVersion: o.str("api_version", ""), Deployment: o.str("deployment", ""),
 		Wire: wirePolicy(o), HTTPClient: deps.HTTPClient,
-	})
+	}
+	wireAPI(o, &cfg)
+	switch mode {
+	case azure.ModeAPIKey:
+		cfg.APIKey = getenv(keyVar)
+	case azure.ModeToken:
+		cfg.AzureAuth, cfg.APIKey = openai.AzureAuthBearer, getenv(o.str("token_env", DefaultAzureTokenEnv))
+	case azure.ModeOpenAICompatible:
+		// SkillOpt's escape hatch: the endpoint is a plain OpenAI server.
+		cfg.Azure, cfg.APIKey = false, getenv(keyVar)
+	default:
+		cred, err := azure.Shared(azure.Config{
+			Mode: mode, Scope: o.str("ad_scope", ""), ClientID: o.str("client_id", ""), TenantID: o.str("tenant_id", ""),
+			TokenFile: o.str("federated_token_file", ""), HTTPClient: deps.HTTPClient,
+		})
+		if err != nil {
+			return nil, "", fmt.Errorf("backend azure: %w", err)
+		}
+		cfg.AzureAuth, cfg.Tokens = openai.AzureAuthBearer, cred
+	}
+	c := openai.New(cfg)
 	return c, c.Endpoint(), nil
+}
+
+// wireAPI reads options api (auto, chat or responses) and
+// responses_models into cfg.
+func wireAPI(o *options, cfg *openai.Config) {
+	switch o.oneOf("api", "auto", "auto", openai.APIChat, openai.APIResponses) {
+	case openai.APIChat:
+		cfg.API = openai.APIChat
+	case openai.APIResponses:
+		cfg.API = openai.APIResponses
+	}
+	if l, ok := o.list("responses_models"); ok {
+		if len(l) == 1 && l[0] == "none" {
+			l = []string{}
+		}
+		cfg.ResponsesModels = l
+	}
 }
 
 func buildAnthropic(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {
@@ -222,4 +288,19 @@ func buildExec(ctx context.Context, spec Spec, _ Deps, getenv func(string) strin
 // skillfleet sleep's prompts.
 func buildSim(_ context.Context, spec Spec, _ Deps, _ func(string) string, _ *options) (llm.Model, string, error) {
 	return sim.NewSleepAware(sim.New(sim.Options{})), spec.BaseURL, nil
+}
+
+// AzureOptions sets a role's Azure sign-in options from SkillOpt's
+// azure_openai_* keys (auth_mode, ad_scope, client_id), leaving any the
+// role's own options set. The key's aad and azure_ad mean managed identity,
+// as in SkillOpt.
+func AzureOptions(az config.Azure, opts map[string]string) {
+	set := func(k, v string) {
+		if _, ok := opts[k]; !ok && v != "" {
+			opts[k] = v
+		}
+	}
+	set("auth_mode", az.AuthMode)
+	set("ad_scope", az.ADScope)
+	set("client_id", az.ManagedIdentityClientID)
 }

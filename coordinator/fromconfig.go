@@ -160,14 +160,10 @@ func RoleSpec(c *config.Config, role string) *pb.ModelSpec {
 	}
 	switch spec.Backend {
 	case "azure":
-		az := c.Model.Azure
-		if role == config.RoleOptimizer && c.Model.OptimizerAzure.Endpoint != "" {
-			az = c.Model.OptimizerAzure
-		} else if role == config.RoleTarget && c.Model.TargetAzure.Endpoint != "" {
-			az = c.Model.TargetAzure
-		}
+		az := c.Model.AzureFor(role)
 		spec.BaseUrl = firstNonEmpty(spec.GetBaseUrl(), firstNonEmpty(az.Endpoint, os.Getenv("AZURE_OPENAI_ENDPOINT")))
 		spec.Options["api_version"] = firstNonEmpty(az.APIVersion, "2024-12-01-preview")
+		backends.AzureOptions(az, spec.Options)
 		if spec.ApiKeyEnv == "" {
 			spec.ApiKeyEnv = "AZURE_OPENAI_API_KEY"
 		}

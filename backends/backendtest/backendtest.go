@@ -9,7 +9,8 @@
 // cancellation, dropped connections, malformed bodies), with the API key
 // in no error text.
 //
-// A backend's test supplies the [Wire] ([OpenAI], [Azure], [Anthropic])
+// A backend's test supplies the [Wire] ([OpenAI], [Azure], [Anthropic],
+// [OpenAIResponses], [AzureResponses])
 // and a constructor pointed at the server's URL, configured with [APIKey].
 package backendtest
 
@@ -94,6 +95,8 @@ type Wire struct {
 	WantToolCall llm.ToolCall
 	// ErrorBody renders the provider's error body for a status.
 	ErrorBody func(status int, msg string) []byte
+	// NoStop says the wire has no stop parameter (the Responses API).
+	NoStop bool
 }
 
 // Factory builds the model under test, pointed at serverURL and
@@ -230,6 +233,9 @@ func testText(t *testing.T, wire Wire, newModel Factory) {
 	want := Seen{
 		Model: "test-model", System: "You are terse.", Texts: []string{"What is the capital of France?"},
 		Temperature: ptr(0.0), MaxTokens: 77, Stop: []string{"END"},
+	}
+	if wire.NoStop {
+		want.Stop = nil
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request (-want +got):\n%s", diff)

@@ -277,3 +277,104 @@ func cmpOr(a, b string) string {
 	}
 	return b
 }
+
+// responsesItem is an input item of a Responses API request.
+type responsesItem struct {
+	Type    string `json:"type"`
+	Role    string `json:"role"`
+	Content []struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL string `json:"image_url"`
+	} `json:"content"`
+	CallID string  `json:"call_id"`
+	Name   string  `json:"name"`
+	Output *string `json:"output"`
+}
+
+func parseResponses(body []byte) (Seen, error) {
+	var r struct {
+		Model        string          `json:"model"`
+		Instructions string          `json:"instructions"`
+		Input        []responsesItem `json:"input"`
+		Tools        []struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tools"`
+		Text *struct {
+			Format struct {
+				Type string `json:"type"`
+			} `json:"format"`
+		} `json:"text"`
+		Temperature     *float64        `json:"temperature"`
+		MaxOutputTokens int             `json:"max_output_tokens"`
+		Stop            json.RawMessage `json:"stop"`
+		Seed            json.RawMessage `json:"seed"`
+		Messages        json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Seen{}, fmt.Errorf("request body: %w", err)
+	}
+	// The Responses API rejects Chat Completions fields.
+	for name, f := range map[string]json.RawMessage{"stop": r.Stop, "seed": r.Seed, "messages": r.Messages} {
+		if len(f) > 0 {
+			return Seen{}, fmt.Errorf("unsupported parameter %q for the Responses API", name)
+		}
+	}
+	s := Seen{Model: r.Model, System: r.Instructions, Temperature: r.Temperature, MaxTokens: r.MaxOutputTokens}
+	s.JSONMode = r.Text != nil && r.Text.Format.Type == "json_object"
+	for _, t := range r.Tools {
+		if t.Type != "function" {
+			return Seen{}, fmt.Errorf("tool type %q, want function", t.Type)
+		}
+		s.Tools = append(s.Tools, t.Name)
+	}
+	for _, it := range r.Input {
+		switch it.Type {
+		case "function_call":
+			s.ToolCalls = append(s.ToolCalls, it.CallID)
+		case "function_call_output":
+			if it.Output == nil {
+				return Seen{}, fmt.Errorf("function_call_output without output")
+			}
+			s.ToolResults = append(s.ToolResults, it.CallID)
+		case "message", "":
+			for _, p := range it.Content {
+				switch {
+				case p.Type == "input_text" && it.Role == "user", p.Type == "output_text" && it.Role == "assistant":
+					s.Texts = append(s.Texts, p.Text)
+				case p.Type == "input_image" && it.Role == "user":
+					s.Images = append(s.Images, p.ImageURL)
+				default:
+					return Seen{}, fmt.Errorf("content part %q in a %s message", p.Type, it.Role)
+				}
+			}
+		default:
+			return Seen{}, fmt.Errorf("unknown input item type %q", it.Type)
+		}
+	}
+	return s, nil
+}
+
+// OpenAIResponses is OpenAI's Responses API: POST /v1/responses with a
+// bearer key; system text as instructions, turns as input items, tool
+// calls and results as function_call and function_call_output items. It
+// has no stop parameter: the backend cuts the reply at a stop sequence
+// itself, so the suite sees none on the wire.
+func OpenAIResponses() Wire {
+	w := OpenAI()
+	w.Name, w.Path, w.Parse, w.NoStop = "openai_responses", "/v1/responses", parseResponses, true
+	w.Reply, w.WantModel = fixture("responses_message.json"), "gpt-5-codex-2025-09-15"
+	w.ToolReply = fixture("responses_tool.json")
+	return w
+}
+
+// AzureResponses is Azure OpenAI's Responses API: POST
+// /openai/responses?api-version=<v> with the deployment as the body's
+// model and the key in the api-key header.
+func AzureResponses(apiVersion string) Wire {
+	w := OpenAIResponses()
+	az := Azure("unused", apiVersion)
+	w.Name, w.Path, w.Query, w.Authorized, w.ErrorBody = "azure_responses", "/openai/responses", az.Query, az.Authorized, az.ErrorBody
+	return w
+}

@@ -108,6 +108,9 @@ type WirePolicy struct {
 	// (provider extensions such as top_k or MiniMax's reasoning_split).
 	// They override fields of the same name.
 	ExtraBody map[string]any
+	// MaxTokensCap, when > 0, caps every request's output tokens (a request
+	// without a cap gets this one): SkillOpt's qwen_chat_max_tokens.
+	MaxTokensCap int
 }
 
 // Config configures a Client. APIKey is never logged, printed or put in
@@ -136,6 +139,26 @@ type Config struct {
 	// no client timeout: each call's deadline comes from its context and
 	// llm.Request.Timeout). Its transport is wrapped, not replaced.
 	HTTPClient *http.Client
+	// Tokens, when set, supplies a bearer token per call (Entra ID sign-in
+	// for Azure, see backends/azure) in place of APIKey. A call the server
+	// refuses with 401 is sent once more with a fresh token.
+	Tokens TokenSource
+	// API is the wire API: APIChat, APIResponses, or APIAuto ("", the
+	// Responses API for the models in ResponsesModels, else Chat
+	// Completions).
+	API string
+	// ResponsesModels are the model (or deployment) names APIAuto sends
+	// to the Responses API: a name equal to one, or starting with it and
+	// "-" (nil = DefaultResponsesModels).
+	ResponsesModels []string
+}
+
+// TokenSource supplies bearer tokens that expire (azure.Credential).
+type TokenSource interface {
+	// Token returns a currently valid token.
+	Token(ctx context.Context) (string, error)
+	// Invalidate drops token so the next Token fetches another.
+	Invalidate(token string)
 }
 
 // String describes the config without its key.
@@ -164,6 +187,7 @@ func keyState(k string) string {
 // concurrent use.
 type Client struct {
 	c      *goopenai.Client
+	hc     *http.Client
 	cfg    Config
 	red    httpx.Redactor
 	prefix []string
@@ -176,7 +200,7 @@ func New(cfg Config) *Client {
 	var oc goopenai.ClientConfig
 	if cfg.Azure {
 		oc = goopenai.DefaultAzureConfig(cfg.APIKey, strings.TrimRight(cfg.BaseURL, "/"))
-		if cfg.AzureAuth == AzureAuthBearer {
+		if cfg.AzureAuth == AzureAuthBearer || cfg.Tokens != nil {
 			oc.APIType = goopenai.APITypeAzureAD
 		}
 		oc.APIVersion = cmpOr(cfg.APIVersion, DefaultAzureAPIVersion)
@@ -194,13 +218,72 @@ func New(cfg Config) *Client {
 	if next == nil {
 		next = httpx.NewTransport()
 	}
+	if cfg.Tokens != nil {
+		next = &bearer{next: next}
+	}
 	hc.Transport = &httpx.Transport{Next: next}
 	oc.HTTPClient = &hc
 	prefix := cfg.Wire.ReasoningModelPrefixes
 	if prefix == nil {
 		prefix = DefaultReasoningModelPrefixes
 	}
-	return &Client{c: goopenai.NewClientWithConfig(oc), cfg: cfg, red: httpx.NewRedactor(cfg.APIKey), prefix: prefix}
+	if cfg.ResponsesModels == nil {
+		cfg.ResponsesModels = DefaultResponsesModels
+	}
+	return &Client{c: goopenai.NewClientWithConfig(oc), hc: &hc, cfg: cfg, red: httpx.NewRedactor(cfg.APIKey), prefix: prefix}
+}
+
+// bearerKey carries a call's bearer token from Chat to the transport.
+type bearerKey struct{}
+
+// bearer sets the call's bearer token (from its context) on the request,
+// in place of any key the SDK set.
+type bearer struct{ next http.RoundTripper }
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	tok, _ := r.Context().Value(bearerKey{}).(string)
+	if tok == "" {
+		return b.next.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Del("api-key")
+	r.Header.Set("Authorization", "Bearer "+tok)
+	return b.next.RoundTrip(r)
+}
+
+// signed runs call with the credentials of this client: with a token
+// source, a token is fetched (a failure is KindAuth, naming the sign-in to
+// fix) and a 401 is answered by one more try with a fresh token. Server
+// text in the error is scrubbed of the token.
+func (c *Client) signed(ctx context.Context, call func(context.Context) (*llm.Response, error)) (*llm.Response, error) {
+	if c.cfg.Tokens == nil {
+		return call(ctx)
+	}
+	var refused *llm.Error // the first try's 401, once its token is dropped
+	for {
+		tok, err := c.cfg.Tokens.Token(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, httpx.TransportError(ctx, err, c.red)
+			}
+			if refused != nil {
+				refused.Msg += "; signing in again failed: " + c.red.Msg(err.Error())
+				return nil, refused
+			}
+			return nil, &llm.Error{Kind: llm.KindAuth, Msg: "sign-in: " + c.red.Msg(err.Error())}
+		}
+		resp, err := call(context.WithValue(ctx, bearerKey{}, tok))
+		var e *llm.Error
+		if errors.As(err, &e) {
+			e.Msg = httpx.NewRedactor(tok).String(e.Msg)
+			if e.Kind == llm.KindAuth && e.Status == http.StatusUnauthorized && refused == nil {
+				c.cfg.Tokens.Invalidate(tok)
+				refused = e
+				continue
+			}
+		}
+		return resp, err
+	}
 }
 
 // String describes the client without its key.
@@ -237,16 +320,26 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
+	if lim := c.cfg.Wire.MaxTokensCap; lim > 0 && (req.MaxTokens == 0 || req.MaxTokens > lim) {
+		r := *req
+		r.MaxTokens = lim
+		req = &r
+	}
+	if c.UsesResponses(req.Model) {
+		return c.signed(ctx, func(ctx context.Context) (*llm.Response, error) { return c.respond(ctx, req) })
+	}
 	creq, patch, err := c.build(req)
 	if err != nil {
 		return nil, err
 	}
-	ctx, call := httpx.Track(ctx, patch)
-	resp, err := c.c.CreateChatCompletion(ctx, creq)
-	if err != nil {
-		return nil, c.classify(ctx, call, err)
-	}
-	return c.reply(&resp)
+	return c.signed(ctx, func(ctx context.Context) (*llm.Response, error) {
+		ctx, call := httpx.Track(ctx, patch)
+		resp, err := c.c.CreateChatCompletion(ctx, creq)
+		if err != nil {
+			return nil, c.classify(ctx, call, err)
+		}
+		return c.reply(&resp)
+	})
 }
 
 // build maps a request to the SDK's type plus the body patch the SDK

@@ -16,6 +16,7 @@
 package config
 
 import (
+	"cmp"
 	"runtime"
 	"time"
 )
@@ -164,11 +165,31 @@ type Azure struct {
 	Endpoint   string `yaml:"azure_openai_endpoint"`
 	APIVersion string `yaml:"azure_openai_api_version"`
 	APIKey     Secret `yaml:"azure_openai_api_key"`
-	// AuthMode is api_key, azure_cli, managed_identity (aad, azure_ad) or
-	// openai_compatible ("" = the AZURE_OPENAI_AUTH_MODE variable).
+	// AuthMode is api_key, azure_cli, managed_identity (aad, azure_ad),
+	// workload_identity, token or openai_compatible ("" = the
+	// AZURE_OPENAI_AUTH_MODE variable, else api_key when
+	// AZURE_OPENAI_API_KEY is set and azure_cli when not).
 	AuthMode                string `yaml:"azure_openai_auth_mode"`
 	ADScope                 string `yaml:"azure_openai_ad_scope"`
 	ManagedIdentityClientID string `yaml:"azure_openai_managed_identity_client_id"`
+}
+
+// AzureFor returns the Azure settings of a role: each optimizer_/target_
+// prefixed key that is set wins over the shared azure_openai_* key.
+func (m *Model) AzureFor(role string) Azure {
+	a, o := m.Azure, m.OptimizerAzure
+	if role == RoleTarget {
+		o = m.TargetAzure
+	}
+	a.Endpoint = cmp.Or(o.Endpoint, a.Endpoint)
+	a.APIVersion = cmp.Or(o.APIVersion, a.APIVersion)
+	if !o.APIKey.IsZero() {
+		a.APIKey = o.APIKey
+	}
+	a.AuthMode = cmp.Or(o.AuthMode, a.AuthMode)
+	a.ADScope = cmp.Or(o.ADScope, a.ADScope)
+	a.ManagedIdentityClientID = cmp.Or(o.ManagedIdentityClientID, a.ManagedIdentityClientID)
+	return a
 }
 
 // Qwen is SkillOpt's Qwen (OpenAI-compatible HTTP) client block. Nil and

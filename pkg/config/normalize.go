@@ -71,7 +71,7 @@ var (
 	gateTests       = enum{values: []string{"none", "paired"}}
 	splitModes      = enum{values: []string{"ratio", "split_dir"}}
 	efforts         = enum{values: []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max"}}
-	azureAuthModes  = enum{values: []string{"", "api_key", "azure_cli", "managed_identity", "aad", "azure_ad", "openai_compatible"}}
+	azureAuthModes  = enum{values: []string{"", "api_key", "azure_cli", "managed_identity", "aad", "azure_ad", "workload_identity", "token", "openai_compatible"}}
 	thinkingModes   = enum{values: []string{"", "server_default", "enabled", "disabled"}}
 	minimaxRegions  = enum{values: []string{"", "global_en", "cn_zh"}}
 
