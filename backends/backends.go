@@ -138,6 +138,7 @@ func wirePolicy(o *options) openai.WirePolicy {
 		OmitSeed:                   o.oneOf("seed_param", "send", "send", "omit") == "omit",
 		ChatTemplateKwargs:         o.jsonObject("chat_template_kwargs"),
 		ExtraBody:                  o.jsonObject("extra_body"),
+		MaxTokensCap:               int(o.int("max_tokens_cap")),
 	}
 	if w.MaxTokensField == "auto" {
 		w.MaxTokensField = openai.MaxTokensAuto

@@ -37,7 +37,10 @@
 // circuit_failures (default 10), circuit_cooldown (default 20s),
 // retry_base (500ms), retry_cap (30s), max_retry_after (2m); durations are
 // Go durations ("30s"). Backend keys: openai/azure — api_version,
-// deployment, auth_mode (api_key|aad), max_tokens_field
+// deployment, auth_mode (api_key|azure_cli|managed_identity|
+// workload_identity|token|openai_compatible), ad_scope, client_id,
+// tenant_id, token_env, api (auto|chat|responses), responses_models,
+// max_tokens_cap, max_tokens_field
 // (auto|max_tokens|max_completion_tokens), reasoning_models (comma list of
 // prefixes, "none"), temperature_for_reasoning (omit|send),
 // reasoning_effort_param (send|omit), seed_param (send|omit),

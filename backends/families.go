@@ -165,7 +165,7 @@ func CheckConfig(c *config.Config) error {
 			return c.FieldError("model."+role+"_options", "%s needs option command (the agent's argv) or agent (%s or %s)", f.Name, exec.AgentCodex, exec.AgentClaude)
 		}
 	}
-	return nil
+	return checkFamilyKeys(c)
 }
 
 func buildOpenAI(_ context.Context, spec Spec, deps Deps, getenv func(string) string, o *options) (llm.Model, string, error) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/ui"
+	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
@@ -56,6 +57,9 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rc, err := o.runConfig(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := o.preflight(ctx, map[string]*config.Config{"": cfg}); err != nil {
 		return err
 	}
 	rc.Eval = &ev

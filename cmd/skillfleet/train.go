@@ -58,6 +58,8 @@ type trainOpts struct {
 	ackWait time.Duration
 	// weight is the run's share of a shared fleet.
 	weight float64
+	// noPreflight skips the credential check before the first call.
+	noPreflight bool
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -90,6 +92,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	o.nats.register(fs)
 	fs.BoolVar(&o.noRolloutCache, "no-rollout-cache", false, "with --redis: do not read or fill the shared rollout cache")
 	fs.BoolVar(&o.estimate, "estimate", false, "print the expected calls, tokens and dollars per stage for the config, then exit without calling any model")
+	fs.BoolVar(&o.noPreflight, "no-preflight", false, "do not check each model's credentials (key variable set, one GET /models) before the first call; the check runs only with in-process workers")
 	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 	o.ui.register(fs)
@@ -204,6 +207,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	}
 	rc, err := o.runConfig(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := o.preflight(ctx, map[string]*config.Config{"": cfg}); err != nil {
 		return err
 	}
 	if rc.Prices, err = pricing.LoadOrDefault(o.prices); err != nil {

@@ -451,6 +451,9 @@ func (m *Model) Role(name string) Role {
 	if r.Backend == "minimax_chat" {
 		m.applyMiniMax(&r)
 	}
+	if r.Backend == "qwen_chat" {
+		m.applyQwen(&r)
+	}
 	return r
 }
 

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+
+	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/config"
+)
+
+// preflightRoles are the models a run of cfg calls, each named by its role
+// (prefix names the run among others, e.g. a campaign cell).
+func preflightRoles(cfg *config.Config, prefix string) []backends.RoleSpec {
+	var out []backends.RoleSpec
+	for _, role := range []string{config.RoleTarget, config.RoleOptimizer} {
+		out = append(out, backends.RoleSpec{Role: prefix + role, Spec: backends.SpecFromProto(coordinator.RoleSpec(cfg, role))})
+	}
+	return out
+}
+
+// preflight checks every model's credentials before the first call when
+// this process's own workers will make the calls (external workers have
+// their own environment, which this process cannot see). A problem is a
+// usage error (exit 2) naming the variable or sign-in to fix.
+func (o trainOpts) preflight(ctx context.Context, cfgs map[string]*config.Config) error {
+	if o.noPreflight {
+		return nil
+	}
+	var roles []backends.RoleSpec
+	for prefix, cfg := range cfgs {
+		// runtime.sim_llm points every role at the in-process sim-llm.
+		if cfg.Runtime.SimLLM || o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {
+			continue
+		}
+		roles = append(roles, preflightRoles(cfg, prefix)...)
+	}
+	if err := backends.Preflight(ctx, roles, backends.Deps{}); err != nil {
+		return usageError{err}
+	}
+	return nil
+}
