@@ -26,10 +26,25 @@ func (o trainOpts) preflight(ctx context.Context, cfgs map[string]*config.Config
 	if o.noPreflight {
 		return nil
 	}
+	local := map[string]*config.Config{}
+	for prefix, cfg := range cfgs {
+		if o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {
+			continue
+		}
+		local[prefix] = cfg
+	}
+	return preflightConfigs(ctx, local)
+}
+
+// preflightConfigs checks the credentials of every model the configs
+// call, each distinct model once, keyed by a prefix naming the run in
+// messages ("" for a lone run; a campaign passes "cell NAME " for each
+// cell before starting any). Configs with runtime.sim_llm call the
+// in-process sim-llm and are skipped.
+func preflightConfigs(ctx context.Context, cfgs map[string]*config.Config) error {
 	var roles []backends.RoleSpec
 	for prefix, cfg := range cfgs {
-		// runtime.sim_llm points every role at the in-process sim-llm.
-		if cfg.Runtime.SimLLM || o.workers == 0 || (o.workers < 0 && cfg.Runtime.Workers == 0) {
+		if cfg.Runtime.SimLLM {
 			continue
 		}
 		roles = append(roles, preflightRoles(cfg, prefix)...)
