@@ -97,7 +97,22 @@ func New(ctx context.Context, spec Spec, deps Deps) (llm.Model, error) {
 	if readTool {
 		m = skillpkg.WithReadTool(m)
 	}
-	return m, nil
+	return withRedaction(m, credentials(spec, getenv)), nil
+}
+
+// credentials are the key and token values a model of spec may hold: the
+// spec's own key variable and every backend's default one.
+func credentials(spec Spec, getenv func(string) string) []string {
+	var out []string
+	for _, name := range []string{spec.APIKeyEnv, DefaultOpenAIKeyEnv, DefaultAzureKeyEnv, DefaultAzureTokenEnv, DefaultAnthropicKeyEnv} {
+		if name == "" {
+			continue
+		}
+		if v := getenv(name); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // build makes the bare backend and names its endpoint (for limiter keys).

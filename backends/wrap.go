@@ -1,7 +1,10 @@
 package backends
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 )
@@ -97,3 +100,69 @@ func describe(m llm.Model) string {
 	}
 	return fmt.Sprintf("%T", m)
 }
+
+// Secrets lists the credentials a model was built with (its API key, an
+// agent's environment values), for redaction by whoever records what the
+// model said. Models built by [New] implement it.
+type Secrets interface {
+	Secrets() []string
+}
+
+// redactReplies removes the model's credentials from its replies: a model
+// or an agent that prints its key does not carry it into a trajectory, a
+// journal entry or an optimizer's prompt. Errors are redacted where they
+// are made (each backend's httpx.Redactor).
+type redactReplies struct {
+	next    llm.Model
+	secrets []string
+	red     *strings.Replacer
+}
+
+// withRedaction wraps m so that its replies never hold one of secrets
+// (empty and short values are ignored, as they would blank ordinary
+// words); with none left it returns m unwrapped.
+func withRedaction(m llm.Model, secrets []string) llm.Model {
+	var kept, pairs []string
+	for _, s := range secrets {
+		if len(strings.TrimSpace(s)) < minSecret || slices.Contains(kept, s) {
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if len(kept) == 0 {
+		return m
+	}
+	// Longer secrets first, so that one holding another is replaced whole.
+	slices.SortFunc(kept, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range kept {
+		pairs = append(pairs, s, Redacted)
+	}
+	return &redactReplies{next: m, secrets: kept, red: strings.NewReplacer(pairs...)}
+}
+
+// minSecret is the shortest value treated as a secret.
+const minSecret = 6
+
+// Redacted replaces a credential in a reply.
+const Redacted = "[REDACTED]"
+
+func (r *redactReplies) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := r.next.Chat(ctx, req)
+	if resp == nil {
+		return resp, err
+	}
+	out := *resp
+	out.Content = r.red.Replace(out.Content)
+	if len(out.ToolCalls) > 0 {
+		out.ToolCalls = slices.Clone(out.ToolCalls)
+		for i := range out.ToolCalls {
+			out.ToolCalls[i].Arguments = r.red.Replace(out.ToolCalls[i].Arguments)
+		}
+	}
+	return &out, err
+}
+
+// Secrets implements [Secrets].
+func (r *redactReplies) Secrets() []string { return slices.Clone(r.secrets) }
+
+func (r *redactReplies) String() string { return describe(r.next) }

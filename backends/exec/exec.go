@@ -636,11 +636,9 @@ func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, err
 		}
 		return nil, e
 	}
-	if len(loginSecrets) > 0 {
-		// An agent that printed its login does not carry it into the
-		// trajectory.
-		r.content = red.String(r.content)
-	}
+	// An agent that printed its login, its key or another value of its
+	// environment does not carry it into the trajectory.
+	r.content = red.String(r.content)
 	content := r.content
 	if !c.chat {
 		if c.cfg.TraceSummary {
