@@ -85,6 +85,9 @@ func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	if o.NC == nil || o.Listener == nil {
 		return nil, errors.New("coordinator: an endpoint needs a NATS connection and a listener")
 	}
+	if err := WaitForJetStream(ctx, o.NC, o.Logger); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(o.NC)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -197,4 +200,46 @@ func (e *Endpoint) Close() error {
 		<-e.served
 	})
 	return e.serveErr
+}
+
+// WaitForJetStream returns once the JetStream of nc's cluster answers (a
+// cluster that is starting, or that lost a majority, has no meta leader
+// and answers nothing: making a stream or a bucket then fails with a
+// timeout), or when ctx ends. A NATS without JetStream is an error at
+// once.
+func WaitForJetStream(ctx context.Context, nc *nats.Conn, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	delay := 100 * time.Millisecond
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := js.AccountInfo(actx)
+		cancel()
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				log.Info("JetStream answers", "waited", time.Since(start).Round(time.Millisecond).String())
+			}
+			return nil
+		case errors.Is(err, jetstream.ErrJetStreamNotEnabled), errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount):
+			return fmt.Errorf("NATS %s: %w: start it with JetStream (-js)", nc.ConnectedUrlRedacted(), err)
+		case ctx.Err() != nil:
+			return fmt.Errorf("waiting for JetStream on %s (no meta leader yet): %w", nc.ConnectedUrlRedacted(), context.Cause(ctx))
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			log.Warn("JetStream does not answer yet (a cluster electing its meta leader); waiting", "attempt", attempt, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for JetStream on %s (no meta leader yet): %w", nc.ConnectedUrlRedacted(), context.Cause(ctx))
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
 }

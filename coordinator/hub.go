@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/propagation"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
@@ -95,6 +96,9 @@ type Hub struct {
 func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := WaitForJetStream(ctx, o.NC, o.Logger); err != nil {
+		return nil, err
 	}
 	js, err := jetstream.New(o.NC, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(queue.PublishAckWait))
 	if err != nil {
@@ -224,15 +228,6 @@ func (h *Hub) bulkWindow() int {
 	return max(minBulkWindow, int(2*float64(slots)*own/total+0.999))
 }
 
-// Purge removes every task of this run still in the stream (a finished
-// run leaves nothing for workers to pull).
-func (h *Hub) Purge(ctx context.Context) error {
-	if err := h.Stream.Purge(ctx, jetstream.WithPurgeSubject(queue.RunSubjects(queue.RunToken(h.o.RunID)))); err != nil {
-		return fmt.Errorf("purge the run's tasks: %w", err)
-	}
-	return nil
-}
-
 // sample records the queue depth and live workers until ctx ends.
 func (h *Hub) sample(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
@@ -250,31 +245,30 @@ func (h *Hub) sample(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Run watches deliveries until ctx ends, then withdraws the run from its
-// endpoint (which it closes if it made it) once the results being
-// recorded are acknowledged, and closes the journal.
+// Run watches deliveries until ctx ends (or the gRPC server of an
+// endpoint the hub made fails), then stops in one order: the dispatcher
+// and the meter sampler end first (Run waits for them: nothing records or
+// republishes after), then the run is withdrawn from its endpoint once the
+// results being recorded are acknowledged, then the endpoint the hub made
+// closes, and the journal closes last.
 func (h *Hub) Run(ctx context.Context) error {
-	errc := make(chan error, 2)
+	g, gctx := errgroup.WithContext(ctx)
 	if h.ownEndpoint {
-		go func() {
-			<-h.ep.served
-			if h.ep.serveErr != nil {
-				errc <- h.ep.serveErr
+		g.Go(func() error {
+			select {
+			case <-h.ep.served:
+				// A server that fails ends the run's work too.
+				return h.ep.serveErr
+			case <-gctx.Done():
+				return nil
 			}
-		}()
+		})
 	}
-	dctx, dstop := context.WithCancel(ctx)
-	go func() { errc <- h.D.Run(dctx) }()
-
+	g.Go(func() error { return h.D.Run(gctx) })
 	if h.o.Meters != nil {
-		go h.sample(dctx, 2*time.Second)
+		g.Go(func() error { h.sample(gctx, 2*time.Second); return nil })
 	}
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	dstop()
+	err := g.Wait()
 	h.withdraw()
 	if h.ownEndpoint {
 		if cerr := h.ep.Close(); err == nil && cerr != nil {

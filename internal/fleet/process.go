@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store"
@@ -58,7 +59,16 @@ type Process struct {
 var ErrNATSLost = errors.New("worker: NATS unreachable past --nats-give-up; exiting")
 
 // RunProcess runs p until ctx ends (nil) or NATS is lost ([ErrNATSLost]).
+// A ctx that ends while the process is still starting (connecting to
+// NATS, waiting for a coordinator to make the task consumers) is a stop
+// on request like any other: nil.
 func RunProcess(ctx context.Context, p Process) (err error) {
+	stopped := ctx
+	defer func() {
+		if err != nil && stopped.Err() != nil && !errors.Is(err, ErrNATSLost) {
+			err = nil
+		}
+	}()
 	log := p.Logger
 	retryFor := 24 * time.Hour
 	if p.GiveUp > 0 {
@@ -79,6 +89,9 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 				err = cause
 			}
 		}()
+	}
+	if err := coordinator.WaitForJetStream(ctx, nc, log); err != nil {
+		return err
 	}
 	consumers, err := waitConsumers(ctx, nc, log)
 	if err != nil {
