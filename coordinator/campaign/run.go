@@ -120,6 +120,8 @@ type Campaign struct {
 	busy map[string]time.Time
 	// beats are the other members' last beats.
 	beats map[string]*beatEntry
+	// beaten is when this member's last beat was written.
+	beaten time.Time
 
 	saveMu sync.Mutex
 }
@@ -142,8 +144,15 @@ type running struct {
 	rev    uint64
 	status CellStatus
 	lost   bool
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	accts  []*trainer.Accounting
+	// renewed is when the cell's record was last written by this
+	// process (its claim, a rewrite); with the member's last beat it is
+	// how recent the lease other members see is. c.mu is held.
+	renewed time.Time
+	// fenced is set once this process stopped the cell for a lease it
+	// could not renew.
+	fenced bool
 }
 
 // New checks cfg and returns the campaign, ready to Run.
@@ -540,7 +549,7 @@ func (c *Campaign) schedule(ctx context.Context) {
 			}
 			continue // another process took it first, or the store is away
 		}
-		r := &running{rev: rev, status: st}
+		r := &running{rev: rev, status: st, renewed: time.Now()}
 		c.mu.Lock()
 		c.see(Record{CellStatus: st, Rev: rev})
 		if failWith == "" {
@@ -556,12 +565,12 @@ func (c *Campaign) schedule(ctx context.Context) {
 		if e.rec.Owner != "" && e.rec.Owner != c.cfg.Member {
 			c.log.Warn("campaign: took over a cell whose owner stopped renewing it", "cell", cell.Name, "owner", e.rec.Owner)
 		}
-		cctx, cancel := context.WithCancel(ctx)
+		cctx, cancel := context.WithCancelCause(ctx)
 		r.cancel = cancel
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
-			defer cancel()
+			defer cancel(nil)
 			c.runCell(cctx, cell, r)
 		}()
 	}
@@ -715,9 +724,66 @@ func (c *Campaign) putMine(ctx context.Context, name string, r *running, fn func
 	}
 	r.rev, r.status = rev, st
 	c.mu.Lock()
+	r.renewed = time.Now()
 	c.see(Record{CellStatus: st, Rev: rev})
 	c.mu.Unlock()
 	return nil
+}
+
+// endMine writes a cell's end (putMine), retrying a store error that is
+// not a conflict: a NATS cluster that lost the leader of the campaign's
+// bucket answers with errors until it has elected another, and a cell
+// whose end is not recorded would be run again. It gives up on a
+// conflict (another process took the cell over) or once twice the lease
+// TTL has passed (by then another member may have).
+func (c *Campaign) endMine(ctx context.Context, name string, r *running, fn func(*CellStatus)) error {
+	giveUp := time.Now().Add(max(2*c.cfg.LeaseTTL, 10*time.Second))
+	delay := 50 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.putMine(ctx, name, r, fn)
+		if err == nil || errors.Is(err, ErrConflict) || time.Now().After(giveUp) {
+			return err
+		}
+		if attempt == 1 || attempt%10 == 0 {
+			c.log.Warn("campaign: record a cell's end; retrying until the store answers", "cell", name, "attempt", attempt, "err", err)
+		}
+		time.Sleep(delay)
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// errFenced stops the cells of a member that could not renew its lease
+// in time, before another member may take them over.
+var errFenced = errors.New("campaign: this member could not renew its lease in time (self-fencing): the cell stops here so that another member can take it over")
+
+// fenceMargin is how long before its lease would lapse a member that
+// could not renew it stops its cells: past the TTL another member may
+// take them, so this one must have stopped by then.
+func fenceMargin(ttl time.Duration) time.Duration { return ttl / 3 }
+
+// fence stops every cell this member runs whose lease it has not renewed
+// for the lease TTL less the margin, and says so.
+func (c *Campaign) fence() {
+	c.mu.Lock()
+	var names []string
+	var stop []*running
+	for name, r := range c.mine {
+		last := r.renewed
+		if c.beaten.After(last) {
+			last = c.beaten
+		}
+		if !r.fenced && r.cancel != nil && time.Since(last) >= c.cfg.LeaseTTL-fenceMargin(c.cfg.LeaseTTL) {
+			r.fenced = true
+			names, stop = append(names, name), append(stop, r)
+		}
+	}
+	c.mu.Unlock()
+	for i, r := range stop {
+		c.log.Error("campaign: could not renew this member's lease on a cell within its TTL less a margin; stopping the cell here (self-fencing) so that another member can take it over",
+			"cell", names[i], "member", c.cfg.Member, "lease_ttl", c.cfg.LeaseTTL.String(), "margin", fenceMargin(c.cfg.LeaseTTL).String())
+		fmt.Fprintf(c.cfg.Out, "cell %s: stopped here: this member could not renew its lease (self-fencing)\n", names[i])
+		r.cancel(errFenced)
+	}
 }
 
 // lose stops a cell this process ran that another process took over
@@ -729,14 +795,18 @@ func (c *Campaign) lose(name string, r *running) {
 	r.lost = true
 	c.log.Error("campaign: another process took over this process's cell; stopping it here", "cell", name)
 	if r.cancel != nil {
-		r.cancel()
+		r.cancel(nil)
 	}
 }
 
 // beat writes this member's beat, with the spend of every cell it runs,
-// every third of the lease TTL until stop closes.
+// every third of the lease TTL until stop closes. A beat that fails is
+// tried again sooner, and a cell whose lease could not be renewed in time
+// is stopped here ([Campaign.fence]).
 func (c *Campaign) beat(ctx context.Context, stop <-chan struct{}) {
-	t := time.NewTicker(c.cfg.LeaseTTL / 3)
+	every := c.cfg.LeaseTTL / 3
+	retry := max(c.cfg.LeaseTTL/12, time.Millisecond)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -744,18 +814,31 @@ func (c *Campaign) beat(ctx context.Context, stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
+		next := every
 		b := Beat{Member: c.cfg.Member, Cells: map[string]Spend{}}
 		c.mu.Lock()
 		for name, r := range c.mine {
 			b.Cells[name] = c.liveSpend(r)
 		}
 		c.mu.Unlock()
-		if len(b.Cells) == 0 {
-			continue
+		if len(b.Cells) > 0 {
+			// A beat that hangs must not keep the fence from being checked:
+			// with the retry it ends within the margin.
+			bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.LeaseTTL/6)
+			at := time.Now()
+			err := c.store.Beat(bctx, b)
+			cancel()
+			if err != nil {
+				c.log.Warn("campaign: renew this member's cells", "err", err)
+				next = retry
+			} else {
+				c.mu.Lock()
+				c.beaten = at
+				c.mu.Unlock()
+			}
+			c.fence()
 		}
-		if err := c.store.Beat(context.WithoutCancel(ctx), b); err != nil {
-			c.log.Warn("campaign: renew this member's cells", "err", err)
-		}
+		t.Reset(next)
 	}
 }
 
@@ -878,6 +961,8 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 		state, msg = StateStopped, firstLine(err.Error())
 	case errors.Is(err, ErrBusy):
 		state, msg = StateQueued, firstLine(err.Error())
+	case errors.Is(context.Cause(ctx), errFenced):
+		state, msg = StateQueued, errFenced.Error()
 	default:
 		state, msg = StateFailed, firstLine(err.Error())
 	}
@@ -905,7 +990,7 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 		}
 	}
 	end := time.Now().UTC()
-	perr := c.putMine(ctx, cell.Name, r, func(s *CellStatus) {
+	perr := c.endMine(ctx, cell.Name, r, func(s *CellStatus) {
 		s.State, s.Error, s.Ended, s.Owner = state, msg, &end, ""
 		s.WallS = time.Since(start).Seconds()
 		s.NoSkill, s.SeedSkill, s.Best = res.NoSkill, res.Seed, res.Best
@@ -918,15 +1003,18 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 	c.mu.Lock()
 	delete(c.mine, cell.Name)
 	if state == StateQueued {
+		// Another member takes it first (a fenced cell: once its lease lapses).
 		c.busy[cell.Name] = time.Now().Add(max(c.cfg.LeaseTTL, time.Second))
 	}
 	c.mu.Unlock()
 	c.signal()
-	if perr != nil {
-		if !errors.Is(perr, ErrConflict) {
-			c.log.Error("campaign: record a cell's end", "cell", cell.Name, "err", perr)
-		}
+	switch {
+	case errors.Is(perr, ErrConflict):
 		fmt.Fprintf(c.cfg.Out, "cell %s: handed over to another process\n", cell.Name)
+		return
+	case perr != nil:
+		c.log.Error("campaign: record a cell's end", "cell", cell.Name, "err", perr)
+		fmt.Fprintf(c.cfg.Out, "cell %s: %s, but the campaign's store did not take its end (%v): the cell will be run again\n", cell.Name, state, perr)
 		return
 	}
 	if err := c.save(); err != nil {

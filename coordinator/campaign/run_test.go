@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -187,6 +188,17 @@ type member struct {
 
 func startMember(t *testing.T, emb *queue.Embedded, spec *Spec, dir, name string, runs *fakeRuns, sel func(Cell) bool) *member {
 	t.Helper()
+	return startMemberWith(t, emb, spec, dir, name, runs, Config{LeaseTTL: 600 * time.Millisecond, Select: sel})
+}
+
+// startMemberTTL starts a member with a lease TTL and an Out of its own.
+func startMemberTTL(t *testing.T, emb *queue.Embedded, spec *Spec, dir, name string, runs *fakeRuns, ttl time.Duration, out io.Writer) *member {
+	t.Helper()
+	return startMemberWith(t, emb, spec, dir, name, runs, Config{LeaseTTL: ttl, Out: out})
+}
+
+func startMemberWith(t *testing.T, emb *queue.Embedded, spec *Spec, dir, name string, runs *fakeRuns, cfg Config) *member {
+	t.Helper()
 	nc, err := emb.Connect("member-" + name)
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +212,8 @@ func startMember(t *testing.T, emb *queue.Embedded, spec *Spec, dir, name string
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := New(Config{Spec: spec, Dir: dir, Store: store, Member: name, LeaseTTL: 600 * time.Millisecond, Select: sel}, Deps{Run: runs.run})
+	cfg.Spec, cfg.Dir, cfg.Store, cfg.Member = spec, dir, store, name
+	c, err := New(cfg, Deps{Run: runs.run})
 	if err != nil {
 		t.Fatal(err)
 	}
