@@ -78,21 +78,8 @@ func leadRun(ctx context.Context, st *redisstore.Store, runID string, wait bool,
 // counters every few seconds and once more when it is stopped, so every
 // process (and an operator with redis-cli) sees the run's spend.
 func publishCounters(ctx context.Context, c store.Counters, run string, total func() usage.Totals, log *slog.Logger) (stop func()) {
-	var sent usage.Totals
-	flush := func(fctx context.Context) {
-		now := total()
-		d := now.Sub(sent)
-		for name, v := range map[string]int64{"tasks": d.Tasks, "calls": d.Calls, "input_tokens": d.Input, "output_tokens": d.Output, "cache_hits": d.CacheHits} {
-			if v == 0 {
-				continue
-			}
-			if _, err := c.Incr(fctx, store.RunCounter(run, name), v); err != nil {
-				log.Debug("shared counters not updated", "err", err)
-				return // retried, with the whole delta, next time
-			}
-		}
-		sent = now
-	}
+	p := &counterPush{c: c, run: run, log: log, sent: map[string]int64{}}
+	flush := func(fctx context.Context) { p.push(fctx, total()) }
 	done := make(chan struct{})
 	lctx, cancel := context.WithCancel(ctx)
 	go func() {
@@ -112,4 +99,31 @@ func publishCounters(ctx context.Context, c store.Counters, run string, total fu
 		}
 	}()
 	return func() { cancel(); <-done }
+}
+
+// counterPush adds a run's spend to its shared counters. sent is what
+// each counter was given so far: a push that fails part way sends again
+// only what the counters it did not reach miss, never a delta twice.
+type counterPush struct {
+	c    store.Counters
+	run  string
+	log  *slog.Logger
+	sent map[string]int64
+}
+
+func (p *counterPush) push(ctx context.Context, now usage.Totals) {
+	for _, kv := range []struct {
+		name string
+		v    int64
+	}{{"tasks", now.Tasks}, {"calls", now.Calls}, {"input_tokens", now.Input}, {"output_tokens", now.Output}, {"cache_hits", now.CacheHits}} {
+		d := kv.v - p.sent[kv.name]
+		if d == 0 {
+			continue
+		}
+		if _, err := p.c.Incr(ctx, store.RunCounter(p.run, kv.name), d); err != nil {
+			p.log.Debug("shared counters not updated", "err", err)
+			return // the rest is retried next time
+		}
+		p.sent[kv.name] = kv.v
+	}
 }
