@@ -29,12 +29,27 @@ type DeadlinePolicy struct {
 	// latencies set a deadline (default 50). A stage with fewer uses the
 	// model's latencies over every stage, times FallbackMultiplier; a model
 	// with fewer uses those of every model in the process, times
-	// FallbackMultiplier twice; with fewer than MinSamples of those too,
-	// there is no deadline but Ceiling.
+	// FallbackMultiplier twice.
 	MinSamples int
+	// FewSamples: while none of those has MinSamples, the first of them
+	// with at least FewSamples sets the deadline, widened by
+	// FallbackMultiplier once more (default 5, at most MinSamples). A
+	// stalled call early in a run then costs seconds, not the model's
+	// timeout.
+	FewSamples int
 	// FallbackMultiplier widens an estimate taken from a wider set of
 	// calls than the attempt's own stage (default 2).
 	FallbackMultiplier float64
+	// Prior is the deadline of an attempt made before the process has
+	// FewSamples latencies of any model, when no more is known than the
+	// request: Prior plus PriorPerToken for each token of its reply budget
+	// (the request's max tokens, or PriorTokens when it names none),
+	// bounded by Ceiling (defaults 30s, 25ms — a reply at 40 tokens a
+	// second — and 4096). A running attempt moves to the estimate from
+	// latencies as soon as there is one.
+	Prior         time.Duration
+	PriorPerToken time.Duration
+	PriorTokens   int
 	// Floor is the shortest deadline ever set (default 2s).
 	Floor time.Duration
 	// Ceiling is the longest (model.timeout; 0 = none).
@@ -50,6 +65,10 @@ type DeadlinePolicy struct {
 func (p DeadlinePolicy) withDefaults() DeadlinePolicy {
 	p.Multiplier = cmpOr(p.Multiplier, 6)
 	p.MinSamples = cmpOr(p.MinSamples, 50)
+	p.FewSamples = min(cmpOr(p.FewSamples, 5), p.MinSamples)
+	p.Prior = cmpOr(p.Prior, 30*time.Second)
+	p.PriorPerToken = cmpOr(p.PriorPerToken, 25*time.Millisecond)
+	p.PriorTokens = cmpOr(p.PriorTokens, 4096)
 	p.FallbackMultiplier = cmpOr(p.FallbackMultiplier, 2)
 	p.Floor = cmpOr(p.Floor, 2*time.Second)
 	p.Window = cmpOr(p.Window, 512)
@@ -154,8 +173,9 @@ func (l *Latencies) parentQuantile(q float64) (time.Duration, int) {
 }
 
 // Deadline abandons an attempt that gets no reply within its stall
-// deadline — derived from the observed latencies of its stage, with the
-// model's timeout as the ceiling — and fails it as a retryable timeout
+// deadline — derived from the observed latencies of its stage (or, with
+// few known, of wider sets of calls, or from its reply budget alone), with
+// the model's timeout as the ceiling — and fails it as a retryable timeout
 // whose cause is llm.CauseStall, so [Retry] tries again at once. The
 // deadline of retry n is 2^(n-1) times the first's, so a call that is
 // really slow is not abandoned over and over. It also records the latency
@@ -184,8 +204,15 @@ func (d *Deadline) Latencies() *Latencies { return d.lat }
 // String describes the layer.
 func (d *Deadline) String() string { return "deadline(" + describe(d.model) + ")" }
 
-// For returns the stall deadline of an attempt of stage (0 = none yet).
+// For returns the stall deadline of an attempt of stage with the default
+// reply budget (0 = none: the call's own timeout rules).
 func (d *Deadline) For(stage string, attempt int) time.Duration {
+	return d.forRequest(stage, 0, attempt)
+}
+
+// forRequest is the stall deadline of an attempt of stage whose reply may
+// be up to maxTokens long (0 = unsaid).
+func (d *Deadline) forRequest(stage string, maxTokens, attempt int) time.Duration {
 	if d.p.Off {
 		return 0
 	}
@@ -194,22 +221,49 @@ func (d *Deadline) For(stage string, attempt int) time.Duration {
 	case d.p.Fixed > 0:
 		dl = d.p.Fixed
 	default:
-		if q, n := d.lat.Quantile(stage, 0.99); n >= d.p.MinSamples {
-			dl = time.Duration(float64(q) * d.p.Multiplier)
-		} else if q, n := d.lat.Quantile("", 0.99); n >= d.p.MinSamples {
-			dl = time.Duration(float64(q) * d.p.Multiplier * d.p.FallbackMultiplier)
-		} else if q, n := d.lat.parentQuantile(0.99); n >= d.p.MinSamples {
-			dl = time.Duration(float64(q) * d.p.Multiplier * d.p.FallbackMultiplier * d.p.FallbackMultiplier)
+		if est, ok := d.estimate(stage); ok {
+			dl = max(est, d.p.Floor)
 		} else {
-			return 0
+			if maxTokens <= 0 {
+				maxTokens = d.p.PriorTokens
+			}
+			dl = d.p.Prior + time.Duration(maxTokens)*d.p.PriorPerToken
 		}
-		dl = max(dl, d.p.Floor)
 	}
 	dl <<= min(max(attempt-1, 0), 10)
 	if d.p.Ceiling > 0 && dl >= d.p.Ceiling {
 		return 0 // the call's own timeout comes first
 	}
 	return dl
+}
+
+// estimate is the deadline the observed latencies give: the 99th
+// percentile of the narrowest set of calls that has MinSamples — the
+// stage's, the model's, the process's — times Multiplier, widened by
+// FallbackMultiplier for each step away from the stage; or, while none
+// has that many, of the narrowest with FewSamples, widened once more.
+func (d *Deadline) estimate(stage string) (time.Duration, bool) {
+	type scope struct {
+		q time.Duration
+		n int
+	}
+	var scopes [3]scope
+	scopes[0].q, scopes[0].n = d.lat.Quantile(stage, 0.99)
+	scopes[1].q, scopes[1].n = d.lat.Quantile("", 0.99)
+	scopes[2].q, scopes[2].n = d.lat.parentQuantile(0.99)
+	for _, need := range []int{d.p.MinSamples, d.p.FewSamples} {
+		widen := d.p.Multiplier
+		if need < d.p.MinSamples {
+			widen *= d.p.FallbackMultiplier
+		}
+		for _, s := range scopes {
+			if s.n >= need && s.n > 0 {
+				return time.Duration(float64(s.q) * widen), true
+			}
+			widen *= d.p.FallbackMultiplier
+		}
+	}
+	return 0, false
 }
 
 // Chat implements llm.Model.
@@ -232,7 +286,7 @@ func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, e
 				case <-cctx.Done():
 					return
 				case <-t.C:
-					if dl := d.For(req.Stage, attempt); dl > 0 && time.Since(start) >= dl {
+					if dl := d.forRequest(req.Stage, req.MaxTokens, attempt); dl > 0 && time.Since(start) >= dl {
 						abandonedAfter.Store(int64(dl))
 						cancel(llm.ErrStalled)
 						return
@@ -257,7 +311,7 @@ func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, e
 
 // deadlinePolicy reads the stall-deadline options of a spec:
 // stall_deadline (auto, off, or a fixed duration), stall_multiplier,
-// stall_min_samples, stall_floor.
+// stall_min_samples, stall_few_samples, stall_floor, stall_prior.
 func deadlinePolicy(o *options, ceiling time.Duration) DeadlinePolicy {
 	p := DeadlinePolicy{Ceiling: ceiling}
 	switch v := o.str("stall_deadline", "auto"); v {
@@ -280,6 +334,8 @@ func deadlinePolicy(o *options, ceiling time.Duration) DeadlinePolicy {
 		}
 	}
 	p.MinSamples = int(o.int("stall_min_samples"))
+	p.FewSamples = int(o.int("stall_few_samples"))
 	p.Floor = o.duration("stall_floor")
+	p.Prior = o.duration("stall_prior")
 	return p
 }

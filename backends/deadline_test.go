@@ -75,7 +75,7 @@ func TestStalledAttemptIsAbandonedAndRetried(t *testing.T) {
 }
 
 // TestSlowCallBeforeEnoughSamplesIsNotAbandoned: with too few latencies
-// known there is no deadline but the call's own timeout, so a slow reply
+// known the deadline is the prior from the reply budget, so a slow reply
 // early on is waited for; and a deadline at or past the ceiling is none.
 func TestSlowCallBeforeEnoughSamplesIsNotAbandoned(t *testing.T) {
 	s := &scripted{delay: func(n int) time.Duration {
@@ -90,8 +90,8 @@ func TestSlowCallBeforeEnoughSamplesIsNotAbandoned(t *testing.T) {
 	if resp, err := d.Chat(context.Background(), &llm.Request{Stage: "merge"}); err != nil || resp.Content != "ok" {
 		t.Fatalf("slow call with 3 of 5 samples known: %v %v, want its reply", resp, err)
 	}
-	if dl := d.For("merge", 1); dl != 0 {
-		t.Fatalf("deadline %v with 4 samples, want none", dl)
+	if dl, prior := d.For("merge", 1), 30*time.Second+4096*25*time.Millisecond; dl != prior {
+		t.Fatalf("deadline %v with 4 samples, want the prior %v", dl, prior)
 	}
 	c := NewDeadline(s, DeadlinePolicy{Fixed: time.Minute, Ceiling: time.Minute}, nil)
 	if dl := c.For("x", 1); dl != 0 {
@@ -186,5 +186,73 @@ func TestModelWithFewSamplesUsesTheProcessEstimate(t *testing.T) {
 	d := NewDeadline(s, DeadlinePolicy{MinSamples: 20, Multiplier: 4, FallbackMultiplier: 4, Floor: time.Millisecond}, quiet)
 	if got := d.For("merge", 1); got != 6400*time.Millisecond {
 		t.Fatalf("deadline %v, want 4 x 4 x 4 x 100ms from the process's latencies", got)
+	}
+}
+
+// TestEarlyStallCostsSecondsFromFewSamples: a process that has seen a
+// handful of calls, fewer than MinSamples of any model, abandons a
+// stalled call at the widened estimate those few give, not at the
+// model's timeout; the retry answers.
+func TestEarlyStallCostsSecondsFromFewSamples(t *testing.T) {
+	s := &scripted{delay: func(n int) time.Duration {
+		if n == 1 {
+			return -1
+		}
+		return 5 * time.Millisecond
+	}}
+	parent := NewLatencies(0)
+	for range 6 {
+		parent.Observe("rollout", 5*time.Millisecond)
+	}
+	lat := NewLatencies(0)
+	lat.parent = parent
+	d := NewDeadline(s, DeadlinePolicy{Floor: 50 * time.Millisecond, Check: 5 * time.Millisecond, Ceiling: 10 * time.Minute}, lat)
+	// 6 × 2 (model) × 2 (process) × 2 (few samples) × 5ms.
+	if dl := d.For("reflect", 1); dl != 240*time.Millisecond {
+		t.Fatalf("deadline %v from 6 process latencies of 5ms, want 240ms", dl)
+	}
+	m := NewRetry(d, RetryPolicy{MaxRetries: 2, Base: time.Millisecond, Cap: time.Millisecond})
+	start := time.Now()
+	resp, err := m.Chat(context.Background(), &llm.Request{Stage: "reflect"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 2 || resp.FailedCauses[llm.CauseStall] != 1 {
+		t.Fatalf("attempts %d, causes %v; want 2 attempts, one stall", resp.Attempts, resp.FailedCauses)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the stalled call took %v; its deadline was 240ms", took)
+	}
+}
+
+// TestFirstCallHasAPriorDeadline: the process's very first call, with no
+// latency known anywhere, is bounded by the prior its reply budget gives;
+// a prior past the model's timeout leaves the timeout to rule.
+func TestFirstCallHasAPriorDeadline(t *testing.T) {
+	s := &scripted{delay: func(n int) time.Duration {
+		if n == 1 {
+			return -1
+		}
+		return time.Millisecond
+	}}
+	p := DeadlinePolicy{Prior: 100 * time.Millisecond, PriorPerToken: time.Millisecond, Check: 5 * time.Millisecond}
+	d := NewDeadline(s, p, NewLatencies(0))
+	if dl := d.forRequest("reflect", 100, 1); dl != 200*time.Millisecond {
+		t.Fatalf("prior %v for a 100-token budget, want 100ms + 100 x 1ms", dl)
+	}
+	if dl := d.For("reflect", 1); dl != 100*time.Millisecond+4096*time.Millisecond {
+		t.Fatalf("prior %v for an unsaid budget, want 100ms + 4096 x 1ms", dl)
+	}
+	m := NewRetry(d, RetryPolicy{MaxRetries: 2, Base: time.Millisecond, Cap: time.Millisecond})
+	resp, err := m.Chat(context.Background(), &llm.Request{Stage: "reflect", MaxTokens: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Attempts != 2 || resp.FailedCauses[llm.CauseStall] != 1 {
+		t.Fatalf("attempts %d, causes %v; want the first abandoned at its prior and the retry's reply", resp.Attempts, resp.FailedCauses)
+	}
+	p.Ceiling = 150 * time.Millisecond
+	if dl := NewDeadline(s, p, NewLatencies(0)).forRequest("reflect", 100, 1); dl != 0 {
+		t.Fatalf("prior %v past a 150ms ceiling, want none (the call's timeout rules)", dl)
 	}
 }
