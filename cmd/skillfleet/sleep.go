@@ -24,7 +24,7 @@ Commands:
   status      nights so far, the latest staged proposal, adoptions, the schedule
   harvest     harvest and mine into a tasks file you can review (--output)
   adopt       install the latest (or --staging) accepted proposal; --undo reverts
-  schedule    run a night every day (crontab line or systemd user timer)
+  schedule    run a night every day (crontab line, systemd user timer, launchd agent or Task Scheduler task)
   unschedule  remove it
   install     install a /skillfleet-sleep command into Claude Code (claude-code) or Codex (codex)
   uninstall   remove what install put there
@@ -61,8 +61,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var o sleepdrv.Options
 	night := cmd == "run" || cmd == "dry-run"
 	synopsis := map[string]string{"status": "sleep status [--project DIR] [--state-dir DIR]", "harvest": "sleep harvest --output tasks.json [flags]",
-		"adopt": "sleep adopt [--staging DIR] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd] [flags]",
-		"unschedule": "sleep unschedule [--scheduler cron|systemd] [flags]"}[cmd]
+		"adopt": "sleep adopt [--staging DIR] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
+		"unschedule": "sleep unschedule [--scheduler cron|systemd|launchd|schtasks] [flags]"}[cmd]
 	if night {
 		synopsis = fmt.Sprintf(sleepRunSynopsis, cmd)
 	}
@@ -81,10 +81,14 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Var(&roots, "allow-root", "another directory adopt may write under (repeatable)")
 	case "schedule", "unschedule":
 		fs.StringVar(&so.Time, "at", "03:17", "daily time, HH:MM local")
-		fs.StringVar(&so.Kind, "scheduler", "cron", "cron (a line in your crontab) or systemd (a user timer)")
+		fs.StringVar(&so.Kind, "scheduler", "cron", "cron (a line in your crontab), systemd (a user timer), launchd (a macOS LaunchAgent) or schtasks (a Windows Task Scheduler task)")
 		fs.StringVar(&so.Crontab, "crontab", "crontab", "the crontab program")
 		fs.StringVar(&so.SystemdDir, "systemd-dir", "", "user unit directory (default ~/.config/systemd/user)")
 		fs.StringVar(&so.Systemctl, "systemctl", "systemctl", "the systemctl program (\"-\" = only write the unit files)")
+		fs.StringVar(&so.LaunchAgentsDir, "launch-agents-dir", "", "launchd agent directory (default ~/Library/LaunchAgents)")
+		fs.StringVar(&so.Launchctl, "launchctl", "launchctl", "the launchctl program (\"-\" = only write the plist)")
+		fs.StringVar(&so.TaskDir, "task-dir", "", "where the Task Scheduler definition is written (default the user config dir's skillfleet/)")
+		fs.StringVar(&so.Schtasks, "schtasks", "schtasks", "the schtasks program (\"-\" = only write the task XML)")
 		fs.BoolVar(&schedAdopt, "auto-adopt", false, "the scheduled night adopts what it accepts")
 		if cmd == "schedule" {
 			o.RegisterTarget(fs)

@@ -162,6 +162,13 @@ func TestRedact(t *testing.T) {
 		{"the token budget is 40k", "the token budget is 40k"},
 		{"reset the password for bob", "reset the password for bob"},
 		{"-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----", "[REDACTED:private_key]"},
+		{"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4+/Q==;EndpointSuffix=core.windows.net",
+			"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=[REDACTED:azure_key];EndpointSuffix=core.windows.net"},
+		{"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=abcdefghijklmnopqrstuvwxyz0123456789ABCDEFG=",
+			"Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey=[REDACTED:azure_key]"},
+		{"curl 'https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2026-12-01&sp=r&sig=AbCdEf0123456789%2BxyZ%3D'",
+			"curl 'https://acct.blob.core.windows.net/c/b.txt?sv=2022-11-02&se=2026-12-01&sp=r&sig=[REDACTED:azure_sas]'"},
+		{"the sig= field is empty", "the sig= field is empty"},
 	}
 	for _, c := range cases {
 		if got := Redact(c.in); got != c.want {

@@ -27,6 +27,10 @@ var secretPatterns = []struct {
 	{"slack_token", regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{10,}`), 0, []string{"xox"}},
 	{"google_key", regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{30,}`), 0, []string{"aiza"}},
 	{"jwt", regexp.MustCompile(`\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}`), 0, []string{"eyj"}},
+	// Azure storage and Service Bus connection strings, and the signature
+	// of a shared access signature (SAS) URL or token.
+	{"azure_key", regexp.MustCompile(`(?i)(\b(?:AccountKey|SharedAccessKey)=)([A-Za-z0-9+/]{16,}={0,2})`), 1, []string{"accountkey=", "sharedaccesskey="}},
+	{"azure_sas", regexp.MustCompile(`(?i)((?:[?&;]|\b)sig=)([A-Za-z0-9%+/=_\-]{16,})`), 1, []string{"sig="}},
 	{"bearer", regexp.MustCompile(`(?i)(\bbearer\s+)([A-Za-z0-9._~+/=\-]{12,})`), 1, []string{"bearer"}},
 	// name = value, name: value, name is value, --name value; the value is
 	// what goes.

@@ -17,6 +17,8 @@ import (
 const (
 	SchedCron    = "cron"
 	SchedSystemd = "systemd"
+	SchedLaunchd = "launchd"  // macOS: a LaunchAgent in ~/Library/LaunchAgents
+	SchedWindows = "schtasks" // Windows: a Task Scheduler task
 )
 
 // ScheduleOptions say how to run a night every day.
@@ -41,6 +43,18 @@ type ScheduleOptions struct {
 	// Systemctl is the systemctl program (default "systemctl"); "-" skips
 	// calling it (the unit files are still written).
 	Systemctl string
+	// LaunchAgentsDir is where the launchd agent goes (default
+	// ~/Library/LaunchAgents).
+	LaunchAgentsDir string
+	// Launchctl is the launchctl program (default "launchctl"); "-" skips
+	// calling it (the plist is still written).
+	Launchctl string
+	// TaskDir is where the Task Scheduler definition is written (default
+	// the user's config dir, skillfleet/); schtasks imports it from there.
+	TaskDir string
+	// Schtasks is the schtasks program (default "schtasks"); "-" skips
+	// calling it (the task XML is still written).
+	Schtasks string
 }
 
 var hhmm = regexp.MustCompile(`^([01]?\d|2[0-3]):([0-5]\d)$`)
@@ -56,8 +70,23 @@ func (o *ScheduleOptions) defaults() error {
 		home, _ := os.UserHomeDir()
 		o.SystemdDir = filepath.Join(home, ".config", "systemd", "user")
 	}
-	if o.Kind != SchedCron && o.Kind != SchedSystemd {
-		return fmt.Errorf("scheduler %q: want cron or systemd", o.Kind)
+	o.Launchctl = cmp.Or(o.Launchctl, "launchctl")
+	o.Schtasks = cmp.Or(o.Schtasks, "schtasks")
+	if o.LaunchAgentsDir == "" {
+		home, _ := os.UserHomeDir()
+		o.LaunchAgentsDir = filepath.Join(home, "Library", "LaunchAgents")
+	}
+	if o.TaskDir == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		o.TaskDir = filepath.Join(dir, "skillfleet")
+	}
+	switch o.Kind {
+	case SchedCron, SchedSystemd, SchedLaunchd, SchedWindows:
+	default:
+		return fmt.Errorf("scheduler %q: want cron, systemd, launchd or schtasks", o.Kind)
 	}
 	if !hhmm.MatchString(o.Time) {
 		return fmt.Errorf("time %q: want HH:MM (24-hour)", o.Time)
@@ -119,6 +148,12 @@ func Schedule(o ScheduleOptions) (string, error) {
 	if err := checkArgs(o.Command); err != nil {
 		return "", err
 	}
+	switch o.Kind {
+	case SchedLaunchd:
+		return o.scheduleLaunchd()
+	case SchedWindows:
+		return o.scheduleWindows()
+	}
 	if o.Kind == SchedCron {
 		cur, err := o.readCrontab()
 		if err != nil {
@@ -162,6 +197,12 @@ func Schedule(o ScheduleOptions) (string, error) {
 func Unschedule(o ScheduleOptions) (string, error) {
 	if err := o.defaults(); err != nil {
 		return "", err
+	}
+	switch o.Kind {
+	case SchedLaunchd:
+		return o.unscheduleLaunchd()
+	case SchedWindows:
+		return o.unscheduleWindows()
 	}
 	if o.Kind == SchedCron {
 		cur, err := o.readCrontab()
