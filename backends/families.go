@@ -82,20 +82,30 @@ type Family struct {
 
 // families maps every config family to its implementation. Each
 // implementation's own name is a family too (see [LookupFamily]).
-// SkillOpt's copilot_chat is deliberately absent: nothing implements it,
-// so a config naming it is refused at load instead of failing on a worker.
 var families = []Family{
 	{Name: "openai_chat", Backend: BackendAzure}, // SkillOpt's default family is Azure OpenAI
 	{Name: "azure_openai", Backend: BackendAzure},
 	{Name: "openai_compatible", Backend: BackendOpenAI}, // New accepts both names; the wire carries openai
 	{Name: "qwen_chat", Backend: BackendOpenAI},
 	{Name: "minimax_chat", Backend: BackendOpenAI},
-	{Name: "claude_chat", Backend: BackendAnthropic},
 	{Name: "claude", Backend: BackendAnthropic},
+	// Agent CLIs with their tools on a task (targets; codex_exec may also
+	// be the optimizer, in chat mode, as SkillOpt's --backend codex).
 	{Name: "codex_exec", Backend: BackendExec, Agent: exec.AgentCodex},
 	{Name: "claude_code_exec", Backend: BackendExec, Agent: exec.AgentClaude, TargetOnly: true},
-	{Name: "cursor_exec", Backend: BackendExec, TargetOnly: true},
-	{Name: "copilot_exec", Backend: BackendExec, TargetOnly: true},
+	{Name: "cursor_exec", Backend: BackendExec, Agent: exec.AgentCursor, TargetOnly: true},
+	{Name: "copilot_exec", Backend: BackendExec, Agent: exec.AgentCopilot, TargetOnly: true},
+	{Name: "pi_exec", Backend: BackendExec, Agent: exec.AgentPi, TargetOnly: true},
+	{Name: "opencode_exec", Backend: BackendExec, Agent: exec.AgentOpencode, TargetOnly: true},
+	// Agent CLIs in chat mode (no tools, the conversation as one prompt)
+	// on the user's own CLI login, for any role: SkillOpt's claude_chat
+	// (claude -p --output-format json) and copilot_chat (copilot -p), and
+	// the same for Codex, pi and opencode. pkg/config sets option mode.
+	{Name: "claude_chat", Backend: BackendExec, Agent: exec.AgentClaude},
+	{Name: "copilot_chat", Backend: BackendExec, Agent: exec.AgentCopilot},
+	{Name: "codex_chat", Backend: BackendExec, Agent: exec.AgentCodex},
+	{Name: "pi_chat", Backend: BackendExec, Agent: exec.AgentPi},
+	{Name: "opencode_chat", Backend: BackendExec, Agent: exec.AgentOpencode},
 }
 
 func implementation(name string) (builder, bool) {
@@ -162,7 +172,7 @@ func CheckConfig(c *config.Config) error {
 			return c.FieldError(field, "%s runs an agent CLI and can only be the target backend", f.Name)
 		}
 		if f.Backend == BackendExec && f.Agent == "" && r.Options["agent"] == nil && r.Options["command"] == nil {
-			return c.FieldError("model."+role+"_options", "%s needs option command (the agent's argv) or agent (%s or %s)", f.Name, exec.AgentCodex, exec.AgentClaude)
+			return c.FieldError("model."+role+"_options", "%s needs option command (the agent's argv) or agent (%s)", f.Name, strings.Join(exec.Agents(), ", "))
 		}
 	}
 	return checkFamilyKeys(c)

@@ -44,16 +44,19 @@ func TestCheckConfigRefusesUnimplementedFamilies(t *testing.T) {
 		{name: "qwen target", model: "  backend: qwen\n"},
 		{name: "claude code target", model: "  backend: claude_code_exec\n"},
 		{name: "cursor with a command", model: "  backend: cursor\n  target_options:\n    command: [\"cursor-agent\", \"-p\"]\n"},
-		{name: "copilot chat", model: "  backend: copilot\n",
-			field: "model.backend", msg: "client family copilot_chat (optimizer) is not implemented by any backend (supported: anthropic, azure,"},
+		{name: "copilot chat", model: "  backend: copilot\n"},
+		{name: "claude chat on a login", model: "  backend: claude\n  optimizer_backend: claude_chat\n"},
+		{name: "pi target", model: "  target_backend: pi_exec\n"},
 		{name: "unknown label", model: "  backend: gemini\n",
 			field: "model.backend", msg: "client family gemini (optimizer) is not implemented"},
-		{name: "unknown target family", model: "  target_backend: copilot_chat\n",
-			field: "model.target_backend", msg: "client family copilot_chat (target) is not implemented"},
+		{name: "unknown target family", model: "  target_backend: gemini_chat\n",
+			field: "model.target_backend", msg: "client family gemini_chat (target) is not implemented by any backend (supported: anthropic, azure,"},
+		{name: "pi as optimizer", model: "  optimizer_backend: opencode_exec\n",
+			field: "model.optimizer_backend", msg: "opencode_exec runs an agent CLI and can only be the target backend"},
 		{name: "agent CLI as optimizer", model: "  optimizer_backend: claude_code_exec\n",
 			field: "model.optimizer_backend", msg: "claude_code_exec runs an agent CLI and can only be the target backend"},
-		{name: "cursor without a command", model: "  backend: cursor_exec\n",
-			field: "model.target_options", msg: "cursor_exec needs option command"},
+		{name: "exec without a command", model: "  target_backend: exec\n",
+			field: "model.target_options", msg: "exec needs option command"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -100,8 +103,10 @@ func TestFamiliesReachAnImplementation(t *testing.T) {
 			t.Errorf("Families() lacks %s", want)
 		}
 	}
-	if seen["copilot_chat"] {
-		t.Error("Families() lists copilot_chat, which no backend implements")
+	for _, want := range []string{"copilot_chat", "claude_chat", "cursor_exec", "copilot_exec", "pi_exec", "opencode_exec", "pi_chat", "opencode_chat", "codex_chat"} {
+		if f, _ := backends.LookupFamily(want); f.Backend != "exec" || f.Agent == "" {
+			t.Errorf("family %s = %+v, want an agent CLI", want, f)
+		}
 	}
 }
 

@@ -23,16 +23,22 @@ var testedVersions = map[string]struct {
 	majors []int
 	tested string
 }{
-	AgentCodex:  {majors: []int{0}, tested: "0.169.0"},
-	AgentClaude: {majors: []int{2}, tested: "2.1.328"},
+	AgentCodex:    {majors: []int{0}, tested: "0.169.0"},
+	AgentClaude:   {majors: []int{2}, tested: "2.1.328"},
+	AgentCopilot:  {majors: []int{1}, tested: "1.0.102"},
+	AgentPi:       {majors: []int{0}, tested: "0.73.1"},
+	AgentOpencode: {majors: []int{1}, tested: "1.18.33"},
 }
 
 // SupportedVersions describes the versions of the built-in agents that
 // skillfleet is tested with.
 func SupportedVersions() string {
 	var parts []string
-	for _, a := range []string{AgentCodex, AgentClaude} {
-		v := testedVersions[a]
+	for _, a := range Agents() {
+		v, ok := testedVersions[a]
+		if !ok {
+			continue
+		}
 		var majors []string
 		for _, m := range v.majors {
 			majors = append(majors, strconv.Itoa(m)+".x")
@@ -152,6 +158,9 @@ const providerName = "skillfleet"
 func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), err error) {
 	cleanup = func() {}
 	switch c.cfg.Agent {
+	case AgentCursor, AgentCopilot, AgentPi, AgentOpencode:
+		env, err = c.wireAgent(dir, model)
+		return env, cleanup, err
 	case AgentCodex:
 		home := filepath.Join(dir, ".codex")
 		if err := os.MkdirAll(home, 0o700); err != nil {

@@ -377,14 +377,15 @@ var presets = map[string]preset{
 	AgentCodex: {
 		// codex exec: commands sandboxed to the work directory (writes
 		// there only, no network), never an approval prompt, no session
-		// kept. Chat mode: a read-only sandbox in an empty directory, the
-		// prompt on stdin ("-").
+		// kept. Chat mode: no shell tool (Codex cannot turn off its other,
+		// non-acting tools), a read-only sandbox in an empty directory,
+		// the prompt on stdin ("-").
 		argv: []string{"codex", "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "workspace-write",
 			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
 		output:    OutputCodexJSON,
 		skillPath: ".agents/skills/%s/SKILL.md",
 		chat: []string{"codex", "exec", "--skip-git-repo-check", "--json", "--ephemeral", "--sandbox", "read-only",
-			"-c", `approval_policy="never"`, "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderHarness, "-"},
+			"-c", `approval_policy="never"`, "-c", "features.shell_tool=false", "-C", PlaceholderWorkDir, "-m", PlaceholderModel, PlaceholderHarness, "-"},
 		chatOutput: OutputCodexJSON,
 		chatStdin:  true,
 	},
@@ -402,6 +403,55 @@ var presets = map[string]preset{
 			"--sandbox", "enabled", "--mode", "ask", "--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
 		chatOutput: OutputCursorJSON,
 	},
+	// The Copilot CLI in prompt mode: JSON-lines events, no streaming
+	// deltas, no MCP server, no custom instructions, no update, the work
+	// directory trusted for this session only (so its project skills in
+	// .github/skills load), its usage written to a file (its events carry
+	// no token counts). Its tools need approval in prompt mode: the
+	// target may read (view, grep, glob) and run shell commands (bash)
+	// unattended, inside skillfleet's sandbox; option allow_all_tools
+	// allows every tool. Chat mode: no tool available at all (an
+	// allowlist naming no tool: an empty one means every tool).
+	AgentCopilot: {
+		argv: []string{"copilot", "-p", PlaceholderTask, "--output-format", "json", "--stream", "off", "--no-color", "--log-level", "none",
+			"--disable-builtin-mcps", "--no-custom-instructions", "--no-auto-update", "--no-ask-user", "--trust-folder", "-C", PlaceholderWorkDir,
+			"--allow-tool", "view", "--allow-tool", "grep", "--allow-tool", "glob", "--allow-tool", "skill", "--allow-tool", "shell",
+			"--usage-output-file", "{workdir}/" + copilotUsageFile, "--model", PlaceholderModel, PlaceholderHarness},
+		output:    OutputCopilotJSON,
+		skillPath: ".github/skills/%s/SKILL.md",
+		chat: []string{"copilot", "-p", PlaceholderTask, "--output-format", "json", "--stream", "off", "--no-color", "--log-level", "none",
+			"--disable-builtin-mcps", "--no-custom-instructions", "--no-auto-update", "--no-ask-user", "-C", PlaceholderWorkDir,
+			"--available-tools=none", "--usage-output-file", "{workdir}/" + copilotUsageFile, "--model", PlaceholderModel, PlaceholderHarness},
+		chatOutput: OutputCopilotJSON,
+	},
+	// pi in print mode with its JSON event stream: no saved session, no
+	// context files, extensions, prompt templates or themes, no startup
+	// network, the read and bash tools; the skill in the project's
+	// .pi/skills. Chat mode: no tool and no skill, the prompt on stdin.
+	AgentPi: {
+		argv: []string{"pi", "-p", "--mode", "json", "--no-session", "--no-context-files", "--no-extensions", "--no-prompt-templates",
+			"--no-themes", "--offline", "--tools", "read,bash", "--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
+		output:    OutputPiJSON,
+		skillPath: ".pi/skills/%s/SKILL.md",
+		chat: []string{"pi", "-p", "--mode", "json", "--no-session", "--no-tools", "--no-skills", "--no-context-files", "--no-extensions",
+			"--no-prompt-templates", "--no-themes", "--offline", "--model", PlaceholderModel, PlaceholderHarness},
+		chatOutput: OutputPiJSON,
+		chatStdin:  true,
+	},
+	// opencode run with its JSON events, without external plugins, in the
+	// work directory; the skill in the project's .opencode/skills; the
+	// tools' permissions and the provider in OPENCODE_CONFIG_CONTENT
+	// (wireAgent); a title given, so that it asks the model for none.
+	// Chat mode: every tool off.
+	AgentOpencode: {
+		argv: []string{"opencode", "run", "--format", "json", "--pure", "--title", "skillfleet", "--dir", PlaceholderWorkDir,
+			"--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
+		output:    OutputOpencodeJSON,
+		skillPath: ".opencode/skills/%s/SKILL.md",
+		chat: []string{"opencode", "run", "--format", "json", "--pure", "--title", "skillfleet", "--dir", PlaceholderWorkDir,
+			"--model", PlaceholderModel, PlaceholderHarness, PlaceholderTask},
+		chatOutput: OutputOpencodeJSON,
+	},
 }
 
 // Client runs a CLI agent per call. It is safe for concurrent use: each
@@ -414,10 +464,13 @@ type Client struct {
 	// chat: the client serves a chat role (ModeChat); chatStdin: the
 	// prompt goes on the agent's stdin.
 	chat, chatStdin bool
-	calls           atomic.Int64
-	estimated       atomic.Int64
-	sb              sandboxState
-	proxyMu         sync.Mutex
+	// rgPath is the ripgrep opencode gets (ripgrep()).
+	rgOnce    sync.Once
+	rgPath    string
+	calls     atomic.Int64
+	estimated atomic.Int64
+	sb        sandboxState
+	proxyMu   sync.Mutex
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -554,7 +607,7 @@ func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, err
 	}
 	argv := c.command(model, map[string]string{
 		PlaceholderTask: prompt, PlaceholderTaskFile: taskFile, PlaceholderWorkDir: dir,
-		PlaceholderSkill: skillFile, PlaceholderModel: model,
+		PlaceholderSkill: skillFile, PlaceholderModel: c.modelArg(model),
 	})
 	env, secrets := c.env(dir)
 	provider, cleanup, err := c.wireProvider(dir, model)
@@ -571,6 +624,7 @@ func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, err
 	}
 	env = append(env, provider...)
 	env = append(env, c.cfg.ExtraEnv...)
+	env = append(env, c.tokenEnv()...)
 	login, loginSecrets, err := c.copyLogin(dir)
 	defer removeLogin(login)
 	if err != nil {
@@ -625,6 +679,9 @@ func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, err
 		return nil, e
 	}
 	r, perr := c.parse(stdout.Bytes(), stdout.cut)
+	if r.usage == nil && c.output == OutputCopilotJSON {
+		r.usage = copilotUsage(dir)
+	}
 	if perr != nil {
 		perr.Excerpt = red.Msg(perr.Excerpt)
 		return nil, &llm.BilledError{Usage: llm.Usage{InputTokens: in}, Err: &llm.Error{Kind: llm.KindInvalidReply, Msg: "unreadable agent output", Err: perr}}

@@ -324,7 +324,7 @@ func TestConfigFromOptions(t *testing.T) {
 		{opts: map[string]string{"agent": "codex", "timeout": "soon"}, err: "option timeout"},
 		{opts: map[string]string{"agent": "codex", "keep_workdir": "maybe"}, err: "option keep_workdir"},
 		{opts: map[string]string{"agent": "codex", "mode": "talk"}, err: "option mode"},
-		{opts: map[string]string{"agent": "claude", "reasoning_effort": "high"}, err: `option reasoning_effort: agent "claude" has no such setting`},
+		{opts: map[string]string{"agent": "claude", "network_access": "true"}, err: `option network_access: agent "claude" has no such setting`},
 		{opts: map[string]string{"agent": "codex", "reasoning_effort": "ultra"}, err: "option reasoning_effort=\"ultra\""},
 		{opts: map[string]string{"agent": "cursor", "cursor_sandbox": "off"}, err: "option cursor_sandbox"},
 		{opts: map[string]string{"agent": "codex", "empty_retries": "9"}, err: "option empty_retries"},

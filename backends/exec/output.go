@@ -66,6 +66,12 @@ func (c *Client) parse(out []byte, cut bool) (result, *OutputError) {
 		return parseCodex(out, cut)
 	case OutputCursorJSON:
 		return parseCursor(out, cut)
+	case OutputCopilotJSON:
+		return parseCopilot(out, cut)
+	case OutputPiJSON:
+		return parsePi(out, cut)
+	case OutputOpencodeJSON:
+		return parseOpencode(out, cut)
 	default:
 		return result{content: strings.TrimRight(string(out), "\r\n")}, nil
 	}

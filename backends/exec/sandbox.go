@@ -515,14 +515,17 @@ func (c *Client) runSandboxed(ctx context.Context, dir string, argv, env []strin
 	}
 	script += `exec "$@"`
 	spec.Argv = append([]string{"/usr/bin/sh", "-c", script, "agent-init", prog}, rewriteAll(argv[1:], rewrite)...)
-	if c.cfg.KeepWorkDir {
+	switch {
+	case c.cfg.KeepWorkDir:
 		spec.Collect = []string{"."}
+	case c.cfg.Agent == AgentCopilot && len(c.cfg.Command) == 0:
+		spec.Collect = []string{copilotUsageFile} // its usage
 	}
 	res, err := c.sb.box.Run(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("agent sandbox: %w", err)
 	}
-	if c.cfg.KeepWorkDir {
+	if len(spec.Collect) > 0 {
 		keepFiles(dir, res.Files)
 	}
 	switch {

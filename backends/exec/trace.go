@@ -33,7 +33,8 @@ func (c *Client) traceSummary(r result, red httpx.Redactor) string {
 	skillRead, taskRead := "no", "no"
 	skillFile := filepath.ToSlash(c.skillPath)
 	for _, u := range r.used {
-		if strings.Contains(u, skillFile) || strings.Contains(u, filepath.Dir(skillFile)+"/SKILL.md") {
+		// A path to the SKILL.md, or a skill tool given the skill's name.
+		if strings.Contains(u, skillFile) || strings.Contains(u, filepath.Dir(skillFile)+"/SKILL.md") || u == c.cfg.SkillName {
 			skillRead = "yes"
 		}
 		if strings.Contains(u, "task.md") {

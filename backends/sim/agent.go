@@ -618,6 +618,14 @@ func firstOf(m map[string]any, keys ...string) any {
 // openSkillCall is the call that loads sk: the Skill tool when the CLI has
 // one, else a shell read of its file.
 func openSkillCall(c *Conversation, sk listedSkill, n int) (ToolCall, bool) {
+	// A listing that gives the file's path (Codex, pi, opencode) is read
+	// with the shell; one that names the skill alone (Claude Code, the
+	// Copilot CLI) is loaded with the skill tool.
+	if sk.file != "" {
+		if call, ok := shellCall(c, sk.file, n); ok {
+			return call, true
+		}
+	}
 	for _, name := range []string{"Skill", "skill"} {
 		td, ok := findTool(c, name)
 		if !ok {

@@ -20,7 +20,7 @@ func TestBadConfigIsOneLineNamingFileAndKey(t *testing.T) {
 	skill := write("skill.md", "# seed\n")
 	unknown := write("unknown.yaml", "env:\n  name: sim\n  skill_init: "+skill+"\ntrain:\n  batch_sise: 4\n")
 	wrongType := write("wrongtype.yaml", "env:\n  name: sim\n  skill_init: "+skill+"\ntrain:\n  batch_size: lots\n")
-	copilot := write("copilot.yaml", "env:\n  name: sim\n  skill_init: "+skill+"\nmodel:\n  backend: copilot\n")
+	copilot := write("copilot.yaml", "env:\n  name: sim\n  skill_init: "+skill+"\nmodel:\n  backend: gemini\n")
 	missingInit := write("noinit.yaml", "env:\n  name: sim\n  skill_init: "+filepath.Join(dir, "nope.md")+"\n")
 	for _, tc := range []struct {
 		name string
@@ -31,7 +31,7 @@ func TestBadConfigIsOneLineNamingFileAndKey(t *testing.T) {
 		{"wrong type", []string{"train", "--config", wrongType}, []string{wrongType, "train.batch_size"}},
 		{"missing file", []string{"train", "--config", filepath.Join(dir, "absent.yaml")}, []string{"absent.yaml"}},
 		{"missing skill_init", []string{"train", "--config", missingInit}, []string{"env.skill_init"}},
-		{"unimplemented backend", []string{"train", "--config", copilot}, []string{copilot, "model.backend", "copilot_chat", "supported: anthropic"}},
+		{"unimplemented backend", []string{"train", "--config", copilot}, []string{copilot, "model.backend", "gemini", "supported: anthropic"}},
 		{"bad override", []string{"train", "--config", missingInit, "--set", "nosuch.key=1"}, []string{"--set", "nosuch"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

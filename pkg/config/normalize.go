@@ -201,6 +201,9 @@ func (c *Config) normalize() error {
 	if err := c.resolveRoles(); err != nil {
 		return err
 	}
+	if err := c.checkHarness(); err != nil {
+		return err
+	}
 	if n, ok := envAliases[en.Name]; ok {
 		en.Name = n
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -132,7 +133,9 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	reply := resp.Content
 	judged := reply
 	if e.cfg.AgentTarget {
-		judged = skillpkg.CutNote(reply)
+		// An agent's reply may lead with its opened-files note and its
+		// trace summary (backends/exec): the judge reads the answer alone.
+		judged, _ = prompts.CutTrace(skillpkg.CutNote(reply))
 	}
 	rj := &RubricJudge{Model: m, Name: e.cfg.JudgeModel, Usage: func(u llm.Usage) { rec.Usage.Add(u); rec.Calls++ }}
 	if rj.Name == "" {
