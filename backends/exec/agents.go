@@ -3,6 +3,7 @@ package exec
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	osexec "os/exec"
@@ -81,9 +82,10 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 	} else {
 		v, err := probeVersion(ctx, bin, c.cfg.Getenv("PATH"))
 		vr = versionResult{v, err}
-		if ctx.Err() == nil {
-			// A probe cut short by the caller's context says nothing about
-			// the binary: the next caller probes again.
+		if ctx.Err() == nil && !errors.Is(err, context.DeadlineExceeded) {
+			// A probe cut short by the caller's context, or by its own
+			// timeout on a loaded host, says nothing about the binary: the
+			// next caller probes again.
 			r, _ := versionCache.LoadOrStore(bin, vr)
 			vr = r.(versionResult)
 		}
@@ -106,7 +108,7 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 }
 
 func probeVersion(ctx context.Context, bin, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	home, err := os.MkdirTemp("", "skillfleet-version-*")
 	if err != nil {
@@ -124,6 +126,9 @@ func probeVersion(ctx context.Context, bin, path string) (string, error) {
 	setProcessGroup(cmd)
 	err = cmd.Run()
 	killGroup(cmd)
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("%s --version: no answer in time: %w", bin, ctx.Err())
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w: %s", bin, err, strings.TrimSpace(string(head(out.Bytes(), 300))))
 	}

@@ -40,13 +40,13 @@ func CutTrace(text string) (rest, trace string) {
 }
 
 // MarshalJSON writes the trajectory with the agent trace blocks of its
-// assistant messages lifted out into agent_trace (one entry per block),
+// assistant messages lifted out into AgentTrace (one entry per block),
 // so that the analyst reads the agent's turns as the agent wrote them and
 // the summary beside them.
 func (t Trajectory) MarshalJSON() ([]byte, error) {
 	type plain Trajectory
 	p := plain(t)
-	var traces []string
+	lifted := false
 	for i, m := range p.Messages {
 		if m.Role != "assistant" || !strings.Contains(m.Content, TraceNote) {
 			continue
@@ -55,19 +55,18 @@ func (t Trajectory) MarshalJSON() ([]byte, error) {
 		if tr == "" {
 			continue
 		}
-		if traces == nil {
+		if !lifted {
 			p.Messages = append([]Message(nil), p.Messages...)
+			p.AgentTrace = append([]string(nil), p.AgentTrace...)
+			lifted = true
 		}
 		p.Messages[i].Content = rest
-		traces = append(traces, tr)
+		p.AgentTrace = append(p.AgentTrace, tr)
 	}
 	// The payload is written without HTML escaping; so is this.
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
-		plain
-		AgentTrace []string `json:"agent_trace,omitempty"`
-	}{p, traces})
+	err := enc.Encode(p)
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }

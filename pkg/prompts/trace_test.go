@@ -43,6 +43,13 @@ func TestAgentTraceLiftedOut(t *testing.T) {
 	if tr.Messages[1].Content != reply {
 		t.Fatal("marshalling changed the trajectory it was given")
 	}
+	// The payload the analysts' prompts decode (strictly) takes it.
+	var back prompts.Trajectory
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&back); err != nil || len(back.AgentTrace) != 1 {
+		t.Fatalf("strict decode: %v, %+v", err, back.AgentTrace)
+	}
 	b, _ = json.Marshal(prompts.Trajectory{ID: "t2", Messages: []prompts.Message{{Role: "assistant", Content: "plain"}}})
 	if strings.Contains(string(b), "agent_trace") {
 		t.Fatalf("a trajectory without a trace has agent_trace: %s", b)

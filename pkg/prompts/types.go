@@ -100,6 +100,9 @@ type Trajectory struct {
 	Answer     string    `json:"answer,omitempty"`
 	Reference  string    `json:"reference,omitempty"`
 	Messages   []Message `json:"messages"`
+	// AgentTrace holds the summaries of what an agent CLI target did
+	// (trace.go), lifted out of its replies when the payload is written.
+	AgentTrace []string `json:"agent_trace,omitempty"`
 }
 
 // RejectedEdit summarises one ranked item of a rejected step.
