@@ -25,7 +25,7 @@ import (
 func LoadConfig(path string, sets []string) (*config.Config, error) {
 	cfg, err := config.Load(path, sets)
 	if err == nil {
-		err = backends.CheckConfig(cfg)
+		err = errors.Join(CheckEnvKeys(cfg), backends.CheckConfig(cfg))
 	}
 	var fe *config.FieldError
 	if errors.As(err, &fe) {

@@ -373,10 +373,10 @@ func TestErrors(t *testing.T) {
 		want      string
 	}{
 		{"absent.yaml", nil, "config: " + f("absent.yaml") + ": file not found"},
-		{"unknown.yaml", nil, "config: " + f("unknown.yaml") + ": train.batch_sise: unknown key"},
+		{"unknown.yaml", nil, "config: " + f("unknown.yaml") + ": train.batch_sise: unknown key (did you mean train.batch_size?)"},
 		{"unknownsec.yaml", nil, "config: " + f("unknownsec.yaml") + ": trian: unknown key"},
 		{"toplevel.yaml", nil, "config: " + f("toplevel.yaml") + ": batch_size: unknown key (did you mean train.batch_size?)"},
-		{"flatunk.yaml", nil, "config: " + f("flatunk.yaml") + ": optimizer.learningrate: unknown key"},
+		{"flatunk.yaml", nil, "config: " + f("flatunk.yaml") + ": optimizer.learningrate: unknown key (did you mean optimizer.learning_rate?)"},
 		{"int.yaml", nil, "config: " + f("int.yaml") + `: train.batch_size: wrong type: want integer, got "abc"`},
 		{"float.yaml", nil, "config: " + f("float.yaml") + `: evaluation.gate_mixed_weight: wrong type: want number, got "high"`},
 		{"bool.yaml", nil, "config: " + f("bool.yaml") + `: evaluation.use_gate: wrong type: want boolean, got "maybe"`},
@@ -419,7 +419,7 @@ func TestErrors(t *testing.T) {
 		{"aliastwice.yaml", nil, "config: " + f("aliastwice.yaml") + ": gradient.analyst_workers: given twice (also as runtime.optimizer_concurrency)"},
 		// Overrides are reported as coming from --set.
 		{"run.yaml", []string{"train.batch_size=abc"}, `config: --set: train.batch_size: wrong type: want integer, got "abc"`},
-		{"run.yaml", []string{"train.batchsize=4"}, "config: --set: train.batchsize: unknown key"},
+		{"run.yaml", []string{"train.batchsize=4"}, "config: --set: train.batchsize: unknown key (did you mean train.batch_size?)"},
 		{"run.yaml", []string{"train.batch_size"}, "config: --set: train.batch_size: want section.key=value"},
 		{"run.yaml", []string{"train..seed=1"}, "config: --set: train..seed: empty key segment"},
 		{"run.yaml", []string{"train.batch_size=0"}, "config: --set: train.batch_size: must be > 0, got 0"},
@@ -799,7 +799,7 @@ env:
 	}
 
 	for file, msg := range map[string]string{
-		"bad.yaml":  ": env.max_tool_turnz: unknown key",
+		"bad.yaml":  ": env.max_tool_turnz: unknown key (did you mean env.max_tool_turns?)",
 		"bad2.yaml": `: env.search.timeout: wrong type: want duration (like "90s") or seconds, got "later"`,
 	} {
 		c := mustLoad(t, filepath.Join(dir, file))
@@ -881,6 +881,33 @@ func TestResolvedIsSchemaOrdered(t *testing.T) {
 	for _, want := range []string{"  timeout: 10m0s\n", "  optimizer_azure_openai_endpoint: \"\"\n", "  exec_timeout: 2m0s\n", "  lr_scheduler: cosine\n"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Resolved() lacks %q", want)
+		}
+	}
+}
+
+// TestAllErrorsOfAFileAtOnce: a file with three mistakes in two sections
+// is refused with all three, one line each, not only the first.
+func TestAllErrorsOfAFileAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	skill := filepath.Join(dir, "s.md")
+	if err := os.WriteFile(skill, []byte("# s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "three.yaml")
+	if err := os.WriteFile(p, []byte("env:\n  name: sim\n  skill_init: "+skill+"\ntrain:\n  num_epochz: 2\n  batch_size: lots\ngradient:\n  minibatch_sise: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(p, nil)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), err)
+	}
+	for _, want := range []string{"train.num_epochz: unknown key (did you mean train.num_epochs?)", "train.batch_size: wrong type", "gradient.minibatch_sise: unknown key (did you mean gradient.minibatch_size?)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("errors lack %q:\n%s", want, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -151,6 +152,9 @@ func (d *decoder) decodeStruct(v reflect.Value, n *tnode, path string) error {
 	for _, f := range fieldsOf(v.Type()) {
 		byKey[f.key] = f
 	}
+	// Every bad key of the mapping is reported, not only the first: a
+	// file's mistakes are mended in one go.
+	var errs []error
 	for _, k := range n.keys {
 		kid := n.kids[k]
 		kp := joinPath(path, k)
@@ -165,15 +169,58 @@ func (d *decoder) decodeStruct(v reflect.Value, n *tnode, path string) error {
 			msg := "unknown key"
 			if path == "" && d.hint != nil {
 				msg += d.hint(k)
+			} else if h := keyHint(k, byKey); h != "" {
+				msg += " (did you mean " + joinPath(path, h) + "?)"
 			}
-			return &FieldError{File: kid.file, Field: kp, Msg: msg}
+			errs = append(errs, &FieldError{File: kid.file, Field: kp, Msg: msg})
+			continue
 		}
 		if err := d.value(v.FieldByIndex(f.index), kid, kp); err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		d.src[kp] = kid.file
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// keyHint is the one key of known closest to key in spelling (at most
+// two edits away), or "".
+func keyHint[T any](key string, known map[string]T) string {
+	best, bestD, ties := "", 3, 0
+	for k := range known {
+		switch d := editDistance(key, k); {
+		case d < bestD:
+			best, bestD, ties = k, d, 1
+		case d == bestD:
+			ties++
+		}
+	}
+	if ties != 1 {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			c := prev[j-1]
+			if a[i-1] != b[j-1] {
+				c++
+			}
+			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func (d *decoder) warnSecret(n *tnode, path string) {

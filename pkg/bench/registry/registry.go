@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -183,6 +184,7 @@ func IDFields(name string) []string {
 // configured returns a constructor that decodes a benchmark's config JSON
 // into its config type C and builds the benchmark from it.
 func configured[C any](name string, build func(C) (bench.Env, error)) func(json.RawMessage) (bench.Env, error) {
+	configTypes[name] = reflect.TypeFor[C]() // the keys it reads (keys.go)
 	return func(cfg json.RawMessage) (bench.Env, error) {
 		var c C
 		if err := bench.DecodeConfig(cfg, &c); err != nil {
