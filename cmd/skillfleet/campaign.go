@@ -107,6 +107,10 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageError{err}
 	}
+	// Every cell's config is checked before any cell starts.
+	if err := spec.ValidateCells(o.sets); err != nil {
+		return usageError{err}
+	}
 	if o.maxActive > 0 {
 		spec.MaxActiveRuns = o.maxActive
 	}

@@ -146,7 +146,7 @@ func Load(path string) (*Spec, error) {
 	dec := yaml.NewDecoder(strings.NewReader(string(b)))
 	dec.KnownFields(true)
 	if err := dec.Decode(&s); err != nil {
-		return nil, fmt.Errorf("campaign: %s: %w", path, err)
+		return nil, yamlError(path, err)
 	}
 	s.File = path
 	s.Dir = filepath.Dir(path)

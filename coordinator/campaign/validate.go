@@ -1,0 +1,52 @@
+package campaign
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/skillfleet/skillfleet/coordinator"
+)
+
+// ValidateCells loads every cell's config as its run will (the cell's
+// settings, then sets), before any cell starts: one typo in one cell's
+// config is an error at once, naming the cell, the file and the key,
+// instead of a failed cell found after the others have spent their
+// calls. Every bad cell is reported.
+func (s *Spec) ValidateCells(sets []string) error {
+	cells, err := s.Expand()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range cells {
+		_, err := coordinator.LoadConfig(s.ConfigPath(c.Config), append(append([]string(nil), c.Sets...), sets...))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("campaign %s: cell %s: %w", s.File, c.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// yamlField matches the decoder's words for a key a type does not have.
+var yamlField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type \S+$`)
+
+// yamlError rewrites a campaign file's YAML decoding error in this
+// project's words: one line per problem, "campaign: FILE: line N: ...".
+func yamlError(path string, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("campaign: %s: %s", path, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	lines := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		if m := yamlField.FindStringSubmatch(e); m != nil {
+			e = "line " + m[1] + ": unknown key " + m[2]
+		}
+		lines[i] = "campaign: " + path + ": " + e
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
