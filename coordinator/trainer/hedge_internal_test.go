@@ -3,6 +3,8 @@ package trainer
 import (
 	"testing"
 	"time"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // TestHedgeDelay: no delay before MinSamples times are seen; then the
@@ -51,6 +53,35 @@ func TestHedgeStartOf(t *testing.T) {
 	for i, wt := range want {
 		if got := w.startOf(i); !got.Equal(wt) {
 			t.Errorf("startOf(%d) = %v, want %v", i, got, wt)
+		}
+	}
+}
+
+// recordedOnly is a Dispatcher that only knows recorded results.
+type recordedOnly struct {
+	Dispatcher
+	res map[string]*pb.Result
+}
+
+func (d recordedOnly) Lookup(id string) (*pb.Result, bool) { r, ok := d.res[id]; return r, ok }
+
+// TestHedgeSubstitute: a task whose copy's result was recorded (in this
+// process or, on resume, before it) is asked for under the copy's id, so
+// its result is reused; a failed copy is not used, and other tasks keep
+// their ids.
+func TestHedgeSubstitute(t *testing.T) {
+	t.Parallel()
+	d := recordedOnly{res: map[string]*pb.Result{
+		"r/a" + hedgeSuffix: {Outcome: pb.Outcome_OUTCOME_OK},
+		"r/b" + hedgeSuffix: {Outcome: pb.Outcome_OUTCOME_MODEL_ERROR},
+	}}
+	tr := &Trainer{d: d}
+	h := newHedger(tr, DefaultHedge(), map[string]struct{}{"r/a" + hedgeSuffix: {}, "r/b" + hedgeSuffix: {}, "r/c": {}})
+	tasks := []*pb.Task{{Id: "r/a"}, {Id: "r/b"}, {Id: "r/c"}}
+	h.substitute(tasks)
+	for i, want := range []string{"r/a" + hedgeSuffix, "r/b", "r/c"} {
+		if tasks[i].GetId() != want {
+			t.Errorf("task %d asked for as %q, want %q", i, tasks[i].GetId(), want)
 		}
 	}
 }
