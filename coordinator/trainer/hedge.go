@@ -71,20 +71,16 @@ type hedger struct {
 	wins map[string]string
 	// fgTasks counts the foreground tasks tracked; extra the copies made.
 	fgTasks, extra int
-	// losers are the attempts withdrawn while they may still run, by id,
-	// with the winner's result: each is accounted when its worker reports
-	// it, or at the end of the run (settle).
-	losers map[string]loser
-}
-
-type loser struct {
-	role   string
-	task   *pb.Task
-	winner *pb.Result
+	// losers are the attempts withdrawn while they may still run, by id:
+	// each is accounted when its worker reports it. One that was never
+	// sent (withdrawn while queued) reports nothing.
+	losers map[string]time.Time
+	// longest is the longest time observed for a task.
+	longest time.Duration
 }
 
 func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger {
-	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]loser{}}
+	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]time.Time{}}
 	for id := range recorded {
 		if orig, ok := strings.CutSuffix(id, hedgeSuffix); ok {
 			h.wins[orig] = id
@@ -97,6 +93,7 @@ func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger 
 func (h *hedger) observe(k latKey, d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.longest = max(h.longest, d)
 	s := append(h.times[k], d)
 	if len(s) > hedgeHistory {
 		s = s[len(s)-hedgeHistory:]
@@ -138,20 +135,45 @@ func (h *hedger) substitute(tasks []*pb.Task) {
 	}
 }
 
-// settle accounts the withdrawn attempts no worker has reported yet as
-// billed at their winner's usage: the same request, which a provider
-// finishes and bills for a client that left (the run ends before they
-// do). A report that still comes is not counted again.
-func (h *hedger) settle() {
+// settleBound is how long after its withdrawal a losing attempt may
+// still report: the longest task time observed, within [2s, 1m].
+func (h *hedger) settleBound() time.Duration {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return min(max(h.longest, 2*time.Second), time.Minute)
+}
+
+// settle waits, before the run's accounts are written, for the reports
+// of losing attempts withdrawn recently enough to be running still (their
+// calls are billed whether or not a worker is there to take the reply);
+// an attempt that has not reported within settleBound of its withdrawal
+// was never sent and is not counted.
+func (h *hedger) settle(ctx context.Context) {
 	if h == nil {
 		return
 	}
-	h.mu.Lock()
-	ls := h.losers
-	h.losers = map[string]loser{}
-	h.mu.Unlock()
-	for id, l := range ls {
-		h.t.accountHedged(l.role, l.task, &pb.Result{TaskId: id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Usage: l.winner.GetUsage()})
+	bound := h.settleBound()
+	for {
+		h.mu.Lock()
+		now := h.t.now()
+		var wait time.Duration
+		for id, at := range h.losers {
+			if left := at.Add(bound).Sub(now); left > 0 {
+				wait = max(wait, left)
+			} else {
+				delete(h.losers, id)
+			}
+		}
+		n := len(h.losers)
+		h.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(wait, 50*time.Millisecond)):
+		}
 	}
 }
 
@@ -477,9 +499,9 @@ func (f *hedgedFuture) Wait(ctx context.Context) (*pb.Result, error) {
 // resolved (the copy is then cancelled at once).
 func (f *hedgedFuture) addCopy(cp *pb.Task, fut Future) {
 	f.mu.Lock()
-	if res := f.res; res != nil {
+	if f.res != nil {
 		f.mu.Unlock()
-		f.withdraw(cp.GetId(), res)
+		f.withdraw(cp.GetId())
 		f.settleLoser(fut)
 		return
 	}
@@ -566,19 +588,17 @@ func (f *hedgedFuture) finish(res *pb.Result, loserID string, loser Future) {
 	if loserID == "" || loser == nil {
 		return
 	}
-	f.withdraw(loserID, res)
+	f.withdraw(loserID)
 	f.settleLoser(loser)
 }
 
 // withdraw cancels the losing attempt; until it is accounted it counts
 // as possibly running.
-func (f *hedgedFuture) withdraw(id string, winner *pb.Result) {
+func (f *hedgedFuture) withdraw(id string) {
 	h := f.w.h
-	if isOK(winner) {
-		h.mu.Lock()
-		h.losers[id] = loser{role: f.w.role, task: f.e.task, winner: winner}
-		h.mu.Unlock()
-	}
+	h.mu.Lock()
+	h.losers[id] = h.t.now()
+	h.mu.Unlock()
 	h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), id)
 }
 

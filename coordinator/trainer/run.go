@@ -99,7 +99,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	}
 	sum.Accepts, sum.Rejects, sum.Skips = counts["accept"], counts["reject"], counts["skip"]
 	sum.WallTime = t.now().Sub(start).Seconds()
-	t.hedge.settle()
+	t.hedge.settle(ctx)
 	sum.Tokens = t.acct.Total()
 	t.rd.WriteJSON("summary.json", sum)
 	t.rd.WriteJSON("tokens.json", t.acct.Report())
