@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
@@ -478,7 +477,7 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 			}
 		},
 		Logger: log, NC: nc, RunDir: r.dir, RunID: r.id, Endpoint: cfg.Endpoint, GRPCListener: ln, NoSync: cfg.NoSync,
-		GRPCServerOptions: append(append([]grpc.ServerOption(nil), cfg.GRPCServerOptions...), grpcServerTracing(r.tel)...),
+		GRPCServerOptions: append(append([]grpc.ServerOption(nil), cfg.GRPCServerOptions...), r.tel.GRPCServerOptions()...),
 		Consumer:          queue.ConsumerOptions{MaxDeliver: runtime.MaxDeliveries, AckWait: ackWait},
 		Cache:             r.cache, Advertise: cfg.Advertise, Weight: cfg.Weight, Replicas: replicas,
 	}
@@ -491,6 +490,11 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 			_ = ln.Close()
 		}
 		return err
+	}
+	if r.tel != nil && cfg.Endpoint == nil {
+		// The run's own endpoint traces the recording of its results (a
+		// shared endpoint is traced by whoever made it).
+		hub.RPC.SetTracerProvider(r.tel.TracerProvider)
 	}
 	hubCtx, hubStop := context.WithCancel(context.WithoutCancel(ctx))
 	hubDone := make(chan error, 1)
@@ -633,14 +637,4 @@ func (r *Run) watch(ctx context.Context) (context.Context, context.CancelCauseFu
 		}
 	}()
 	return ctx, cancel
-}
-
-// grpcServerTracing traces the coordinator's side of the workers' calls
-// (a result report joins the trace of the task it answers).
-func grpcServerTracing(tel *telemetry.Telemetry) []grpc.ServerOption {
-	if tel == nil {
-		return nil
-	}
-	return []grpc.ServerOption{grpc.StatsHandler(otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
 }

@@ -78,6 +78,9 @@ type coordConn struct {
 	inUse      int
 	lastUsed   time.Time
 	registered bool
+	// takesSpend: the coordinator said at registration that it accounts
+	// spend-only reports (Result.spend_only).
+	takesSpend bool
 }
 
 func newCoordinators(cfg CoordinatorsConfig, id string, conc int, log *slog.Logger) *coordinators {
@@ -176,12 +179,14 @@ func (c *coordinators) ensureRegistered(ctx context.Context, cn *coordConn) {
 	host, _ := os.Hostname()
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	if _, err := cn.client.Register(rctx, &pb.RegisterRequest{WorkerId: c.id, Hostname: host, Concurrency: int32(c.conc)}); err != nil {
+	resp, err := cn.client.Register(rctx, &pb.RegisterRequest{WorkerId: c.id, Hostname: host, Concurrency: int32(c.conc)})
+	if err != nil {
 		c.log.Debug("register with coordinator", "coordinator", cn.addr, "err", err)
 		return
 	}
 	c.mu.Lock()
 	cn.registered = true
+	cn.takesSpend = resp.GetTakesSpendReports()
 	c.mu.Unlock()
 }
 
@@ -247,4 +252,11 @@ func (c *coordinators) close() {
 		cn.rep.close()
 		_ = cn.cc.Close()
 	}
+}
+
+// takesSpend reports whether cn's coordinator accounts spend-only reports.
+func (c *coordinators) takesSpend(cn *coordConn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return cn.takesSpend
 }

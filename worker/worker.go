@@ -660,6 +660,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	switch {
 	case errors.Is(cause, errShutdown):
 		outcome = "returned"
+		w.reportSpend(ctx, t, cn, res, log)
 		close(hbDone)
 		log.Info("task cut off by shutdown, returned to queue")
 		_ = msg.NakWithDelay(0)
@@ -680,6 +681,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		return
 	}
 	if retryable(res.GetOutcome()) && !w.lastDelivery(meta, delivered) {
+		// The attempt's calls were made and billed, whatever the next
+		// attempt brings: the coordinator accounts them now.
+		w.reportSpend(ctx, t, cn, res, log)
 		close(hbDone)
 		delay := backoff(delivered)
 		log.Warn("task failed, returned for redelivery", "outcome", res.GetOutcome().String(), "err", res.GetError(), "retry_in", delay.String())
@@ -711,10 +715,57 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	w.completed.Add(1)
 }
 
+// reportSpend tells the coordinator what an attempt that goes back on the
+// queue spent (its usage, failure causes included), so that the run's
+// accounts equal what the provider billed. It is best effort: a
+// coordinator that does not take spend reports (an older build) would read
+// the report as the task's result, so it gets none.
+func (w *Worker) reportSpend(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.Result, log *slog.Logger) {
+	u := res.GetUsage()
+	if u.GetCalls() == 0 && u.GetInputTokens() == 0 && u.GetOutputTokens() == 0 {
+		return
+	}
+	if !w.coords.takesSpend(cn) {
+		log.Debug("coordinator takes no spend reports; the requeued attempt's usage is not accounted")
+		return
+	}
+	spend := &pb.Result{TaskId: res.GetTaskId(), WorkerId: res.GetWorkerId(), Outcome: res.GetOutcome(), Error: res.GetError(),
+		Usage: u, DurationMs: res.GetDurationMs(), Attempt: res.GetAttempt(), WireVersion: res.GetWireVersion(), SpendOnly: true}
+	// A task cut off by shutdown has its context cancelled already; the
+	// report gets a short while of its own.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.cfg.ReportTimeout, 10*time.Second))
+	defer cancel()
+	ack, err := w.report(rctx, t, cn, spend)
+	switch {
+	case err != nil:
+		log.Warn("usage of a requeued attempt not reported", "err", err)
+	case ack.GetStatus() != pb.ReportAck_STATUS_RECORDED:
+		log.Warn("usage of a requeued attempt not taken", "status", ack.GetStatus().String(), "err", ack.GetError())
+	}
+}
+
 // report hands a result to its run's coordinator, following the run to a
 // new address if its coordinator restarted elsewhere, for up to
 // ReportTimeout.
-func (w *Worker) report(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.Result) (*pb.ReportAck, error) {
+func (w *Worker) report(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.Result) (ack *pb.ReportAck, err error) {
+	if w.deps.Tracer != nil {
+		// The report's span, in the task's trace; the result carries its
+		// context so that the coordinator's recording joins the trace.
+		var span trace.Span
+		ctx, span = w.deps.Tracer.Start(ctx, telemetry.SpanReport, trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.Bool("skillfleet.spend_only", res.GetSpendOnly())))
+		defer func() {
+			if err != nil {
+				span.SetAttributes(telemetry.KeyErrorType.String(telemetry.ErrorType(err)))
+			} else {
+				span.SetAttributes(attribute.String("skillfleet.ack", strings.ToLower(strings.TrimPrefix(ack.GetStatus().String(), "STATUS_"))))
+			}
+			span.End()
+		}()
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		res.TraceContext = carrier
+	}
 	deadline := time.Now().Add(w.cfg.ReportTimeout)
 	for {
 		attempt := time.Now().Add(5 * time.Second)

@@ -139,3 +139,36 @@ func TestEveryBilledCallIsAccountedTwoWorkerProcesses(t *testing.T) {
 	}
 	checkBill(t, dir, url)
 }
+
+// TestBillUnderMalformedRepliesAndServerErrors: against a model server
+// that answers 10% of requests with a 500 and 20% of optimizer requests
+// with text that is not JSON, for three fault seeds, tokens.json counts
+// exactly the calls and tokens the server billed, and every extra attempt
+// under its cause: each 500 as server_5xx, each malformed reply as
+// invalid_reply (the worker puts such a task back on the queue and reports
+// what the attempt spent).
+func TestBillUnderMalformedRepliesAndServerErrors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the demo three times")
+	}
+	for _, seed := range []string{"1", "2", "3"} {
+		t.Run("seed"+seed, func(t *testing.T) {
+			url := simServer(t, "--latency", "50ms", "--fault-500", "0.1", "--fault-malformed", "0.2", "--fault-seed", seed)
+			dir := filepath.Join(t.TempDir(), "run")
+			runDemoAgainst(t, dir, url)
+			st := settledBill(t, url)
+			tok := tokenTotals(t, dir)
+			t.Logf("seed %s: sim-llm faults %v; tokens.json causes %+v", seed, st.Faults, tok.Causes)
+			if st.Faults["malformed"] == 0 || st.Faults["server_error"] == 0 {
+				t.Fatalf("faults %v: too few injected to show anything", st.Faults)
+			}
+			if tok.Causes.InvalidReply != st.Faults["malformed"] {
+				t.Errorf("tokens.json counts %d invalid_reply attempts, the sim-llm sent %d malformed replies", tok.Causes.InvalidReply, st.Faults["malformed"])
+			}
+			if tok.Causes.Server5xx != st.Faults["server_error"] {
+				t.Errorf("tokens.json counts %d server_5xx attempts, the sim-llm answered %d 500s", tok.Causes.Server5xx, st.Faults["server_error"])
+			}
+			checkBill(t, dir, url)
+		})
+	}
+}

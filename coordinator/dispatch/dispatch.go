@@ -746,6 +746,22 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 	}
 }
 
+// RecordSpend hands the spend of a task attempt that its worker put back
+// on the queue (a spend-only report) to the function OnDuplicateSpend
+// installed: its calls were billed whatever the next attempt brings.
+func (d *Dispatcher) RecordSpend(res *pb.Result) {
+	id := res.GetTaskId()
+	if id == "" || (d.o.RunPrefix != "" && !strings.HasPrefix(id, d.o.RunPrefix)) {
+		return
+	}
+	d.mu.Lock()
+	spent, stage := d.spent, d.stages[id]
+	d.mu.Unlock()
+	if spent != nil {
+		spent(res, stage)
+	}
+}
+
 // OnDuplicateSpend installs fn to see every duplicate result that made
 // model calls, with the stage of the task it answers ("" when this
 // process never submitted it).

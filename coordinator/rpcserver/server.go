@@ -15,9 +15,13 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -27,6 +31,12 @@ var ErrSkillNotFound = errors.New("skill not found")
 // Recorder records results; done gets the status to acknowledge with.
 type Recorder interface {
 	Record(res *pb.Result, done func(pb.ReportAck_Status, error))
+}
+
+// SpendRecorder is a [Recorder] that also accounts spend-only reports:
+// what a task attempt the worker put back on the queue spent.
+type SpendRecorder interface {
+	RecordSpend(res *pb.Result)
 }
 
 // SkillSource returns a skill text by content hash.
@@ -59,6 +69,10 @@ type Server struct {
 	// runs are the runs served, by run id ("" takes every task id no
 	// other run claims).
 	runs map[string]*run
+
+	// tp traces the recording of results that carry a trace context (nil:
+	// not traced).
+	tp trace.TracerProvider
 
 	// draining closes when the server stops taking results (see Drain).
 	draining  chan struct{}
@@ -121,6 +135,16 @@ func (s *Server) Serve(runID string, rec Recorder, skills SkillSource) (withdraw
 	}
 }
 
+// SetTracerProvider makes the server trace the recording of each result
+// whose report carries a trace context: a span in the trace of the task
+// the result answers, named for its run, whichever run of the process's
+// shared endpoint that is.
+func (s *Server) SetTracerProvider(tp trace.TracerProvider) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tp = tp
+}
+
 // Runs is the number of runs served.
 func (s *Server) Runs() int {
 	s.mu.Lock()
@@ -151,17 +175,61 @@ func (s *Server) record(res *pb.Result, done func(pb.ReportAck_Status, error)) {
 	if r != nil {
 		r.recording.Add(1)
 	}
+	tp := s.tp
 	s.mu.Unlock()
+	if tp != nil && len(res.GetTraceContext()) > 0 {
+		done = traceRecord(tp, r, res, done)
+	}
+	// The context belongs to this report, not to the result the run keeps.
+	res.TraceContext = nil
 	if r == nil {
 		// No run here claims the task: another process's, or one that
 		// ended. The worker finds the run's coordinator again.
 		done(pb.ReportAck_STATUS_UNKNOWN, nil)
 		return
 	}
+	if res.GetSpendOnly() {
+		// An attempt's spend, not the task's result: accounted, never
+		// recorded.
+		sr, ok := r.rec.(SpendRecorder)
+		if ok {
+			sr.RecordSpend(res)
+		}
+		r.recording.Done()
+		if !ok {
+			done(pb.ReportAck_STATUS_UNKNOWN, nil)
+			return
+		}
+		done(pb.ReportAck_STATUS_RECORDED, nil)
+		return
+	}
 	r.rec.Record(res, func(st pb.ReportAck_Status, err error) {
 		done(st, err)
 		r.recording.Done()
 	})
+}
+
+// traceRecord starts the span of a result's recording, a child of the
+// worker's report span, and returns done wrapped to end it with the
+// status sent back.
+func traceRecord(tp trace.TracerProvider, r *run, res *pb.Result, done func(pb.ReportAck_Status, error)) func(pb.ReportAck_Status, error) {
+	ctx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier(res.GetTraceContext()))
+	attrs := []attribute.KeyValue{telemetry.KeyTaskID.String(res.GetTaskId()), telemetry.KeyOutcome.String(outcomeName(res.GetOutcome())),
+		attribute.Bool("skillfleet.spend_only", res.GetSpendOnly())}
+	if r != nil {
+		attrs = append(attrs, telemetry.KeyRun.String(r.id))
+	}
+	_, span := tp.Tracer(telemetry.ScopeName).Start(ctx, telemetry.SpanRecord, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	return func(st pb.ReportAck_Status, err error) {
+		span.SetAttributes(attribute.String("skillfleet.ack", strings.ToLower(strings.TrimPrefix(st.String(), "STATUS_"))))
+		span.End()
+		done(st, err)
+	}
+}
+
+// outcomeName is a task outcome as a span attribute value.
+func outcomeName(o pb.Outcome) string {
+	return strings.ToLower(strings.TrimPrefix(o.String(), "OUTCOME_"))
 }
 
 // Register records a worker.
@@ -176,7 +244,7 @@ func (s *Server) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 	n := len(s.workers)
 	s.mu.Unlock()
 	s.log.InfoContext(ctx, "worker registered", "worker_id", req.GetWorkerId(), "host", req.GetHostname(), "concurrency", req.GetConcurrency(), "workers", n)
-	return &pb.RegisterResponse{CoordinatorId: s.id, HeartbeatIntervalMs: s.beat.Milliseconds()}, nil
+	return &pb.RegisterResponse{CoordinatorId: s.id, HeartbeatIntervalMs: s.beat.Milliseconds(), TakesSpendReports: true}, nil
 }
 
 // Heartbeat refreshes a worker's liveness.
@@ -209,19 +277,23 @@ func (s *Server) Workers(maxAge time.Duration) []WorkerInfo {
 
 // GetSkill returns a skill text by hash from any run served (a hash names
 // one text, whichever run holds it).
-func (s *Server) GetSkill(_ context.Context, req *pb.GetSkillRequest) (*pb.GetSkillResponse, error) {
+func (s *Server) GetSkill(ctx context.Context, req *pb.GetSkillRequest) (*pb.GetSkillResponse, error) {
 	s.mu.Lock()
-	sources := make([]SkillSource, 0, len(s.runs))
+	sources := make([]*run, 0, len(s.runs))
 	for _, r := range s.runs {
 		if r.skills != nil {
-			sources = append(sources, r.skills)
+			sources = append(sources, r)
 		}
 	}
 	s.mu.Unlock()
 	err := error(fmt.Errorf("%w: %s", ErrSkillNotFound, req.GetHash()))
-	for _, src := range sources {
-		text, serr := src.Skill(req.GetHash())
+	for _, r := range sources {
+		text, serr := r.skills.Skill(req.GetHash())
 		if serr == nil {
+			// The call's span (when traced) names the run that served it.
+			if r.id != "" {
+				trace.SpanFromContext(ctx).SetAttributes(telemetry.KeyRun.String(r.id))
+			}
 			return &pb.GetSkillResponse{Hash: req.GetHash(), Text: text}, nil
 		}
 		if !errors.Is(serr, ErrSkillNotFound) {

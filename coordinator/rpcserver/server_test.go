@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -204,5 +207,122 @@ func TestReportEndsWhenItsStreamDoes(t *testing.T) {
 			t.Fatalf("round %d: the server's stop still waits for a Report handler whose stream was cut", i)
 		}
 		_ = conn.Close()
+	}
+}
+
+// spendOf records results and spend reports apart.
+type spendOf struct {
+	recorderOf
+	spent []string
+}
+
+func (r *spendOf) RecordSpend(res *pb.Result) { r.spent = append(r.spent, res.GetTaskId()) }
+
+// TestSpendReportsAreAccountedNotRecorded: registration says the server
+// takes spend reports; a spend-only report reaches its run's RecordSpend,
+// never Record, and a run whose recorder accounts no spend answers it
+// UNKNOWN.
+func TestSpendReportsAreAccountedNotRecorded(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New("proc", nil, nil, nil, 0)
+	a, b := &spendOf{}, &recorderOf{}
+	s.Serve("run-a", a, nil)
+	s.Serve("run-b", b, nil)
+	g := grpc.NewServer(grpc.WaitForHandlers(true))
+	pb.RegisterCoordinatorServer(g, s)
+	go func() { _ = g.Serve(lis) }()
+	defer g.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := pb.NewCoordinatorClient(conn)
+	reg, err := c.Register(ctx, &pb.RegisterRequest{WorkerId: "w"})
+	if err != nil || !reg.GetTakesSpendReports() {
+		t.Fatalf("Register = %v, %v; want takes_spend_reports", reg, err)
+	}
+	st, err := c.Report(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := func(res *pb.Result) pb.ReportAck_Status {
+		t.Helper()
+		if err := st.Send(res); err != nil {
+			t.Fatal(err)
+		}
+		ack, err := st.Recv()
+		if err != nil || ack.GetTaskId() != res.GetTaskId() {
+			t.Fatalf("ack of %s = %v, %v", res.GetTaskId(), ack, err)
+		}
+		return ack.GetStatus()
+	}
+	if got := report(&pb.Result{TaskId: "run-a/reflect/1", SpendOnly: true, Outcome: pb.Outcome_OUTCOME_INVALID_REPLY}); got != pb.ReportAck_STATUS_RECORDED {
+		t.Errorf("spend report to run-a: %v, want RECORDED", got)
+	}
+	if got := report(&pb.Result{TaskId: "run-a/reflect/1"}); got != pb.ReportAck_STATUS_RECORDED {
+		t.Errorf("result to run-a: %v, want RECORDED", got)
+	}
+	if got := report(&pb.Result{TaskId: "run-b/reflect/1", SpendOnly: true}); got != pb.ReportAck_STATUS_UNKNOWN {
+		t.Errorf("spend report to a run that accounts none: %v, want UNKNOWN", got)
+	}
+	if len(a.spent) != 1 || len(a.ids) != 1 || len(b.ids) != 0 {
+		t.Fatalf("run-a accounted %v and recorded %v; run-b recorded %v", a.spent, a.ids, b.ids)
+	}
+}
+
+// keepAll keeps the results it records.
+type keepAll struct{ got []*pb.Result }
+
+func (k *keepAll) Record(res *pb.Result, done func(pb.ReportAck_Status, error)) {
+	k.got = append(k.got, res)
+	done(pb.ReportAck_STATUS_RECORDED, nil)
+}
+
+// TestRecordingJoinsTheTasksTrace: a result whose report carries a trace
+// context is recorded under a span in that trace, named for its run; the
+// result the run keeps carries no trace context.
+func TestRecordingJoinsTheTasksTrace(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	s := New("proc", nil, nil, nil, 0)
+	s.SetTracerProvider(tp)
+	k := &keepAll{}
+	s.Serve("cell-a", k, nil)
+	parent, span := tp.Tracer("test").Start(context.Background(), "skillfleet.report")
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(parent, carrier)
+	span.End()
+	var st pb.ReportAck_Status
+	s.record(&pb.Result{TaskId: "cell-a/rollout/1", TraceContext: carrier}, func(a pb.ReportAck_Status, _ error) { st = a })
+	s.record(&pb.Result{TaskId: "cell-a/rollout/2"}, func(pb.ReportAck_Status, error) {})
+	if st != pb.ReportAck_STATUS_RECORDED || len(k.got) != 2 || len(k.got[0].GetTraceContext()) != 0 {
+		t.Fatalf("status %v, kept %v", st, k.got)
+	}
+	var rec []sdktrace.ReadOnlySpan
+	for _, sp := range exp.GetSpans().Snapshots() {
+		if sp.Name() == "skillfleet.record" {
+			rec = append(rec, sp)
+		}
+	}
+	if len(rec) != 1 {
+		t.Fatalf("%d record spans, want 1 (a result without trace context gets none)", len(rec))
+	}
+	r := rec[0]
+	if r.Parent().SpanID() != span.SpanContext().SpanID() || r.SpanContext().TraceID() != span.SpanContext().TraceID() {
+		t.Errorf("record span's parent %v, want the report span %v", r.Parent(), span.SpanContext())
+	}
+	attrs := map[string]string{}
+	for _, kv := range r.Attributes() {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["skillfleet.run"] != "cell-a" || attrs["skillfleet.task_id"] != "cell-a/rollout/1" || attrs["skillfleet.ack"] != "recorded" {
+		t.Errorf("record span attributes %v", attrs)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
@@ -66,16 +65,6 @@ func traced(tel *telemetry.Telemetry, d worker.Deps) worker.Deps {
 	return d
 }
 
-// dialTracing traces a worker's calls to the coordinator (result reports
-// join the trace of the task they answer).
-func dialTracing(tel *telemetry.Telemetry) []grpc.DialOption {
-	if tel == nil {
-		return nil
-	}
-	return []grpc.DialOption{grpc.WithStatsHandler(otelgrpc.NewClientHandler(
-		otelgrpc.WithTracerProvider(tel.TracerProvider), otelgrpc.WithMeterProvider(tel.MeterProvider), otelgrpc.WithPropagators(tel.Propagator)))}
-}
-
 // StartLocal runs w.N workers in this process over the same NATS and gRPC
 // path remote workers use: the in-process workers of a run or a campaign.
 // They serve every run on the NATS server, and report to w.Coordinator
@@ -96,7 +85,7 @@ func StartLocal(ctx context.Context, log *slog.Logger, w coordinator.WorkerSpec)
 	// endpoint, model) hold for the whole process.
 	limiter := backends.NewLimiter(nil, nil)
 	dial := func(addr string) (*grpc.ClientConn, error) {
-		return worker.Dial(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, dialTracing(w.Telemetry)...)...)
+		return worker.Dial(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, w.Telemetry.GRPCDialOptions()...)...)
 	}
 	for i := range w.N {
 		nc, err := w.Connect("skillfleet-worker")

@@ -108,7 +108,7 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 	if p.Worker.OptimizerConcurrency == 0 {
 		delete(consumers, queue.ClassOptimizer)
 	}
-	dialOpts := append(append([]grpc.DialOption(nil), p.DialOptions...), dialTracing(p.Telemetry)...)
+	dialOpts := append(append([]grpc.DialOption(nil), p.DialOptions...), p.Telemetry.GRPCDialOptions()...)
 	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
 	w := worker.New(p.Worker, traced(p.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: executor(log, p.Telemetry, limiter),
 		Limits: limiterStatus(limiter), Coordinators: worker.CoordinatorsConfig{Override: p.Coordinator, Runs: runs, Dial: dial}}))

@@ -57,16 +57,23 @@ func AttrsFrom(ctx context.Context) Attrs {
 }
 
 // KeyValues returns the set fields as span attributes. skillfleet.step is
-// present whenever a run or stage is (step 0 is the baseline).
+// present whenever a run or stage is (step 0 is the baseline), and never
+// negative: the trainer numbers the tasks of an epoch-level wave (the
+// pair waves between epochs) with step −epoch, which is the epoch, not a
+// step.
 func (a Attrs) KeyValues() []attribute.KeyValue {
 	var kv []attribute.KeyValue
 	if a.Run != "" {
 		kv = append(kv, KeyRun.String(a.Run))
 	}
-	if a.Epoch != 0 {
-		kv = append(kv, KeyEpoch.Int(a.Epoch))
+	epoch := a.Epoch
+	if a.Step < 0 && epoch == 0 {
+		epoch = -a.Step
 	}
-	if a.Step != 0 || a.Run != "" || a.Stage != "" {
+	if epoch != 0 {
+		kv = append(kv, KeyEpoch.Int(epoch))
+	}
+	if a.Step > 0 || (a.Step == 0 && (a.Run != "" || a.Stage != "")) {
 		kv = append(kv, KeyStep.Int(a.Step))
 	}
 	if a.Stage != "" {

@@ -967,6 +967,16 @@ type Result struct {
 	// The wire version of the worker that produced the result (zero: a
 	// build before this field, version 1).
 	WireVersion uint32 `protobuf:"varint,9,opt,name=wire_version,json=wireVersion,proto3" json:"wire_version,omitempty"`
+	// Set when the worker puts the task back on the queue after this
+	// attempt: the result carries only what the attempt spent (usage, with
+	// the cause of its failure), for the coordinator to account; it is not
+	// the task's result and records nothing. A worker sends it only to a
+	// coordinator whose RegisterResponse says it takes spend reports.
+	SpendOnly bool `protobuf:"varint,12,opt,name=spend_only,json=spendOnly,proto3" json:"spend_only,omitempty"`
+	// The W3C trace context of the worker's report of this result (a child
+	// of the task's span), so that the coordinator's recording of it joins
+	// the task's trace.
+	TraceContext map[string]string `protobuf:"bytes,13,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Result_Rollout
@@ -1067,6 +1077,20 @@ func (x *Result) GetWireVersion() uint32 {
 		return x.WireVersion
 	}
 	return 0
+}
+
+func (x *Result) GetSpendOnly() bool {
+	if x != nil {
+		return x.SpendOnly
+	}
+	return false
+}
+
+func (x *Result) GetTraceContext() map[string]string {
+	if x != nil {
+		return x.TraceContext
+	}
+	return nil
 }
 
 func (x *Result) GetBody() isResult_Body {
@@ -1414,8 +1438,11 @@ type RegisterResponse struct {
 	state               protoimpl.MessageState `protogen:"open.v1"`
 	CoordinatorId       string                 `protobuf:"bytes,1,opt,name=coordinator_id,json=coordinatorId,proto3" json:"coordinator_id,omitempty"`
 	HeartbeatIntervalMs int64                  `protobuf:"varint,2,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// The coordinator accounts Result.spend_only reports (an older one
+	// would take such a report for the task's result).
+	TakesSpendReports bool `protobuf:"varint,3,opt,name=takes_spend_reports,json=takesSpendReports,proto3" json:"takes_spend_reports,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterResponse) Reset() {
@@ -1460,6 +1487,13 @@ func (x *RegisterResponse) GetHeartbeatIntervalMs() int64 {
 		return x.HeartbeatIntervalMs
 	}
 	return 0
+}
+
+func (x *RegisterResponse) GetTakesSpendReports() bool {
+	if x != nil {
+		return x.TakesSpendReports
+	}
+	return false
 }
 
 type HeartbeatRequest struct {
@@ -1895,7 +1929,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12extra_skill_hashes\x18\a \x03(\tR\x10extraSkillHashes\"?\n" +
 	"\bNoopTask\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x19\n" +
-	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xaa\x03\n" +
+	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xd8\x04\n" +
 	"\x06Result\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x120\n" +
@@ -1906,10 +1940,16 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"durationMs\x12\x18\n" +
 	"\aattempt\x18\a \x01(\x05R\aattempt\x12\x16\n" +
 	"\x06cached\x18\b \x01(\bR\x06cached\x12!\n" +
-	"\fwire_version\x18\t \x01(\rR\vwireVersion\x128\n" +
+	"\fwire_version\x18\t \x01(\rR\vwireVersion\x12\x1d\n" +
+	"\n" +
+	"spend_only\x18\f \x01(\bR\tspendOnly\x12L\n" +
+	"\rtrace_context\x18\r \x03(\v2'.skillfleet.v1.Result.TraceContextEntryR\ftraceContext\x128\n" +
 	"\arollout\x18\n" +
 	" \x01(\v2\x1c.skillfleet.v1.RolloutResultH\x00R\arollout\x12>\n" +
-	"\toptimizer\x18\v \x01(\v2\x1e.skillfleet.v1.OptimizerResultH\x00R\toptimizerB\x06\n" +
+	"\toptimizer\x18\v \x01(\v2\x1e.skillfleet.v1.OptimizerResultH\x00R\toptimizer\x1a?\n" +
+	"\x11TraceContextEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\x06\n" +
 	"\x04body\"\x8a\x02\n" +
 	"\rRolloutResult\x12\x17\n" +
 	"\aitem_id\x18\x01 \x01(\tR\x06itemId\x12\x12\n" +
@@ -1942,10 +1982,11 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1a\n" +
 	"\bhostname\x18\x02 \x01(\tR\bhostname\x12 \n" +
 	"\vconcurrency\x18\x03 \x01(\x05R\vconcurrency\x12\x18\n" +
-	"\aversion\x18\x04 \x01(\tR\aversion\"m\n" +
+	"\aversion\x18\x04 \x01(\tR\aversion\"\x9d\x01\n" +
 	"\x10RegisterResponse\x12%\n" +
 	"\x0ecoordinator_id\x18\x01 \x01(\tR\rcoordinatorId\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\"\x9e\x01\n" +
+	"\x15heartbeat_interval_ms\x18\x02 \x01(\x03R\x13heartbeatIntervalMs\x12.\n" +
+	"\x13takes_spend_reports\x18\x03 \x01(\bR\x11takesSpendReports\"\x9e\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1b\n" +
 	"\tin_flight\x18\x02 \x01(\x05R\binFlight\x12\x1c\n" +
@@ -2003,7 +2044,7 @@ func file_skillfleet_v1_skillfleet_proto_rawDescGZIP() []byte {
 }
 
 var file_skillfleet_v1_skillfleet_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_skillfleet_v1_skillfleet_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(Outcome)(0),              // 0: skillfleet.v1.Outcome
 	(ReportAck_Status)(0),     // 1: skillfleet.v1.ReportAck.Status
@@ -2026,6 +2067,7 @@ var file_skillfleet_v1_skillfleet_proto_goTypes = []any{
 	(*GetSkillResponse)(nil),  // 18: skillfleet.v1.GetSkillResponse
 	nil,                       // 19: skillfleet.v1.ModelSpec.OptionsEntry
 	nil,                       // 20: skillfleet.v1.Usage.FailedCausesEntry
+	nil,                       // 21: skillfleet.v1.Result.TraceContextEntry
 }
 var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	19, // 0: skillfleet.v1.ModelSpec.options:type_name -> skillfleet.v1.ModelSpec.OptionsEntry
@@ -2044,23 +2086,24 @@ var file_skillfleet_v1_skillfleet_proto_depIdxs = []int32{
 	2,  // 13: skillfleet.v1.OptimizerTask.model:type_name -> skillfleet.v1.ModelSpec
 	0,  // 14: skillfleet.v1.Result.outcome:type_name -> skillfleet.v1.Outcome
 	3,  // 15: skillfleet.v1.Result.usage:type_name -> skillfleet.v1.Usage
-	9,  // 16: skillfleet.v1.Result.rollout:type_name -> skillfleet.v1.RolloutResult
-	10, // 17: skillfleet.v1.Result.optimizer:type_name -> skillfleet.v1.OptimizerResult
-	1,  // 18: skillfleet.v1.ReportAck.status:type_name -> skillfleet.v1.ReportAck.Status
-	15, // 19: skillfleet.v1.HeartbeatRequest.limits:type_name -> skillfleet.v1.LimitStatus
-	12, // 20: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
-	14, // 21: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
-	8,  // 22: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
-	17, // 23: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
-	13, // 24: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
-	16, // 25: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
-	11, // 26: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
-	18, // 27: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
-	24, // [24:28] is the sub-list for method output_type
-	20, // [20:24] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	21, // 16: skillfleet.v1.Result.trace_context:type_name -> skillfleet.v1.Result.TraceContextEntry
+	9,  // 17: skillfleet.v1.Result.rollout:type_name -> skillfleet.v1.RolloutResult
+	10, // 18: skillfleet.v1.Result.optimizer:type_name -> skillfleet.v1.OptimizerResult
+	1,  // 19: skillfleet.v1.ReportAck.status:type_name -> skillfleet.v1.ReportAck.Status
+	15, // 20: skillfleet.v1.HeartbeatRequest.limits:type_name -> skillfleet.v1.LimitStatus
+	12, // 21: skillfleet.v1.Coordinator.Register:input_type -> skillfleet.v1.RegisterRequest
+	14, // 22: skillfleet.v1.Coordinator.Heartbeat:input_type -> skillfleet.v1.HeartbeatRequest
+	8,  // 23: skillfleet.v1.Coordinator.Report:input_type -> skillfleet.v1.Result
+	17, // 24: skillfleet.v1.Coordinator.GetSkill:input_type -> skillfleet.v1.GetSkillRequest
+	13, // 25: skillfleet.v1.Coordinator.Register:output_type -> skillfleet.v1.RegisterResponse
+	16, // 26: skillfleet.v1.Coordinator.Heartbeat:output_type -> skillfleet.v1.HeartbeatResponse
+	11, // 27: skillfleet.v1.Coordinator.Report:output_type -> skillfleet.v1.ReportAck
+	18, // 28: skillfleet.v1.Coordinator.GetSkill:output_type -> skillfleet.v1.GetSkillResponse
+	25, // [25:29] is the sub-list for method output_type
+	21, // [21:25] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_skillfleet_v1_skillfleet_proto_init() }
@@ -2091,7 +2134,7 @@ func file_skillfleet_v1_skillfleet_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_skillfleet_v1_skillfleet_proto_rawDesc), len(file_skillfleet_v1_skillfleet_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
