@@ -545,6 +545,11 @@ func (r *Run) startTrainer(ctx context.Context, cfg Config, deps Deps, prices *p
 		return err
 	}
 	r.tr = tr
+	if r.tel != nil {
+		// An evaluation is traced like a training run (a campaign's
+		// no-skill measurement is part of its cell's trace).
+		tr.SetTelemetry(r.tel.Tracer, r.tel.Meters)
+	}
 	if cfg.Eval != nil {
 		return nil
 	}
@@ -565,9 +570,6 @@ func (r *Run) startTrainer(ctx context.Context, cfg Config, deps Deps, prices *p
 	tr.SetStopCheck(check)
 	if fence != nil {
 		tr.SetFence(fence)
-	}
-	if r.tel != nil {
-		tr.SetTelemetry(r.tel.Tracer, r.tel.Meters)
 	}
 	return nil
 }

@@ -700,6 +700,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	}
 	switch ack.GetStatus() {
 	case pb.ReportAck_STATUS_RETRY:
+		// Not recorded: the task runs again, and this attempt's calls
+		// were billed all the same.
+		w.reportSpend(ctx, t, cn, res, log)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	case pb.ReportAck_STATUS_UNKNOWN:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
@@ -18,6 +19,7 @@ import (
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // exitCampaignFailed + N is the exit status of a campaign in which N cells
@@ -52,6 +54,8 @@ type campaignOpts struct {
 	cells    string
 	replicas int
 	stay     bool
+	// metricsAddr serves the campaign process's Prometheus metrics.
+	metricsAddr string
 }
 
 func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -83,6 +87,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&o.sticky, "sticky", false, "with --member: a gone member's cells wait for it to come back (each member's run dirs on its own volume) instead of resuming elsewhere (run dirs on a shared volume)")
 	fs.StringVar(&o.cells, "cells", "", "with --member: serve only the cells whose names match one of these comma-separated globs (e.g. 'eval-*')")
 	fs.BoolVar(&o.stay, "stay", false, "once the campaign has ended (or stopped), stay up idle until stopped instead of exiting (a StatefulSet member that exits is restarted)")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback only): each cell's spend, and the in-process workers' calls and tokens by stage")
 	fs.IntVar(&o.replicas, "state-replicas", 1, "with --member: replicas of the campaign's state bucket on a clustered NATS (at least --nats-replicas)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -124,7 +129,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return err
 	}
 	x := exposureFlags{insecure: serve.Insecure{GRPC: o.insecure}}
-	if err := x.check(log, serve.Exposure{GRPCAddr: net.JoinHostPort(o.grpcHost, "0"), GRPCMutualTLS: o.grpcTLS.mutual(),
+	if err := x.check(log, serve.Exposure{GRPCAddr: net.JoinHostPort(o.grpcHost, "0"), GRPCMutualTLS: o.grpcTLS.mutual(), Metrics: o.metricsAddr,
 		Peers: []serve.Peer{natsPeer(o.natsURL, o.nats), redisPeer(o.redis)}}); err != nil {
 		return usageError{err}
 	}
@@ -154,12 +159,28 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		defer shared.Close()
 	}
+	// The campaign's own telemetry (each cell's run sets up its own): the
+	// campaign and cell spans, the in-process workers' task and model-call
+	// spans, and the shared endpoint's spans, exported where the
+	// OTEL_EXPORTER_OTLP_* variables say.
+	name := spec.Name
+	if name == "" {
+		name = filepath.Base(dir)
+	}
+	tel, stopTel, err := setupTelemetry(ctx, "skillfleet-campaign", name, o.metricsAddr, false, log)
+	if err != nil {
+		return err
+	}
+	defer stopTel()
+	if err := telemetry.ObserveCampaign(tel.MeterProvider, name, func() []telemetry.CellSpend { return cellSpend(dir) }); err != nil {
+		return err
+	}
 	// The fleet: an embedded NATS server and in-process workers, or an
 	// external NATS that workers elsewhere serve.
 	fl, err := fleet.StartCampaign(ctx, fleet.CampaignOptions{
 		Dir: dir, NATSURL: o.natsURL, NATSOptions: natsOpts, Replicas: o.nats.replicas, AckWait: o.ackWait,
 		GRPCHost: o.grpcHost, GRPCPort: port, Advertise: o.advertise, GRPCServerOptions: grpcOpts,
-		Workers: o.workers, Concurrency: o.concurrency, OptimizerConcurrency: o.optConc, Logger: log,
+		Workers: o.workers, Concurrency: o.concurrency, OptimizerConcurrency: o.optConc, Logger: log, Telemetry: tel,
 	})
 	if err != nil {
 		return err
@@ -178,6 +199,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := campaign.Config{
 		Spec: spec, Dir: dir, Prices: prices, Log: log, Out: out,
 		Progress: func(s campaign.Status) { out.Status(s.Line(), s.String()) }, ProgressEvery: 10 * time.Second,
+		Tracer: tel.Tracer,
 	}
 	if out.Terminal() != nil {
 		cfg.ProgressEvery = time.Second
@@ -233,4 +255,22 @@ func campaignExit(ctx context.Context, runErr error, f *campaign.File) error {
 		return codedError{exitCampaignFailed + min(n, 100), fmt.Errorf("campaign: %d of %d cells failed (see each cell's cell.log)", n, len(f.Cells))}
 	}
 	return nil
+}
+
+// cellSpend is each cell's spend as campaign.json records it (running
+// cells' records carry their live spend).
+func cellSpend(dir string) []telemetry.CellSpend {
+	f, err := campaign.Read(dir)
+	if err != nil {
+		return nil
+	}
+	out := make([]telemetry.CellSpend, 0, len(f.Cells))
+	for _, c := range f.Cells {
+		s := telemetry.CellSpend{Cell: c.Name, Calls: c.Calls, Tokens: c.Tokens}
+		if c.USD != nil {
+			s.USD, s.Priced = *c.USD, true
+		}
+		out = append(out, s)
+	}
+	return out
 }

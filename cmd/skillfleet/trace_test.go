@@ -152,10 +152,16 @@ func TestTraceCoversEveryToken(t *testing.T) {
 		}
 		for _, k := range []attribute.Key{telemetry.KeyOperationName, telemetry.KeyProviderName, telemetry.KeyRequestModel,
 			telemetry.KeyResponseModel, telemetry.KeyInputTokens, telemetry.KeyOutputTokens,
-			telemetry.KeyStage, telemetry.KeyRole, telemetry.KeyRun, telemetry.KeyStep, telemetry.KeyTaskID} {
+			telemetry.KeyStage, telemetry.KeyRole, telemetry.KeyRun, telemetry.KeyTaskID} {
 			if _, ok := attrOf(s, k); !ok {
 				t.Errorf("chat span %q lacks %s", s.Name, k)
 			}
+		}
+		// A step, never negative; or, for an epoch-level wave, its epoch.
+		if v, ok := attrOf(s, telemetry.KeyStep); ok && v.AsInt64() < 0 {
+			t.Errorf("chat span %q has skillfleet.step %d", s.Name, v.AsInt64())
+		} else if _, epoch := attrOf(s, telemetry.KeyEpoch); !ok && !epoch {
+			t.Errorf("chat span %q has neither skillfleet.step nor skillfleet.epoch", s.Name)
 		}
 		in, _ := attrOf(s, telemetry.KeyInputTokens)
 		out, _ := attrOf(s, telemetry.KeyOutputTokens)

@@ -13,8 +13,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // Config is how one process serves a campaign.
@@ -48,6 +51,9 @@ type Config struct {
 	// campaign's status.
 	Progress      func(Status)
 	ProgressEvery time.Duration
+	// Tracer, when set, traces the campaign: a campaign span, and one
+	// trace per cell (its runs under its cell span) linked to it.
+	Tracer trace.Tracer
 }
 
 // Deps are what a campaign runs its cells with.
@@ -206,6 +212,11 @@ func (c *Campaign) shared() bool { return c.cfg.Store != nil }
 // campaign's state. The error is the budget reached, or ctx's.
 func (c *Campaign) Run(ctx context.Context) (*File, error) {
 	c.begun = time.Now()
+	if c.cfg.Tracer != nil {
+		var span trace.Span
+		ctx, span = c.cfg.Tracer.Start(ctx, telemetry.SpanCampaign, trace.WithAttributes(telemetry.KeyCampaign.String(c.Name())))
+		defer span.End()
+	}
 	if err := c.load(ctx); err != nil {
 		return nil, err
 	}
@@ -845,6 +856,17 @@ func (c *Campaign) beat(ctx context.Context, stop <-chan struct{}) {
 // runCell trains (or evaluates) one cell in its run dir, logging to the
 // cell's cell.log, and records its results.
 func (c *Campaign) runCell(ctx context.Context, cell Cell, r *running) {
+	if c.cfg.Tracer != nil {
+		// A trace of its own, linked both ways with the campaign's span:
+		// a cell's spend is one trace, a campaign's is one search.
+		campaignSpan := trace.SpanFromContext(ctx)
+		var span trace.Span
+		ctx, span = c.cfg.Tracer.Start(ctx, telemetry.SpanCell, trace.WithNewRoot(),
+			trace.WithLinks(trace.LinkFromContext(ctx)),
+			trace.WithAttributes(telemetry.KeyCampaign.String(c.Name()), telemetry.KeyCell.String(cell.Name)))
+		campaignSpan.AddLink(trace.Link{SpanContext: span.SpanContext()})
+		defer span.End()
+	}
 	cellDir := filepath.Join(c.cfg.Dir, "cells", cell.Name)
 	start := time.Now()
 	fmt.Fprintf(c.cfg.Out, "cell %s: started\n", cell.Name)

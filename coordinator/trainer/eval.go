@@ -6,6 +6,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/rundir"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // EvalResult is one skill's score on a split, per task type.
@@ -18,7 +19,9 @@ type EvalResult struct {
 
 // Evaluate scores named skills on a split concurrently (the same rollout
 // path training uses, so results are cached and resumable in the run dir).
-func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, skills []string) ([]EvalResult, error) {
+func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, skills []string) (_ []EvalResult, err error) {
+	ctx, span := telemetry.StartSpan(ctx, t.tracer, telemetry.SpanEval, telemetry.Attrs{Run: t.s.RunID})
+	defer telemetry.End(span, &err)
 	items, err := t.splits.Get(split)
 	if err != nil {
 		return nil, err

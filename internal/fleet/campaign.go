@@ -15,6 +15,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/queue"
+	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
 // CampaignOptions say where a campaign's fleet runs and how it is reached.
@@ -42,6 +43,11 @@ type CampaignOptions struct {
 	// embedded NATS server and none with an external one.
 	Workers, Concurrency, OptimizerConcurrency int
 	Logger                                     *slog.Logger
+	// Telemetry, when set, traces the fleet's side of every cell: the
+	// in-process workers' tasks and model calls, and the endpoint's
+	// recording of results and serving of skills, each in the trace of
+	// the task it belongs to.
+	Telemetry *telemetry.Telemetry
 }
 
 // Campaign is the fleet a campaign's cells share: a NATS server with the
@@ -109,16 +115,21 @@ func StartCampaign(ctx context.Context, o CampaignOptions) (_ *Campaign, err err
 		return nil, fmt.Errorf("campaign: listen %s: %w", addr, err)
 	}
 	c.Endpoint, err = coordinator.NewEndpoint(ctx, coordinator.EndpointOptions{
-		Logger: o.Logger, NC: c.NC, Listener: ln, ServerOptions: o.GRPCServerOptions, Advertise: o.Advertise, Replicas: o.Replicas,
+		Logger: o.Logger, NC: c.NC, Listener: ln, Advertise: o.Advertise, Replicas: o.Replicas,
+		ServerOptions: append(append([]grpc.ServerOption(nil), o.GRPCServerOptions...), o.Telemetry.GRPCServerOptions()...),
 	})
 	if err != nil {
 		_ = ln.Close()
 		return nil, err
 	}
+	if o.Telemetry != nil {
+		c.Endpoint.RPC().SetTracerProvider(o.Telemetry.TracerProvider)
+	}
 	c.closers = append(c.closers, func() { _ = c.Endpoint.Close() })
 	if c.Workers > 0 {
 		stop, err := StartLocal(ctx, o.Logger, coordinator.WorkerSpec{
 			N: c.Workers, Concurrency: o.Concurrency, OptimizerConcurrency: o.OptimizerConcurrency, MaxDeliver: 5, Connect: connect,
+			Telemetry: o.Telemetry,
 		})
 		if err != nil {
 			return nil, err

@@ -191,3 +191,49 @@ func (m *Meters) SetWorkers(ctx context.Context, n int64) {
 	}
 	m.workers.Record(ctx, n)
 }
+
+// Campaign metric names: each cell's spend so far, as the campaign
+// process serving it sees it (labelled by campaign and cell: a campaign
+// has as many series as cells, a bounded number).
+const (
+	MetricCellTokens = "skillfleet.campaign.cell.tokens"
+	MetricCellCalls  = "skillfleet.campaign.cell.calls"
+	MetricCellCost   = "skillfleet.campaign.cell.cost"
+)
+
+// CellSpend is one campaign cell's spend so far.
+type CellSpend struct {
+	Cell   string
+	Calls  int64
+	Tokens int64
+	// USD is the priced spend; Priced says whether there is one.
+	USD    float64
+	Priced bool
+}
+
+// ObserveCampaign reports, at each collection, the spend cells returns
+// for each cell of the campaign named campaign, as gauges on mp.
+func ObserveCampaign(mp metric.MeterProvider, campaign string, cells func() []CellSpend) error {
+	m := mp.Meter(ScopeName)
+	tokens, e1 := m.Int64ObservableGauge(MetricCellTokens, metric.WithUnit("{token}"),
+		metric.WithDescription("Input and output tokens a campaign cell has spent (training and its no-skill measurement)."))
+	calls, e2 := m.Int64ObservableGauge(MetricCellCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Model calls a campaign cell has made."))
+	cost, e3 := m.Float64ObservableGauge(MetricCellCost, metric.WithUnit("{USD}"),
+		metric.WithDescription("A campaign cell's spend in US dollars at the campaign's prices."))
+	if err := errors.Join(e1, e2, e3); err != nil {
+		return err
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		for _, c := range cells() {
+			attrs := metric.WithAttributes(KeyCampaign.String(campaign), KeyCell.String(c.Cell))
+			o.ObserveInt64(tokens, c.Tokens, attrs)
+			o.ObserveInt64(calls, c.Calls, attrs)
+			if c.Priced {
+				o.ObserveFloat64(cost, c.USD, attrs)
+			}
+		}
+		return nil
+	}, tokens, calls, cost)
+	return err
+}

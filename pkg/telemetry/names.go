@@ -17,7 +17,15 @@ const ScopeName = "github.com/skillfleet/skillfleet/pkg/telemetry"
 // Span names. A model call's span is named "chat {model}" (see ChatSpanName);
 // the others nest run > epoch > step > stage > task > model call.
 const (
-	SpanRun   = "skillfleet.run"
+	SpanRun = "skillfleet.run"
+	// SpanEval is an evaluation run's root (the skills it scores).
+	SpanEval = "skillfleet.eval"
+	// SpanCampaign lasts as long as a campaign process serves the
+	// campaign; it links every cell this process runs.
+	SpanCampaign = "skillfleet.campaign"
+	// SpanCell is the root of one campaign cell's trace: its training run
+	// and its no-skill measurement, or its evaluation, are under it.
+	SpanCell  = "skillfleet.cell"
 	SpanEpoch = "skillfleet.epoch"
 	SpanStep  = "skillfleet.step"
 	// SpanStage is suffixed with the stage: "skillfleet.stage rollout".
@@ -71,13 +79,16 @@ const (
 
 // skillfleet attribute keys.
 const (
-	KeyStage  = attribute.Key("skillfleet.stage")
-	KeyRole   = attribute.Key("skillfleet.role")
-	KeyRun    = attribute.Key("skillfleet.run")
-	KeyStep   = attribute.Key("skillfleet.step")
-	KeyEpoch  = attribute.Key("skillfleet.epoch")
-	KeyTaskID = attribute.Key("skillfleet.task_id")
-	KeyKind   = attribute.Key("skillfleet.kind")
+	KeyStage = attribute.Key("skillfleet.stage")
+	KeyRole  = attribute.Key("skillfleet.role")
+	KeyRun   = attribute.Key("skillfleet.run")
+	// KeyCampaign and KeyCell name a campaign and one of its cells.
+	KeyCampaign = attribute.Key("skillfleet.campaign")
+	KeyCell     = attribute.Key("skillfleet.cell")
+	KeyStep     = attribute.Key("skillfleet.step")
+	KeyEpoch    = attribute.Key("skillfleet.epoch")
+	KeyTaskID   = attribute.Key("skillfleet.task_id")
+	KeyKind     = attribute.Key("skillfleet.kind")
 	// KeyOutcome is a task's outcome: ok, failed, invalid_reply, cancelled, ...
 	KeyOutcome = attribute.Key("skillfleet.outcome")
 	// KeyAttempts is how many provider calls one logical call took.
