@@ -755,7 +755,12 @@ func (d *Dispatcher) RecordSpend(res *pb.Result) {
 		return
 	}
 	d.mu.Lock()
-	spent, stage := d.spent, d.stages[id]
+	spent, stage := d.spent, ""
+	if t := d.tasks[id]; t != nil {
+		stage = t.stage
+	} else if r, ok := d.recorded[id]; ok {
+		stage = r.stage
+	}
 	d.mu.Unlock()
 	if spent != nil {
 		spent(res, stage)
