@@ -25,8 +25,10 @@ type Progress struct {
 	cur, best   float64
 	lastDraw    time.Time
 	lineOpen    bool
-	perStage    map[string]int
-	observe     func(stage string, done int)
+	// waveStart is when the current wave started (Periodic's rate).
+	waveStart time.Time
+	perStage  map[string]int
+	observe   func(stage string, done int)
 	// epoch, epochs, step, steps and listen serve Listen.
 	epoch, epochs, step, steps int
 	listen                     func(ui.Progress)
@@ -95,6 +97,7 @@ func (p *Progress) StartWave(stage string, n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stage, p.total, p.done, p.failed = stage, n, 0, 0
+	p.waveStart = time.Now()
 	p.draw(true)
 	p.notify()
 }

@@ -64,6 +64,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rc.Eval = &ev
 	rc.Progress = coordinator.NewProgress(stdout, ui.IsTerminal(stdout))
+	defer rc.Progress.Periodic(o.progressEvery)()
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {
 		return startError(err)

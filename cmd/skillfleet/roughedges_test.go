@@ -2,8 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
 )
 
 // TestBadFlagIsOneLineWithoutUsage: a mistaken flag is one line on stderr
@@ -43,5 +46,25 @@ func TestBadFlagIsOneLineWithoutUsage(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"train", "--help"}, &stdout, &stderr); code != exitOK || !strings.Contains(stderr.String(), "Usage: skillfleet train") || !strings.Contains(stderr.String(), "-ack-wait") {
 		t.Errorf("train --help: exit %d, stderr %q; want the usage", code, stderr.String())
+	}
+}
+
+// TestBudgetMessageNamesTheBudgetReached: the advice of a budget stop
+// names the budget that was reached, not always max_tokens.
+func TestBudgetMessageNamesTheBudgetReached(t *testing.T) {
+	for key, msg := range map[string]string{
+		"budget.max_calls":  "budget reached: budget.max_calls (12 calls made, limit 10)",
+		"budget.max_usd":    "budget reached: budget.max_usd ($1.20 spent, limit $1.00)",
+		"budget.max_tokens": "budget reached: budget.max_tokens (5 tokens spent, limit 4)",
+	} {
+		err := classifyRunError(fmt.Errorf("%w: %s", trainer.ErrBudget, strings.TrimPrefix(msg, "budget reached: ")), "runs/x")
+		if got := err.Error(); !strings.Contains(got, "raise "+key+" (--set "+key+"=N)") {
+			t.Errorf("%s: %q", key, got)
+		}
+		for _, other := range []string{"budget.max_calls", "budget.max_usd", "budget.max_tokens"} {
+			if other != key && strings.Contains(err.Error(), "raise "+other) {
+				t.Errorf("%s: advice names %s: %q", key, other, err)
+			}
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
@@ -60,6 +61,9 @@ type trainOpts struct {
 	weight float64
 	// noPreflight skips the credential check before the first call.
 	noPreflight bool
+	// progressEvery is the interval of progress lines when the output is
+	// not a terminal.
+	progressEvery time.Duration
 }
 
 func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
@@ -75,6 +79,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 		fs.IntVar(&o.workers, "workers", -1, "in-process workers (default runtime.workers; 0 = only external workers)")
 	}
 	fs.IntVar(&o.concurrency, "concurrency", 0, "tasks each in-process worker runs at once (default runtime.rollout_concurrency)")
+	fs.DurationVar(&o.progressEvery, "progress-every", 10*time.Second, "when the output is not a terminal (nohup, CI, a pipe): a progress line this often while tasks run (tasks done, time left, tokens; or waiting for workers); 0 = none")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json (json also makes progress plain lines)")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.assertImproves, "assert-improves", false, "exit 5 unless the best skill's test score beats the baseline's")
@@ -227,6 +232,9 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	view := runview.New(stdout, ui.IsTerminal(stdout) && o.logFormat != "json")
 	defer view.Close()
 	rc.Progress = coordinator.NewProgress(view.Out(), false)
+	if !ui.IsTerminal(stdout) || o.logFormat == "json" {
+		defer rc.Progress.Periodic(o.progressEvery)()
+	}
 	stopHealth := func() {}
 	defer func() { stopHealth() }()
 	rc.OnStart = func(r *coordinator.Run) error {
@@ -267,11 +275,18 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// budgetKey finds the budget a budget error names.
+var budgetKey = regexp.MustCompile(`budget\.max_[a-z]+`)
+
 func classifyRunError(err error, runDir string) error {
 	resume := fmt.Sprintf("; the run is checkpointed in %s: re-run the same command to resume", runDir)
 	switch {
 	case errors.Is(err, trainer.ErrBudget):
-		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget (raise the one named, e.g. --set budget.max_tokens=N)", err, resume)}
+		key := "budget.max_tokens"
+		if m := budgetKey.FindString(err.Error()); m != "" {
+			key = m
+		}
+		return codedError{exitBudget, fmt.Errorf("%w%s with a larger budget: raise %s (--set %s=N)", err, resume, key, key)}
 	case errors.Is(err, trainer.ErrStopped), errors.Is(err, context.Canceled):
 		return codedError{exitStopped, fmt.Errorf("stopped on request%s", resume)}
 	case errors.Is(err, trainer.ErrCoverage):

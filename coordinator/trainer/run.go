@@ -141,8 +141,10 @@ func (t *Trainer) final(ctx context.Context, baseline float64) (*Summary, error)
 		sum.FinalScore = &v
 		if m.Score > t.st.BestScore {
 			sum.Promoted = true
+			was := t.st.BestScore
 			t.st.Best, t.st.BestHash, t.st.BestScore, t.st.BestStep, t.st.BestOrigin = t.st.Current, t.st.CurrentHash, m.Score, t.st.TotalSteps, t.st.CurrentOrigin
 			t.writeBest()
+			t.prog.Decision(fmt.Sprintf("final: the final skill is promoted to best (selection %.3f → %.3f)", was, m.Score), t.st.CurrentScore, t.st.BestScore)
 		}
 	}
 	// Then each distinct skill that is reported — baseline, best (after
