@@ -577,7 +577,9 @@ func (c *Campaign) schedule(ctx context.Context) {
 			c.log.Warn("campaign: took over a cell whose owner stopped renewing it", "cell", cell.Name, "owner", e.rec.Owner)
 		}
 		cctx, cancel := context.WithCancelCause(ctx)
+		c.mu.Lock() // fence reads cancel under the lock once r is in c.mine
 		r.cancel = cancel
+		c.mu.Unlock()
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
