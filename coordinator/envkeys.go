@@ -21,15 +21,8 @@ var skillOptEnvAliases = map[string]map[string]string{
 // do not read, with what to use instead. Its published configs set them,
 // so they load with a warning naming the key, never silently.
 var skillOptEnvUnused = map[string]string{
-	"search_provider":        "skillfleet's officeqa reads the documents under env.docs_dir (with env.oracle_pages) instead of searching the web",
-	"search_mode":            "skillfleet's officeqa does not search the web; see env.docs_dir",
-	"search_api_url":         "skillfleet's officeqa does not search the web; see env.docs_dir",
-	"search_auth_env":        "skillfleet's officeqa does not search the web; see env.docs_dir",
-	"search_max_num_results": "skillfleet's officeqa does not search the web; see env.docs_dir",
-	"search_timeout_seconds": "skillfleet's officeqa does not search the web; see env.docs_dir",
-	"max_queries_per_turn":   "use env.max_tool_turns",
-	"max_api_workers":        "workers size their own pools: use runtime.rollout_concurrency",
-	"data_dirs":              "give the games through env.env_server (skillfleet envserver)",
+	"max_api_workers": "workers size their own pools: use runtime.rollout_concurrency",
+	"data_dirs":       "officeqa reads its corpus from env.docs_dir; alfworld gets its games through env.env_server (skillfleet envserver)",
 }
 
 // CheckEnvKeys checks the benchmark-specific env keys of c against the
@@ -68,7 +61,7 @@ func CheckEnvKeys(c *config.Config) error {
 			continue
 		}
 		msg := "unknown key for benchmark %s"
-		if h := closest(k, known); h != "" {
+		if h := config.ClosestKey(k, known); h != "" {
 			msg += " (did you mean env." + h + "?)"
 		}
 		msg += "; it reads " + strings.Join(benchOwn(known), ", ")
@@ -92,40 +85,4 @@ func benchOwn(known []string) []string {
 		return []string{"no key of its own"}
 	}
 	return out
-}
-
-// closest is the one key of known at most two edits from k, or "".
-func closest(k string, known []string) string {
-	best, bestD, ties := "", 3, 0
-	for _, c := range known {
-		switch d := levenshtein(k, c); {
-		case d < bestD:
-			best, bestD, ties = c, d, 1
-		case d == bestD:
-			ties++
-		}
-	}
-	if ties != 1 {
-		return ""
-	}
-	return best
-}
-
-func levenshtein(a, b string) int {
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			c := prev[j-1]
-			if a[i-1] != b[j-1] {
-				c++
-			}
-			cur[j] = min(c, prev[j]+1, cur[j-1]+1)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

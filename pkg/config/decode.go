@@ -187,8 +187,19 @@ func (d *decoder) decodeStruct(v reflect.Value, n *tnode, path string) error {
 // keyHint is the one key of known closest to key in spelling (at most
 // two edits away), or "".
 func keyHint[T any](key string, known map[string]T) string {
-	best, bestD, ties := "", 3, 0
+	keys := make([]string, 0, len(known))
 	for k := range known {
+		keys = append(keys, k)
+	}
+	return ClosestKey(key, keys)
+}
+
+// ClosestKey is the one key of known at most two edits from key (the
+// Levenshtein distance), or "" when there is none or two are as close:
+// the "did you mean" of an unknown key.
+func ClosestKey(key string, known []string) string {
+	best, bestD, ties := "", 3, 0
+	for _, k := range known {
 		switch d := editDistance(key, k); {
 		case d < bestD:
 			best, bestD, ties = k, d, 1
