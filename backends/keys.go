@@ -43,7 +43,7 @@ func checkFamilyKeys(c *config.Config) error {
 		for _, k := range g.keys {
 			for _, p := range []struct{ prefix, role string }{{"", ""}, {"optimizer_", config.RoleOptimizer}, {"target_", config.RoleTarget}} {
 				path := "model." + p.prefix + k
-				if !c.IsSet(path) {
+				if !c.SetHere(path) {
 					continue
 				}
 				used := false

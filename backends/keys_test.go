@@ -140,4 +140,19 @@ func TestQwenAndAzureKeysRefusedOrWarned(t *testing.T) {
 			t.Errorf("unexpected warning: %s", w)
 		}
 	}
+	// Keys a shared _base_ file sets for every backend are not the user's
+	// doing: the demo config inherits them and must load without warnings.
+	base, err := filepath.Abs("../configs/_base_/default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = loadKeys(t, "  backend: anthropic\n_base_: "+base+"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range c.Warnings {
+		if strings.Contains(w.Msg, "has no effect") {
+			t.Errorf("a key inherited from _base_/default.yaml warned: %s", w)
+		}
+	}
 }

@@ -21,8 +21,17 @@ func (s *Spec) ValidateCells(sets []string) error {
 	if err != nil {
 		return err
 	}
+	byName := make(map[string]Cell, len(cells))
+	for _, c := range cells {
+		byName[c.Name] = c
+	}
 	var errs []error
 	for _, c := range cells {
+		if c.Config == "" && c.EvalFrom != "" {
+			// An eval-only cell without a config of its own runs under
+			// the config of the cell it measures (as evalCell does).
+			c.Config = byName[c.EvalFrom].Config
+		}
 		_, err := coordinator.LoadConfig(s.ConfigPath(c.Config), append(append([]string(nil), c.Sets...), sets...))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("campaign %s: cell %s: %w", s.File, c.Name, err))

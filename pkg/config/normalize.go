@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -275,6 +276,22 @@ func familyToken(s string) string {
 func (c *Config) IsSet(path string) bool {
 	_, ok := c.src[path]
 	return ok
+}
+
+// SetHere reports whether the key path was set by the file Load was given
+// or by --set, not inherited from a _base_ file. Warnings about keys that
+// would do nothing use it: a shared base may set keys for every backend.
+func (c *Config) SetHere(path string) bool {
+	src, ok := c.src[path]
+	if !ok {
+		return false
+	}
+	if src == SourceOverride || src == c.File {
+		return true
+	}
+	a, errA := filepath.Abs(src)
+	b, errB := filepath.Abs(c.File)
+	return errA == nil && errB == nil && a == b
 }
 
 // FieldError returns an error about the key path, naming the file that set
