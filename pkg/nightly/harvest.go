@@ -19,11 +19,24 @@ import (
 
 // HarvestOptions say where transcripts are and which sessions to keep.
 type HarvestOptions struct {
-	// Source is claude, codex, cursor or all. Default all.
+	// Source is one of [Sources] or all. Default all.
 	Source string
 	// ClaudeHome, CodexHome and CursorHome default to ~/.claude, ~/.codex
 	// and ~/.cursor.
 	ClaudeHome, CodexHome, CursorHome string
+	// CopilotHome is the Copilot CLI's home (default ~/.copilot), whose
+	// session-store.db is read from a private copy.
+	CopilotHome string
+	// VSCodeStorage are VS Code's workspaceStorage directories, whose
+	// workspaces' chatSessions hold Copilot Chat's logs (default: those of
+	// VS Code and VS Code Insiders for this OS that exist).
+	VSCodeStorage []string
+	// PiHome is pi's agent directory (default $PI_CODING_AGENT_DIR or
+	// ~/.pi/agent), whose sessions/ holds one JSONL file per session.
+	PiHome string
+	// OpencodeDB is opencode's database (default $OPENCODE_DB, else
+	// opencode.db under $XDG_DATA_HOME/opencode or ~/.local/share/opencode).
+	OpencodeDB string
 	// Projects keeps only sessions whose project (working directory) is one
 	// of these absolute paths or below one; empty keeps every project.
 	Projects []string
@@ -41,7 +54,9 @@ type HarvestOptions struct {
 }
 
 // Sources lists the supported transcript sources.
-func Sources() []string { return []string{SourceClaude, SourceCodex, SourceCursor} }
+func Sources() []string {
+	return []string{SourceClaude, SourceCodex, SourceCursor, SourceCopilot, SourcePi}
+}
 
 func (o *HarvestOptions) defaults() error {
 	o.Source = cmp.Or(o.Source, "all")
@@ -52,6 +67,11 @@ func (o *HarvestOptions) defaults() error {
 	o.ClaudeHome = cmp.Or(o.ClaudeHome, filepath.Join(home, ".claude"))
 	o.CodexHome = cmp.Or(o.CodexHome, filepath.Join(home, ".codex"))
 	o.CursorHome = cmp.Or(o.CursorHome, filepath.Join(home, ".cursor"))
+	o.CopilotHome = cmp.Or(o.CopilotHome, filepath.Join(home, ".copilot"))
+	if o.VSCodeStorage == nil {
+		o.VSCodeStorage = defaultVSCodeStorage(home)
+	}
+	o.PiHome = cmp.Or(o.PiHome, os.Getenv("PI_CODING_AGENT_DIR"), filepath.Join(home, ".pi", "agent"))
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -92,6 +112,25 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 		return nil, sk, err
 	}
 	var out []Digest
+	keep := func(src string, d *Digest) {
+		d.Source = src
+		if src == SourceCursor {
+			for _, p := range o.Projects {
+				if cursorSlug(p) == d.Project {
+					d.Project = p
+				}
+			}
+		}
+		if !o.wantProject(d.Project) {
+			sk.OtherProject++
+			return
+		}
+		if !d.EndedAt.After(o.since(d.Project)) {
+			sk.Old++
+			return
+		}
+		out = append(out, *d)
+	}
 	run := func(src string, files func() ([]string, error), parse func(path string, o *HarvestOptions) (*Digest, Skipped, error)) error {
 		if o.Source != "all" && o.Source != src {
 			return nil
@@ -107,26 +146,9 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 				sk.Unreadable++
 				continue
 			}
-			if d == nil {
-				continue
+			if d != nil {
+				keep(src, d)
 			}
-			d.Source = src
-			if src == SourceCursor {
-				for _, p := range o.Projects {
-					if cursorSlug(p) == d.Project {
-						d.Project = p
-					}
-				}
-			}
-			if !o.wantProject(d.Project) {
-				sk.OtherProject++
-				continue
-			}
-			if !d.EndedAt.After(o.since(d.Project)) {
-				sk.Old++
-				continue
-			}
-			out = append(out, *d)
 		}
 		return nil
 	}
@@ -137,6 +159,12 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 		return nil, sk, err
 	}
 	if err := run(SourceCursor, func() ([]string, error) { return cursorFiles(o.CursorHome, &sk) }, parseCursor); err != nil {
+		return nil, sk, err
+	}
+	if err := run(SourceCopilot, func() ([]string, error) { return vscodeChatFiles(o.VSCodeStorage, &sk) }, parseVSCodeChat); err != nil {
+		return nil, sk, err
+	}
+	if err := run(SourcePi, func() ([]string, error) { return piFiles(o.PiHome) }, parsePi); err != nil {
 		return nil, sk, err
 	}
 	sort.SliceStable(out, func(i, j int) bool {

@@ -55,11 +55,21 @@ func copyTree(t *testing.T) string {
 }
 
 func fixtureOptions(home string) HarvestOptions {
-	return HarvestOptions{
-		ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"), CursorHome: filepath.Join(home, ".cursor"),
+	o := HarvestOptions{
 		Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), Lookback: 72 * time.Hour, MaxLineBytes: 1 << 20,
 		Projects: []string{"/home/dev/webapp"},
 	}
+	homesUnder(&o, home)
+	return o
+}
+
+// homesUnder points every source at its default place below home, so a
+// test never reads the real user's sessions.
+func homesUnder(o *HarvestOptions, home string) {
+	o.ClaudeHome, o.CodexHome, o.CursorHome = filepath.Join(home, ".claude"), filepath.Join(home, ".codex"), filepath.Join(home, ".cursor")
+	o.CopilotHome, o.PiHome = filepath.Join(home, ".copilot"), filepath.Join(home, ".pi", "agent")
+	o.VSCodeStorage = []string{filepath.Join(home, ".config", "Code", "User", "workspaceStorage")}
+	o.OpencodeDB = filepath.Join(home, ".local", "share", "opencode", "opencode.db")
 }
 
 func TestHarvestFixtures(t *testing.T) {
@@ -140,8 +150,8 @@ func TestHarvestCursorsAndSources(t *testing.T) {
 		t.Fatalf("Harvest(other project) = %d digests, want 0", len(ds))
 	}
 	o.Source = "vscode"
-	if _, _, err := Harvest(o); err == nil || !strings.Contains(err.Error(), "vscode") {
-		t.Fatalf("Harvest(source vscode) error = %v, want one naming it", err)
+	if _, _, err := Harvest(o); err == nil || !strings.Contains(err.Error(), `"vscode"`) || !strings.Contains(err.Error(), "copilot") {
+		t.Fatalf("Harvest(source vscode) error = %v, want one naming it and the sources there are", err)
 	}
 	// Harvest never writes: the fixture files are unchanged.
 	before, _ := os.ReadFile(filepath.Join(home, ".codex/archived_sessions/rollout-2026-11-24-x1.jsonl"))
@@ -265,8 +275,9 @@ func TestHarvestInteractiveQuickSession(t *testing.T) {
 	write(".codex/sessions/2026/11/24/rollout-a.jsonl", codex("codex-tui-1", "codex-tui"))
 	write(".codex/sessions/2026/11/24/rollout-b.jsonl", codex("codex-other", "somewhere"))
 	write(".codex/archived_sessions/rollout-c.jsonl", codex("codex-archived", "codex-tui"))
-	ds, sk, err := Harvest(HarvestOptions{ClaudeHome: filepath.Join(home, ".claude"), CodexHome: filepath.Join(home, ".codex"), CursorHome: filepath.Join(home, ".cursor"),
-		Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)})
+	o := HarvestOptions{Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)}
+	homesUnder(&o, home)
+	ds, sk, err := Harvest(o)
 	if err != nil {
 		t.Fatal(err)
 	}
