@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/pkg/queue"
 )
 
 // BucketPrefix starts the name of the key-value bucket that holds a
@@ -42,14 +44,19 @@ func BucketName(name string) string {
 // NewKVStore opens (creating it if needed) the bucket of the campaign
 // named name: the state every process serving that campaign shares.
 // replicas is the bucket's replication on a clustered NATS (0 or 1: one
-// copy).
+// copy). A cluster that has no JetStream meta leader yet (its servers
+// starting together) or is electing one is waited for, as long as ctx
+// allows and at most [queue.FailoverFor].
 func NewKVStore(ctx context.Context, js jetstream.JetStream, name string, replicas int) (Store, error) {
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+	cfg := jetstream.KeyValueConfig{
 		Bucket:      BucketName(name),
 		Description: "skillfleet: the cells of campaign " + name + ", who runs them, their results",
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(replicas, 1),
+	}
+	kv, err := queue.Place(ctx, func(ctx context.Context) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, cfg)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("campaign state bucket %s: %w", BucketName(name), err)

@@ -64,8 +64,13 @@ type Server struct {
 	id   string
 	beat time.Duration
 
+	// now is the clock the worker registry reads (tests set it).
+	now func() time.Time
+
 	mu      sync.Mutex
 	workers map[string]*WorkerInfo
+	// pruned is when the registry was last pruned (see prune).
+	pruned time.Time
 	// runs are the runs served, by run id ("" takes every task id no
 	// other run claims).
 	runs map[string]*run
@@ -98,7 +103,7 @@ func New(id string, rec Recorder, skills SkillSource, log *slog.Logger, heartbea
 	if heartbeat == 0 {
 		heartbeat = 5 * time.Second
 	}
-	s := &Server{log: log, id: id, beat: heartbeat, workers: map[string]*WorkerInfo{}, runs: map[string]*run{}, draining: make(chan struct{})}
+	s := &Server{log: log, id: id, beat: heartbeat, now: time.Now, workers: map[string]*WorkerInfo{}, runs: map[string]*run{}, draining: make(chan struct{})}
 	if rec != nil {
 		s.Serve("", rec, skills)
 	}
@@ -238,8 +243,10 @@ func (s *Server) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 		return nil, status.Error(codes.InvalidArgument, "worker_id is required")
 	}
 	s.mu.Lock()
+	now := s.now()
+	s.prune(now)
 	s.workers[req.GetWorkerId()] = &WorkerInfo{
-		ID: req.GetWorkerId(), Hostname: req.GetHostname(), Concurrency: int(req.GetConcurrency()), LastSeen: time.Now(),
+		ID: req.GetWorkerId(), Hostname: req.GetHostname(), Concurrency: int(req.GetConcurrency()), LastSeen: now,
 	}
 	n := len(s.workers)
 	s.mu.Unlock()
@@ -251,24 +258,52 @@ func (s *Server) Register(ctx context.Context, req *pb.RegisterRequest) (*pb.Reg
 func (s *Server) Heartbeat(_ context.Context, req *pb.HeartbeatRequest) (*pb.HeartbeatResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
+	s.prune(now)
 	w, ok := s.workers[req.GetWorkerId()]
 	if !ok {
+		// A worker forgotten after a long silence registers again.
 		return &pb.HeartbeatResponse{Known: false}, nil
 	}
 	w.InFlight = int(req.GetInFlight())
 	w.Completed = req.GetCompleted()
 	w.Limits = req.GetLimits()
-	w.LastSeen = time.Now()
+	w.LastSeen = now
 	return &pb.HeartbeatResponse{Known: true}, nil
 }
 
-// Workers returns the workers seen within maxAge.
+// forgetAfter is how many heartbeat intervals a worker may stay silent
+// before the registry forgets it: long enough to ride out a NATS or
+// network hiccup, short enough that a fleet whose workers come and go
+// (autoscaled, restarted under new ids) does not grow the registry
+// without bound.
+const forgetAfter = 12
+
+// prune forgets the workers silent for forgetAfter heartbeats, at most
+// once a heartbeat interval; s.mu is held.
+func (s *Server) prune(now time.Time) {
+	if now.Sub(s.pruned) < s.beat {
+		return
+	}
+	s.pruned = now
+	for id, w := range s.workers {
+		if now.Sub(w.LastSeen) > forgetAfter*s.beat {
+			delete(s.workers, id)
+			s.log.Info("worker forgotten: no heartbeat", "worker_id", id, "last_seen", w.LastSeen.UTC().Format(time.RFC3339))
+		}
+	}
+}
+
+// Workers returns the workers seen within maxAge (0: every worker the
+// registry still holds).
 func (s *Server) Workers(maxAge time.Duration) []WorkerInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []WorkerInfo
+	now := s.now()
+	s.prune(now)
+	out := make([]WorkerInfo, 0, len(s.workers))
 	for _, w := range s.workers {
-		if maxAge == 0 || time.Since(w.LastSeen) <= maxAge {
+		if maxAge == 0 || now.Sub(w.LastSeen) <= maxAge {
 			out = append(out, *w)
 		}
 	}

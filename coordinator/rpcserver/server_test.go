@@ -326,3 +326,34 @@ func TestRecordingJoinsTheTasksTrace(t *testing.T) {
 		t.Errorf("record span attributes %v", attrs)
 	}
 }
+
+// TestRegistryForgetsSilentWorkers: a worker that stops heartbeating is
+// dropped from the registry after forgetAfter intervals (a fleet whose
+// workers restart under new ids does not grow it forever), one that keeps
+// beating stays, and a forgotten worker is told to register again.
+func TestRegistryForgetsSilentWorkers(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	s := New("c", nil, nil, nil, time.Second)
+	s.now = func() time.Time { return clock }
+	ctx := t.Context()
+	for _, id := range []string{"gone", "alive"} {
+		if _, err := s.Register(ctx, &pb.RegisterRequest{WorkerId: id, Concurrency: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range forgetAfter + 2 {
+		clock = clock.Add(time.Second)
+		resp, err := s.Heartbeat(ctx, &pb.HeartbeatRequest{WorkerId: "alive"})
+		if err != nil || !resp.GetKnown() {
+			t.Fatalf("heartbeat of a live worker: known=%v err=%v", resp.GetKnown(), err)
+		}
+	}
+	ws := s.Workers(0)
+	if len(ws) != 1 || ws[0].ID != "alive" {
+		t.Fatalf("registry after %d silent intervals = %+v, want only the worker that kept beating", forgetAfter+2, ws)
+	}
+	resp, err := s.Heartbeat(ctx, &pb.HeartbeatRequest{WorkerId: "gone"})
+	if err != nil || resp.GetKnown() {
+		t.Fatalf("heartbeat of a forgotten worker: known=%v err=%v, want known=false (register again)", resp.GetKnown(), err)
+	}
+}

@@ -91,6 +91,15 @@ func place[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) 
 	}
 }
 
+// Place calls fn until it succeeds or fails for good: it retries what a
+// cluster's failover causes ([Transient], for [FailoverFor]) and, for a
+// few seconds, a placement error of a cluster whose servers are still
+// meeting. Stores and buckets made at start-up (before JetStream has a
+// meta leader) go through it.
+func Place[T any](ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
+	return place(ctx, fn)
+}
+
 // PublishAgain publishes a task message whose asynchronous publish failed
 // with first, synchronously, until the stream acks it. It gives up on an
 // error that is not [Transient], when ctx ends, or after [FailoverFor].
