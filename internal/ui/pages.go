@@ -12,7 +12,7 @@ import (
 // assets/README.md), our script and stylesheet. The Content-Security-Policy
 // set in secure allows nothing from outside this server.
 
-//go:embed assets/uPlot.iife.min.js assets/uPlot.min.css assets/ui.js assets/ui.css
+//go:embed assets/uPlot.iife.min.js assets/uPlot.min.css assets/ui.js assets/ui.css assets/launch.js
 var assets embed.FS
 
 // UPlotVersion is the version of the vendored uPlot build.
@@ -46,13 +46,14 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 </head>
 <body data-page="{{.Page}}" data-name="{{.Name}}" data-base="{{.Base}}">
 <header>
-<nav><a href="/">skillfleet</a>{{range .Crumbs}} / <a href="{{.Href}}">{{.Text}}</a>{{end}} · <a href="/fleet/">fleet</a></nav>
+<nav><a href="/">skillfleet</a>{{range .Crumbs}} / <a href="{{.Href}}">{{.Text}}</a>{{end}} · <a href="/fleet/">fleet</a>{{if .Launch}} · <a href="/new/" id="nav-new">new run</a>{{end}}</nav>
 <span id="conn" class="conn">connecting…</span>
 </header>
 <main id="main">
 {{if eq .Page "index"}}
 <h1>Runs and campaigns</h1>
-<ul class="targets">{{range .Targets}}<li><a href="{{.Href}}">{{.Text}}</a> <span class="kind">{{.Kind}}</span> <span class="dim">{{.Dir}}</span></li>{{end}}</ul>
+{{if .Launch}}<p><a href="/new/">Start a new run or campaign</a></p>{{end}}
+<ul class="targets">{{range .Targets}}<li><a href="{{.Href}}">{{.Text}}</a> <span class="kind">{{.Kind}}</span> <span class="dim">{{.Dir}}</span></li>{{else}}<li class="dim">none yet</li>{{end}}</ul>
 {{else if eq .Page "run"}}
 <h1 id="title"></h1>
 <section class="status" id="status"></section>
@@ -83,10 +84,30 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <section><h2>Registry</h2><table id="registry" class="grid"></table></section>
 <section><h2>Rate-limit headroom</h2><table id="limits" class="grid"></table></section>
 <section><h2>Retries and failures by cause</h2><div id="failures"></div></section>
+{{else if eq .Page "new"}}
+<h1>New run</h1>
+<section class="status" id="status"><span id="fleet-note"></span></section>
+<div class="newrun">
+<div class="picker">
+<label class="field">Config <select id="config"></select></label>
+<div id="config-error" class="err"></div>
+<pre id="preview" class="yaml"></pre>
+</div>
+<div class="form">
+<div id="fields"></div>
+<div class="field-row"><label for="f-name">Run name</label><input id="f-name" placeholder="(config name and time)"><span class="err" id="err-name"></span></div>
+<div class="actions"><button type="button" id="btn-check">Estimate</button> <button type="button" id="btn-preflight">Preflight</button> <button type="button" id="btn-launch">Launch</button></div>
+<div id="general" class="err"></div>
+<div id="preflight" class="note"></div>
+<h3>Estimate</h3>
+<pre id="estimate" class="estimate dim">(choose a config)</pre>
+</div>
+</div>
+<section><h2>Launched from this dashboard</h2><table id="jobs" class="grid"></table></section>
 {{end}}
 </main>
-<script src="/assets/uPlot.iife.min.js"></script>
-<script src="/assets/ui.js"></script>
+{{if eq .Page "new"}}<script src="/assets/launch.js"></script>{{else}}<script src="/assets/uPlot.iife.min.js"></script>
+<script src="/assets/ui.js"></script>{{end}}
 </body>
 </html>
 `))
@@ -95,8 +116,10 @@ type link struct{ Href, Text, Kind, Dir string }
 
 type pageData struct {
 	Title, Page, Name, Base string
-	Crumbs                  []link
-	Targets                 []link
+	// Launch shows the way to the new-run page.
+	Launch  bool
+	Crumbs  []link
+	Targets []link
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
@@ -109,7 +132,8 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Targets = append(d.Targets, link{Href: href, Text: t.name, Kind: kind, Dir: t.dir})
 	}
-	one := len(s.targets) == 1
+	one := len(s.targets) == 1 && s.o.Launch == nil
+	d.Launch = s.o.Launch != nil
 	s.mu.Unlock()
 	if one {
 		http.Redirect(w, r, d.Targets[0].Href, http.StatusSeeOther)
@@ -120,7 +144,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) page(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		d := pageData{Page: kind}
+		d := pageData{Page: kind, Launch: s.o.Launch != nil}
 		switch kind {
 		case "fleet":
 			d.Title = "skillfleet fleet"

@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,11 @@ type Options struct {
 	Fleet func(ctx context.Context) (*Fleet, error)
 	// Log gets the server's own messages (nil: none).
 	Log *slog.Logger
+	// Launch, when set, turns on the new-run page and its actions
+	// (--ui-launch); see [CheckLaunchBind] for where it may listen.
+	Launch *Launch
+	// TLS, when set, serves the dashboard over HTTPS.
+	TLS *tls.Config
 }
 
 // ProfileLabel and ProfileValue are the pprof label on the goroutines
@@ -86,6 +92,20 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// CheckLaunchBind refuses launching beyond loopback unless the dashboard
+// is served over TLS with a token: starting runs spends money, so
+// --ui-insecure does not open it to the network.
+func CheckLaunchBind(addr, token string, tls bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--ui %q: want host:port (e.g. 127.0.0.1:8080)", addr)
+	}
+	if isLoopback(host) || (token != "" && tls) {
+		return nil
+	}
+	return fmt.Errorf("--ui-launch on %s listens beyond loopback: launching runs from the browser needs both TLS (--ui-tls-cert, --ui-tls-key) and %s set to an access token there (--ui-insecure does not apply to launching)", addr, TokenEnv)
+}
+
 // Server serves the dashboard for some run and campaign dirs.
 type Server struct {
 	o      Options
@@ -99,6 +119,7 @@ type Server struct {
 	byName  map[string]*target
 	fleet   *watch
 	started time.Time
+	launch  launchState
 }
 
 // target is one run or campaign dir given to the server.
@@ -114,10 +135,15 @@ type target struct {
 // Serve starts serving the dashboard for dirs (run dirs or campaign dirs)
 // on o.Addr until ctx ends or Close is called.
 func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
+	if o.Launch != nil {
+		if err := CheckLaunchBind(o.Addr, o.Token, o.TLS != nil); err != nil {
+			return nil, err
+		}
+	}
 	if err := CheckBind(o.Addr, o.Token, o.Insecure); err != nil {
 		return nil, err
 	}
-	if len(dirs) == 0 {
+	if len(dirs) == 0 && o.Launch == nil {
 		return nil, errors.New("ui: no run or campaign directory to serve")
 	}
 	if o.Poll <= 0 {
@@ -129,27 +155,28 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{o: o, byName: map[string]*target{}, started: time.Now()}
+	s := &Server{o: o, byName: map[string]*target{}, started: time.Now(), launch: launchState{jobs: map[string]*job{}}}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, d := range dirs {
-		abs, err := filepath.Abs(d)
-		if err != nil {
-			return nil, fmt.Errorf("ui: %s: %w", d, err)
-		}
-		if fi, err := os.Stat(abs); err != nil {
+		if fi, err := os.Stat(d); err != nil {
+			s.cancel()
 			return nil, fmt.Errorf("ui: %w", err)
 		} else if !fi.IsDir() {
+			s.cancel()
 			return nil, fmt.Errorf("ui: %s is not a directory", d)
 		}
-		t := &target{dir: abs, campaign: isCampaignDir(abs)}
-		t.name = s.uniqueName(filepath.Base(abs))
-		if t.campaign {
-			t.w = newWatch(s.ctx, o.Poll, func() string { return campaignFingerprint(t.dir) }, one(func() (any, error) { return s.campaignView(t) }))
-		} else {
-			t.w = s.runWatch(t)
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			s.cancel()
+			return nil, fmt.Errorf("ui: %s: %w", d, err)
 		}
-		s.targets = append(s.targets, t)
-		s.byName[t.name] = t
+		if _, err := s.addTarget(abs, isCampaignDir(abs)); err != nil {
+			s.cancel()
+			return nil, err
+		}
+	}
+	if o.Launch != nil {
+		s.adoptLaunched()
 	}
 	s.fleet = newWatch(s.ctx, 2*o.Poll, nil, one(func() (any, error) { return s.fleetView() }))
 
@@ -157,6 +184,9 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 	if err != nil {
 		s.cancel()
 		return nil, fmt.Errorf("--ui %s: %w", o.Addr, err)
+	}
+	if o.TLS != nil {
+		ln = tls.NewListener(ln, o.TLS)
 	}
 	s.ln = ln
 	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
@@ -180,14 +210,42 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // URL is the dashboard's address (without the token).
-func (s *Server) URL() string { return "http://" + s.Addr() + "/" }
+func (s *Server) URL() string {
+	if s.o.TLS != nil {
+		return "https://" + s.Addr() + "/"
+	}
+	return "http://" + s.Addr() + "/"
+}
 
-// Close stops the server and ends the open pages' streams.
+// Close stops the server and ends the open pages' streams. Runs launched
+// from the page are stopped (checkpointed) and waited for.
 func (s *Server) Close() {
 	s.cancel()
 	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(sctx)
+	s.launch.wg.Wait()
+}
+
+// addTarget serves dir (absolute) under a name of its own.
+func (s *Server) addTarget(dir string, campaign bool) (*target, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, t := range s.targets {
+		if t.dir == dir {
+			return t, nil
+		}
+	}
+	t := &target{dir: dir, campaign: campaign}
+	t.name = s.uniqueName(filepath.Base(dir))
+	if t.campaign {
+		t.w = newWatch(s.ctx, s.o.Poll, func() string { return campaignFingerprint(t.dir) }, one(func() (any, error) { return s.campaignView(t) }))
+	} else {
+		t.w = s.runWatch(t)
+	}
+	s.targets = append(s.targets, t)
+	s.byName[t.name] = t
+	return t, nil
 }
 
 func (s *Server) uniqueName(base string) string {
@@ -254,7 +312,7 @@ func (s *Server) runWatch(t *target) *watch {
 		}
 		if changed || base == nil {
 			v.Name = t.name
-			v.Stop = s.o.Token != ""
+			v.Stop = s.o.Token != "" || s.o.Launch != nil
 			if base, err = json.Marshal(v.RunBase); err != nil {
 				return nil, err
 			}
@@ -305,6 +363,7 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("GET /fleet/{$}", s.page("fleet"))
 	mux.HandleFunc("GET /fleet/api", s.fleetAPI)
 	mux.HandleFunc("GET /fleet/events", s.fleetEvents)
+	s.launchRoutes(mux)
 	return s.secure(mux)
 }
 
@@ -515,14 +574,23 @@ func currentSkillPath(dir string) string {
 // stop writes the STOP file the run checks at each phase boundary. It needs
 // the token (and so is off without one) and a same-origin request.
 func (s *Server) stop(w http.ResponseWriter, r *http.Request) {
-	if s.o.Token == "" {
-		http.Error(w, "stopping is disabled: start the dashboard with "+TokenEnv+" set", http.StatusForbidden)
+	if s.o.Token == "" && s.o.Launch == nil {
+		http.Error(w, "stopping is disabled: start the dashboard with "+TokenEnv+" set, or with --ui-launch", http.StatusForbidden)
 		return
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || u.Host != r.Host {
 			http.Error(w, "cross-origin stop refused", http.StatusForbidden)
+			return
+		}
+	}
+	if s.o.Token == "" {
+		// Allowed by --ui-launch alone: only from a page on a loopback
+		// name of this server.
+		host, _, err := splitHostPortOrHost(r.Host)
+		if site := r.Header.Get("Sec-Fetch-Site"); err != nil || !isLoopback(host) || (site != "" && site != "same-origin") {
+			http.Error(w, "stop without a token is served to same-origin pages on loopback names only", http.StatusForbidden)
 			return
 		}
 	}
