@@ -641,3 +641,103 @@ func TestSleepHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestSleepRecallBringsBackAnArchivedTaskOnALaterNight runs two nights
+// from reviewed tasks files: the first archives its tasks, the second,
+// with --recall-k and --dream-factor, brings archived ones back as train
+// tasks (with their similarity in the report), adds dream tasks, and
+// neither kind is ever replayed outside the train waves or archived.
+func TestSleepRecallBringsBackAnArchivedTaskOnALaterNight(t *testing.T) {
+	state := t.TempDir()
+	file := filepath.Join(state, "tasks.json")
+	if code, out, errOut := runCLI(t, "sleep", "harvest", "--persona", "researcher", "--backend", "sim", "--state-dir", state, "--output", file); code != exitOK {
+		t.Fatalf("harvest exit %d\n%s\n%s", code, out, errOut)
+	}
+	tf, err := nightly.LoadTasksFile(file)
+	if err != nil || len(tf.Tasks) != 12 {
+		t.Fatalf("tasks file: %v", err)
+	}
+	all := tf.Tasks
+	night := func(tasks []nightly.Task, extra ...string) (string, map[string]any) {
+		t.Helper()
+		if err := nightly.WriteTasksFile(file, nightly.TasksFile{Reviewed: true, Tasks: tasks}); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := runCLI(t, append([]string{"sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state, "--tasks-file", file}, extra...)...)
+		if code != exitOK {
+			t.Fatalf("night exit %d\n%s\n%s", code, out, errOut)
+		}
+		dir, err := nightly.Latest(stagingRoot(state))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+		var rep map[string]any
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatal(err)
+		}
+		return dir, rep
+	}
+	night(all[:6])
+	dir, rep := night(all[6:], "--recall-k", "3", "--dream-factor", "1", "--dream-rollouts", "2")
+	first := map[string]bool{}
+	for _, tk := range all[:6] {
+		first[tk.ID] = true
+	}
+	recalled, _ := rep["recalled"].([]any)
+	if len(recalled) != 3 {
+		t.Fatalf("recalled %v", rep["recalled"])
+	}
+	for _, r := range recalled {
+		r := r.(map[string]any)
+		if !first[r["archived"].(string)] || !(r["similarity"].(float64) > 0) || r["id"] != "recall:"+r["archived"].(string) {
+			t.Fatalf("recalled %v: want a task of the first night, with its similarity", r)
+		}
+	}
+	origins := rep["origins"].(map[string]any)
+	if origins["real"] != 6.0 || origins["recall"] != 3.0 || !(origins["dream"].(float64) >= 3) {
+		t.Fatalf("origins %v", origins)
+	}
+	extra := rep["outcome"].(map[string]any)["extra_spend"].(map[string]any)
+	for _, k := range []string{"rollouts", "dream", "recall"} {
+		if sp, _ := extra[k].(map[string]any); sp == nil || !(sp["tokens"].(float64) > 0) {
+			t.Fatalf("extra spend %v lacks %s", extra, k)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(string(md), "## Recalled tasks") || !strings.Contains(string(md), "3 recalled tasks") {
+		t.Fatalf("report.md:\n%s", md)
+	}
+	ev, _ := os.ReadFile(filepath.Join(dir, "evidence.jsonl"))
+	trainReplays := 0
+	for line := range strings.SplitSeq(strings.TrimSpace(string(ev)), "\n") {
+		var r struct {
+			TaskID string `json:"task_id"`
+			Stage  string `json:"stage"`
+		}
+		if json.Unmarshal([]byte(line), &r) != nil || r.TaskID == "" {
+			continue
+		}
+		if strings.HasPrefix(r.TaskID, "recall:") || strings.Contains(r.TaskID, "~dream") {
+			if !strings.HasPrefix(r.Stage, "train_") {
+				t.Fatalf("task %s replayed in stage %s", r.TaskID, r.Stage)
+			}
+			trainReplays++
+		}
+	}
+	if trainReplays == 0 {
+		t.Fatal("no replay of a recalled or dream task in evidence.jsonl")
+	}
+	st, err := nightly.LoadState(filepath.Join(state, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.TaskArchive) != 12 {
+		t.Fatalf("archive holds %d tasks, want the 12 real ones", len(st.TaskArchive))
+	}
+	for _, tk := range st.TaskArchive {
+		if tk.Origin != nightly.OriginReal {
+			t.Fatalf("archived a task of origin %q: %s", tk.Origin, tk.ID)
+		}
+	}
+}

@@ -63,6 +63,10 @@ type Settings struct {
 	// a timeout, a broken stream, a non-zero exit) fails every replay
 	// alike, and a night must not learn from a wave it did not measure.
 	StopOnFailure bool
+	// DreamRollouts is how many attempts each train task gets in a train
+	// wave (0 or 1: one). With more, a task fails when its worst attempt
+	// does, and the reflector sees its best attempt beside the worst.
+	DreamRollouts int
 }
 
 // Spend is what a night has spent.
@@ -129,7 +133,11 @@ type Outcome struct {
 	SkillChanged   bool     `json:"skill_changed"`
 	MemoryChanged  bool     `json:"memory_changed"`
 	Spend          Spend    `json:"spend"`
-	Replays        []Replay `json:"-"`
+	// Extra is the part of Spend the night's dream and recall settings
+	// added: "rollouts" (a real task's train attempts after its first),
+	// "dream" and "recall" (every replay of a task of that origin).
+	Extra   map[string]Spend `json:"extra_spend,omitempty"`
+	Replays []Replay         `json:"-"`
 }
 
 // night is one consolidation's working state; its phases are the step_*
@@ -213,6 +221,11 @@ type splits struct {
 func splitTasks(tasks []nightly.Task) splits {
 	var sp splits
 	for _, t := range tasks {
+		if !nightly.IsHeldOutOrigin(t.Origin) {
+			// Recalled and dream tasks are train only, whatever their split
+			// says (nightly.Task.Validate refuses one in val or test).
+			t.Split = nightly.SplitTrain
+		}
 		switch t.Split {
 		case nightly.SplitVal:
 			sp.val = append(sp.val, t)
@@ -225,7 +238,14 @@ func splitTasks(tasks []nightly.Task) splits {
 	switch {
 	case len(sp.train)+len(sp.val) == 0:
 	case len(sp.val) == 0:
-		sp.val, sp.leaked = sp.train, true
+		// The stand-in val holds the real train tasks only: a dream or
+		// recalled task is never scored by the gate.
+		for _, t := range sp.train {
+			if nightly.IsHeldOutOrigin(t.Origin) {
+				sp.val = append(sp.val, t)
+			}
+		}
+		sp.leaked = true
 	case len(sp.train) == 0:
 		sp.train, sp.leaked = sp.val, true
 	}
@@ -272,7 +292,7 @@ func (n *night) documents() []string {
 func SettingsFromConfig(c nightly.Config) Settings {
 	s := Settings{
 		EditBudget: c.EditBudget, GateMetric: c.GateMetric, MixedWeight: c.GateMixedWeight, NoRegression: c.GateNoRegression,
-		MaxTokens: c.MaxTokens, MaxUSD: c.MaxUSD, Preferences: c.Preferences,
+		MaxTokens: c.MaxTokens, MaxUSD: c.MaxUSD, Preferences: c.Preferences, DreamRollouts: c.DreamRollouts,
 	}
 	if c.EvolveSkill != nil {
 		s.EvolveSkill = *c.EvolveSkill

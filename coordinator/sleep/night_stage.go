@@ -125,7 +125,7 @@ func (n Night) finish(st *nightly.State, rep *Report, out *Outcome, props []nigh
 	st.Night = rep.Night
 	if out.Action != ActionStoppedBudget {
 		st.LastHarvest[n.Project] = rep.Started
-		st.Archive(archived)
+		st.Archive(realTasks(archived))
 	}
 	st.History = append(st.History, nightly.NightRecord{Night: rep.Night, Started: rep.Started, Sessions: rep.Sessions, Tasks: rep.Tasks,
 		Action: out.Action, Reason: out.Reason, Baseline: out.Baseline.Value, Final: finalValue(out), Tokens: out.Spend.Tokens, Staging: dir})
@@ -145,6 +145,18 @@ func (n Night) finish(st *nightly.State, rep *Report, out *Outcome, props []nigh
 	}
 	rep.Adopted = len(rec.Files)
 	return nil
+}
+
+// realTasks are the tasks of origin real: recalled and dream tasks are
+// copies, never archived themselves.
+func realTasks(tasks []nightly.Task) []nightly.Task {
+	var out []nightly.Task
+	for _, t := range tasks {
+		if nightly.IsHeldOutOrigin(t.Origin) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func finalValue(out *Outcome) float64 {

@@ -50,12 +50,39 @@ func (n Night) tasks(ctx context.Context, d NightDeps, st *nightly.State, rep *R
 		tasks = tasks[:n.Config.MaxTasks]
 	}
 	nightly.AssignSplits(tasks, n.Config.Seed, n.Config.ValFraction, n.Config.TestFraction)
+	tasks = n.enlarge(tasks, st, rep)
 	rep.Tasks = len(tasks)
+	rep.Origins = map[string]int{}
 	for _, t := range tasks {
 		rep.Splits[t.Split]++
-		rep.TaskList = append(rep.TaskList, TaskSummary{ID: t.ID, Split: t.Split, Judge: t.Judge.Kind, Intent: clipRunes(t.Intent, 120)})
+		rep.Origins[cmp.Or(t.Origin, nightly.OriginReal)]++
+		rep.TaskList = append(rep.TaskList, TaskSummary{ID: t.ID, Split: t.Split, Judge: t.Judge.Kind, Origin: cmp.Or(t.Origin, nightly.OriginReal), Intent: clipRunes(t.Intent, 120)})
 	}
 	return tasks, spent, nil
+}
+
+// enlarge adds to tonight's split tasks the train-only ones of recall_k
+// (archived tasks like tonight's train tasks, each with its similarity in
+// the report) and of dream_factor (rephrasings of the real and recalled
+// train tasks). Neither ever joins val or test.
+func (n Night) enlarge(tasks []nightly.Task, st *nightly.State, rep *Report) []nightly.Task {
+	if len(tasks) == 0 {
+		return tasks
+	}
+	for _, r := range nightly.Recall(tasks, st.TaskArchive, n.Config.RecallK) {
+		tasks = append(tasks, r.Task)
+		rep.Recalled = append(rep.Recalled, RecallSummary{ID: r.Task.ID, Archived: r.Task.DerivedFrom, Like: r.Like, Similarity: r.Similarity, Intent: clipRunes(r.Task.Intent, 120)})
+	}
+	if n.Config.DreamFactor > 0 {
+		var seed []nightly.Task
+		for _, t := range tasks {
+			if t.Split == nightly.SplitTrain {
+				seed = append(seed, t)
+			}
+		}
+		tasks = append(tasks, nightly.DreamTasks(seed, n.Config.DreamFactor)...)
+	}
+	return tasks
 }
 
 // harvestOptions reads the project's sessions since its cursor (the

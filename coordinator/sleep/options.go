@@ -50,6 +50,8 @@ type Options struct {
 	JSON                              bool
 	LogLevel                          string
 	KeepRun                           bool
+	DreamRollouts, DreamFactor        int
+	RecallK                           int
 
 	// The replay target, as train's model.target_* keys.
 	TargetBackend, TargetBaseURL, TargetAPIKeyEnv string
@@ -122,6 +124,9 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.BoolVar(&o.AssertImproves, "assert-improves", false, "exit 5 unless the night is accepted with a higher fresh val score (and, for a persona, without its harmful rule)")
 	fs.BoolVar(&o.AutoAdopt, "auto-adopt", false, "adopt an accepted night at once (opt-in)")
 	fs.BoolVar(&o.KeepRun, "keep-run", false, "keep the night's run dir (result journal, NATS store)")
+	fs.IntVar(&o.DreamRollouts, "dream-rollouts", 0, fmt.Sprintf("attempts per train task in each train wave; over 1 the reflector sees the best and the worst attempt (dream_rollouts, 1..%d, default 1)", nightly.MaxDreamRollouts))
+	fs.IntVar(&o.DreamFactor, "dream-factor", 0, fmt.Sprintf("rephrasings of each train task added as train-only dream tasks (dream_factor, 0..%d, default 0)", nightly.MaxDreamFactor))
+	fs.IntVar(&o.RecallK, "recall-k", 0, fmt.Sprintf("archived tasks of earlier nights most similar to tonight's brought back as train tasks (recall_k, 0..%d, default 0)", nightly.MaxRecallK))
 	o.RegisterTarget(fs)
 }
 
@@ -349,6 +354,9 @@ func (o *Options) config() (nightly.Config, error) {
 	set("edit-budget", func() { cfg.EditBudget = o.EditBudget })
 	set("no-regression", func() { cfg.GateNoRegression = o.NoRegression })
 	set("auto-adopt", func() { cfg.AutoAdopt = o.AutoAdopt })
+	set("dream-rollouts", func() { cfg.DreamRollouts = o.DreamRollouts })
+	set("dream-factor", func() { cfg.DreamFactor = o.DreamFactor })
+	set("recall-k", func() { cfg.RecallK = o.RecallK })
 	set("target-backend", func() { cfg.TargetBackend = o.TargetBackend })
 	set("codex-exec-path", func() { cfg.CodexExecPath = o.CodexExecPath })
 	set("claude-code-exec-path", func() { cfg.ClaudeCodeExecPath = o.ClaudeCodeExecPath })

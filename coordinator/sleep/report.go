@@ -31,6 +31,10 @@ type Report struct {
 	Staging     string          `json:"staging,omitempty"`
 	AdoptCmd    string          `json:"adopt_command,omitempty"`
 	TaskList    []TaskSummary   `json:"task_list"`
+	// Origins counts tonight's tasks by origin (real, recall, dream);
+	// Recalled lists the archived tasks recall_k brought back.
+	Origins  map[string]int  `json:"origins,omitempty"`
+	Recalled []RecallSummary `json:"recalled,omitempty"`
 	// Adopted counts the files an auto-adopt installed.
 	Adopted int `json:"-"`
 }
@@ -40,7 +44,19 @@ type TaskSummary struct {
 	ID     string `json:"id"`
 	Split  string `json:"split"`
 	Judge  string `json:"judge"`
+	Origin string `json:"origin"`
 	Intent string `json:"intent"`
+}
+
+// RecallSummary is one recalled task in the report: its id tonight, the
+// archived task it copies, tonight's train task it is most like and the
+// similarity of the two ([nightly.Similarity]).
+type RecallSummary struct {
+	ID         string  `json:"id"`
+	Archived   string  `json:"archived"`
+	Like       string  `json:"like"`
+	Similarity float64 `json:"similarity"`
+	Intent     string  `json:"intent"`
 }
 
 func clipRunes(s string, n int) string {
@@ -61,6 +77,9 @@ func (rep *Report) Summary() string {
 	}
 	fmt.Fprintf(&b, "skillfleet sleep: %s %d of %s (%s/%s)\n", mode, rep.Night, rep.Project, rep.Backend, rep.Model)
 	fmt.Fprintf(&b, "sessions %d, tasks %d (train %d, val %d, test %d)\n", rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
+	if line := rep.dreamLine(); line != "" {
+		fmt.Fprintln(&b, line)
+	}
 	fmt.Fprintf(&b, "val score: baseline %.3f", out.Baseline.Value)
 	if out.Final != nil {
 		fmt.Fprintf(&b, " → %.3f on fresh replays", out.Final.Value)
@@ -107,6 +126,15 @@ func (rep *Report) Markdown() string {
 		rep.Project, rep.Started.Format(time.RFC3339), rep.Backend, rep.Model, rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
 	fmt.Fprintf(&b, "- skipped: %d malformed lines, %d huge lines, %d headless and %d sub-agent sessions\n",
 		rep.Skipped.MalformedLines, rep.Skipped.HugeLines, rep.Skipped.Headless, rep.Skipped.SubAgent)
+	if line := rep.dreamLine(); line != "" {
+		fmt.Fprintf(&b, "- %s\n", line)
+	}
+	if len(rep.Recalled) > 0 {
+		b.WriteString("\n## Recalled tasks\n\nArchived tasks of earlier nights most like tonight's train tasks (Jaccard similarity of the intents' words), replayed as train tasks.\n\n| task | archived | most like | similarity | intent |\n|---|---|---|---|---|\n")
+		for _, r := range rep.Recalled {
+			fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %s |\n", r.ID, r.Archived, r.Like, r.Similarity, mdCell(r.Intent))
+		}
+	}
 	fmt.Fprintf(&b, "\n## Decision: %s\n\n%s\n\n", out.Action, out.Reason)
 	fmt.Fprintf(&b, "| | score | hard | soft | tasks |\n|---|---|---|---|---|\n| baseline | %.3f | %.3f | %.3f | %d |\n", out.Baseline.Value, out.Baseline.Hard, out.Baseline.Soft, out.Baseline.N)
 	if out.Final != nil {
@@ -142,6 +170,34 @@ func (rep *Report) Markdown() string {
 		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
 	}
 	return b.String()
+}
+
+// dreamLine says what dream and recall added to the night: its tasks by
+// origin and the tokens each part cost; "" when neither was on.
+func (rep *Report) dreamLine() string {
+	var parts []string
+	if n := rep.Origins[nightly.OriginRecall]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d recalled tasks", n))
+	}
+	if n := rep.Origins[nightly.OriginDream]; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d dream tasks", n))
+	}
+	var extra []string
+	if out := rep.Outcome; out != nil {
+		for _, k := range []string{"rollouts", nightly.OriginDream, nightly.OriginRecall} {
+			if sp, ok := out.Extra[k]; ok {
+				extra = append(extra, fmt.Sprintf("%s %d tokens", k, sp.Tokens))
+			}
+		}
+	}
+	if len(parts) == 0 && len(extra) == 0 {
+		return ""
+	}
+	line := "dream and recall: " + cmp.Or(strings.Join(parts, ", "), "no added tasks")
+	if len(extra) > 0 {
+		line += "; spent on them: " + strings.Join(extra, ", ")
+	}
+	return line
 }
 
 // editDoc names the document an edit touches: "skill", or "skill FILE"

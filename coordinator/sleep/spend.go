@@ -21,6 +21,23 @@ func (n *night) charge(role string, u llm.Usage, calls int) {
 	}
 }
 
+// chargeExtra adds a replay's spend to the part of the night's spend that
+// kind (rollouts, dream, recall) added.
+func (n *night) chargeExtra(kind string, r Replay) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.out.Extra == nil {
+		n.out.Extra = map[string]Spend{}
+	}
+	sp := n.out.Extra[kind]
+	sp.Tokens += r.Usage.InputTokens + r.Usage.OutputTokens
+	sp.Calls += r.Calls
+	if n.s.Cost != nil {
+		sp.USD += n.s.Cost("target", r.Usage)
+	}
+	n.out.Extra[kind] = sp
+}
+
 // afford refuses work the budget cannot pay for: est is its expected
 // tokens (0 = unknown: only the spend so far is checked).
 func (n *night) afford(stage, role string, est int64) error {
@@ -60,9 +77,15 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.T
 		return nil, err
 	}
 	var tok int64
-	for _, r := range rs {
+	for i, r := range rs {
 		n.charge("target", r.Usage, r.Calls)
 		tok += r.Usage.InputTokens + r.Usage.OutputTokens
+		switch {
+		case i < len(tasks) && !nightly.IsHeldOutOrigin(tasks[i].Origin):
+			n.chargeExtra(tasks[i].Origin, r)
+		case sample > 0 && sample < FreshSample:
+			n.chargeExtra("rollouts", r)
+		}
 	}
 	n.mu.Lock()
 	n.perTask = (n.perTask*float64(n.replayed) + float64(tok)) / float64(n.replayed+len(rs))
@@ -106,6 +129,9 @@ func reflectEstimate(doc string, fails []nightly.Failure) int64 {
 			break
 		}
 		n += min(len(f.Intent), 400) + min(len(f.Wanted), 400) + min(len(f.Got), 600) + min(len(f.Why), 300) + 80
+		if f.Best != nil {
+			n += min(len(f.Best.Reply), 600) + min(len(f.Best.Why), 300) + 60
+		}
 	}
 	return int64(n/4) + 800
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/coordinator/gate"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
@@ -37,30 +38,64 @@ func (n *night) evolve(ctx context.Context, in Input, doc string, sp splits, doc
 	return true, nil
 }
 
-// failures replays the train tasks and returns the failed ones (hard < 1;
-// an infrastructure failure is not a failure to learn from).
+// failures replays the train tasks (DreamRollouts attempts of each, as
+// samples 0..K-1) and returns the failed ones: a task fails when its worst
+// scored attempt is below hard 1. With more than one attempt, a failure
+// also carries the task's best attempt, so the reflector can contrast the
+// two. An infrastructure failure is not a failure to learn from.
 func (n *night) failures(ctx context.Context, doc string, train []nightly.Task, docs docState) ([]nightly.Failure, error) {
-	rs, err := n.replay(ctx, "train_"+doc, docs.composed(), train, 0)
-	if err != nil {
-		return nil, err
-	}
-	byID := map[string]nightly.Task{}
-	for _, t := range train {
-		byID[t.ID] = t
+	k := max(n.s.DreamRollouts, 1)
+	attempts := map[string][]Replay{}
+	for sample := range k {
+		rs, err := n.replay(ctx, "train_"+doc, docs.composed(), train, sample)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if r.Err == "" {
+				attempts[r.TaskID] = append(attempts[r.TaskID], r)
+			}
+		}
 	}
 	var fails []nightly.Failure
-	for _, r := range rs {
-		if r.Err != "" || r.Hard >= 1 {
+	for _, t := range train {
+		rs := attempts[t.ID]
+		if len(rs) == 0 {
 			continue
 		}
-		t := byID[r.TaskID]
-		fails = append(fails, nightly.Failure{TaskID: t.ID, Intent: t.Intent, Wanted: wanted(t.Judge), Got: r.Answer, Why: r.FailReason})
+		best, worst, passed := rs[0], rs[0], 0
+		for _, r := range rs {
+			if r.Hard >= 1 {
+				passed++
+			}
+			if g := n.gateScore(r); g > n.gateScore(best) {
+				best = r
+			}
+			if g := n.gateScore(r); g < n.gateScore(worst) || (g == n.gateScore(worst) && r.Hard < worst.Hard) {
+				worst = r
+			}
+		}
+		if worst.Hard >= 1 {
+			continue
+		}
+		f := nightly.Failure{TaskID: t.ID, Intent: t.Intent, Wanted: wanted(t.Judge), Got: worst.Answer, Why: worst.FailReason}
+		if k > 1 {
+			f.Attempts, f.Passed = len(rs), passed
+			f.Score = n.gateScore(worst)
+			if n.gateScore(best) > f.Score {
+				f.Best = &nightly.Attempt{Reply: best.Answer, Score: n.gateScore(best), Why: best.FailReason}
+			}
+		}
+		fails = append(fails, f)
 	}
 	if len(fails) == 0 {
 		n.d.Logger.InfoContext(ctx, "no failures to learn from", "stage", doc)
 	}
 	return fails, nil
 }
+
+// gateScore is one replay's score under the night's gate metric.
+func (n *night) gateScore(r Replay) float64 { return gate.Score(r.Hard, r.Soft, n.metric, n.weight) }
 
 // reflect asks the optimizer for at most EditBudget edits of doc.
 func (n *night) reflect(ctx context.Context, in Input, doc, text string, fails []nightly.Failure) ([]nightly.Edit, error) {

@@ -96,13 +96,29 @@ type Config struct {
 	Seed      int64 `yaml:"seed"`
 	// Preferences are house rules shown to the reflector.
 	Preferences string `yaml:"preferences"`
+	// DreamRollouts is how many attempts each train task gets per train
+	// wave (1 = one; more lets the reflector contrast the best attempt
+	// with the worst). DreamFactor is how many rephrasings of each train
+	// task the night adds as train tasks of origin dream. RecallK is how
+	// many archived tasks similar to tonight's the night brings back as
+	// train tasks of origin recall. Each is off (1, 0, 0) by default.
+	DreamRollouts int `yaml:"dream_rollouts"`
+	DreamFactor   int `yaml:"dream_factor"`
+	RecallK       int `yaml:"recall_k"`
 }
+
+// Bounds of the dream and recall keys: a night's cost grows with each.
+const (
+	MaxDreamRollouts = 8
+	MaxDreamFactor   = 4
+	MaxRecallK       = 50
+)
 
 // DefaultConfig is the built-in configuration.
 func DefaultConfig() Config {
 	t := true
 	return Config{Source: "all", LookbackHours: 72, MaxTasks: 40, MaxTokens: 400000, ValFraction: 0.34,
-		GateMetric: "mixed", GateMixedWeight: 0.5, EditBudget: 4, EvolveSkill: &t, EvolveMemory: &t, LLMMine: &t, Seed: 42}
+		GateMetric: "mixed", GateMixedWeight: 0.5, EditBudget: 4, EvolveSkill: &t, EvolveMemory: &t, LLMMine: &t, Seed: 42, DreamRollouts: 1}
 }
 
 // LoadConfig reads a YAML config file over the defaults; unknown keys are
@@ -152,6 +168,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("edit_budget: %d: must be positive", c.EditBudget)
 	case c.TargetTimeout < 0:
 		return fmt.Errorf("target_timeout: %v: must not be negative", c.TargetTimeout)
+	case c.DreamRollouts < 1 || c.DreamRollouts > MaxDreamRollouts:
+		return fmt.Errorf("dream_rollouts: %d: want 1..%d (1 = one attempt per train task)", c.DreamRollouts, MaxDreamRollouts)
+	case c.DreamFactor < 0 || c.DreamFactor > MaxDreamFactor:
+		return fmt.Errorf("dream_factor: %d: want 0..%d (0 = no dream tasks)", c.DreamFactor, MaxDreamFactor)
+	case c.RecallK < 0 || c.RecallK > MaxRecallK:
+		return fmt.Errorf("recall_k: %d: want 0..%d (0 = no recall)", c.RecallK, MaxRecallK)
 	case c.SkillPath != "" && c.SkillDir != "":
 		return fmt.Errorf("skill_path %q and skill_dir %q: set one (skill_dir trains the whole package, skill_path one SKILL.md)", c.SkillPath, c.SkillDir)
 	}

@@ -4,19 +4,35 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
-// Failure is one failed replay shown to the reflector.
+// Failure is one failed replay shown to the reflector: Got and Why are
+// the (worst) failed attempt.
 type Failure struct {
 	TaskID string `json:"task_id"`
 	Intent string `json:"intent"`
 	Wanted string `json:"wanted"`
 	Got    string `json:"got"`
 	Why    string `json:"why"`
+	// With several attempts at the task (dream rollouts): how many there
+	// were, how many passed, the worst one's gate score, and the best one
+	// when it scored higher than the worst.
+	Attempts int      `json:"attempts,omitempty"`
+	Passed   int      `json:"passed,omitempty"`
+	Score    float64  `json:"score,omitempty"`
+	Best     *Attempt `json:"best_attempt,omitempty"`
+}
+
+// Attempt is one judged attempt shown to the reflector.
+type Attempt struct {
+	Reply string  `json:"reply"`
+	Score float64 `json:"score"`
+	Why   string  `json:"why,omitempty"`
 }
 
 // ReflectInput is the reflector's payload.
@@ -82,6 +98,11 @@ func Reflect(ctx context.Context, m llm.Model, name string, in ReflectInput) ([]
 	for i := range in.Failures {
 		f := &in.Failures[i]
 		f.Intent, f.Wanted, f.Got, f.Why = Redact(clip(f.Intent, 400)), Redact(clip(f.Wanted, 400)), Redact(clip(f.Got, 600)), Redact(clip(f.Why, 300))
+		if f.Best != nil {
+			b := *f.Best
+			b.Reply, b.Why = Redact(clip(b.Reply, 600)), Redact(clip(b.Why, 300))
+			f.Best = &b
+		}
 	}
 	in.Preferences = Redact(in.Preferences)
 	var usage llm.Usage
@@ -89,6 +110,10 @@ func Reflect(ctx context.Context, m llm.Model, name string, in ReflectInput) ([]
 	instr := fmt.Sprintf("The %s document's learned lines are below, with replies that failed the user's recurring tasks. "+
 		"Propose at most %d edits to the learned lines, each a short imperative habit that would have made the failed replies pass. "+
 		"Answer with one JSON object {\"edits\": [{\"op\": \"add|replace|delete\", \"content\", \"anchor\", \"rationale\"}]}.", in.Document, in.Budget)
+	if slices.ContainsFunc(in.Failures, func(f Failure) bool { return f.Best != nil }) {
+		instr += " Some tasks were attempted several times under the same document: for those, \"got\" is the worst attempt and " +
+			"\"best_attempt\" the best one, with their scores. Look for what the better attempt did that the worse did not, and make it a habit."
+	}
 	if in.Package != nil {
 		instr += " The skill is a package: \"package\" shows its SKILL.md outside the learned lines and its other files. " +
 			"Where SKILL.md says rules of a kind live in references/, put such a rule there instead: an edit " +

@@ -44,13 +44,17 @@ type Task struct {
 	// Attempt is what the agent answered in the session (an excerpt).
 	Attempt string `json:"attempted_solution,omitempty"`
 	// Outcome is success, fail, mixed or unknown.
-	Outcome   string   `json:"outcome"`
-	Judge     Judge    `json:"judge"`
-	Tags      []string `json:"tags,omitempty"`
-	Sessions  []string `json:"source_sessions,omitempty"`
-	Split     string   `json:"split"`
-	Origin    string   `json:"origin"`
-	SkillHint string   `json:"skill_hint,omitempty"`
+	Outcome  string   `json:"outcome"`
+	Judge    Judge    `json:"judge"`
+	Tags     []string `json:"tags,omitempty"`
+	Sessions []string `json:"source_sessions,omitempty"`
+	Split    string   `json:"split"`
+	// Origin is real (mined or from a tasks file), recall or dream (see
+	// [OriginReal]); only a real task is put in val or test.
+	Origin    string `json:"origin"`
+	SkillHint string `json:"skill_hint,omitempty"`
+	// DerivedFrom is the id of the task a recalled or dream task copies.
+	DerivedFrom string `json:"derived_from,omitempty"`
 }
 
 // Judge says how a reply to a task is scored. Every kind also requires
@@ -152,6 +156,12 @@ func (t Task) Validate() error {
 	if t.Split != "" && !slices.Contains([]string{SplitTrain, SplitVal, SplitTest}, t.Split) {
 		return fmt.Errorf("task %s: split %q: want train, val or test", t.ID, t.Split)
 	}
+	if !slices.Contains([]string{"", OriginReal, OriginRecall, OriginDream}, t.Origin) {
+		return fmt.Errorf("task %s: origin %q: want real, recall or dream", t.ID, t.Origin)
+	}
+	if !IsHeldOutOrigin(t.Origin) && (t.Split == SplitVal || t.Split == SplitTest) {
+		return fmt.Errorf("task %s: split %s: a %s task is train only (the gate scores real tasks alone)", t.ID, t.Split, t.Origin)
+	}
 	if err := t.Judge.Validate(); err != nil {
 		return fmt.Errorf("task %s: %w", t.ID, err)
 	}
@@ -222,7 +232,7 @@ func AssignSplits(tasks []Task, seed int64, val, test float64) {
 	}
 	var realTasks []hashed
 	for i := range tasks {
-		if tasks[i].Origin == "recall" {
+		if !IsHeldOutOrigin(tasks[i].Origin) {
 			tasks[i].Split = SplitTrain
 			continue
 		}
