@@ -88,7 +88,7 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.StringVar(&o.ConfigPath, "config", "", "config YAML (default <state-dir>/config.yaml if present); flags override it")
 	fs.StringVar(&o.StateDir, "state-dir", filepath.Join(home, ".skillfleet-sleep"), "where the state file (state.json, locked) and night runs live")
 	fs.StringVar(&o.Project, "project", "", "the project whose sessions are learned from and whose CLAUDE.md is the memory (default: the working directory)")
-	fs.StringVar(&o.Source, "source", "", "transcripts: claude, codex, cursor or all (default all)")
+	fs.StringVar(&o.Source, "source", "", "transcripts: "+strings.Join(nightly.Sources(), ", ")+" or all (default all; where each is read: docs/agents.md)")
 	fs.StringVar(&o.ClaudeHome, "claude-home", "", "Claude Code home (default ~/.claude)")
 	fs.StringVar(&o.CodexHome, "codex-home", "", "Codex home (default ~/.codex)")
 	fs.StringVar(&o.CursorHome, "cursor-home", "", "Cursor home (default ~/.cursor)")

@@ -55,7 +55,7 @@ type HarvestOptions struct {
 
 // Sources lists the supported transcript sources.
 func Sources() []string {
-	return []string{SourceClaude, SourceCodex, SourceCursor, SourceCopilot, SourcePi}
+	return []string{SourceClaude, SourceCodex, SourceCursor, SourceCopilot, SourceCopilotCLI, SourcePi, SourceOpencode}
 }
 
 func (o *HarvestOptions) defaults() error {
@@ -67,11 +67,12 @@ func (o *HarvestOptions) defaults() error {
 	o.ClaudeHome = cmp.Or(o.ClaudeHome, filepath.Join(home, ".claude"))
 	o.CodexHome = cmp.Or(o.CodexHome, filepath.Join(home, ".codex"))
 	o.CursorHome = cmp.Or(o.CursorHome, filepath.Join(home, ".cursor"))
-	o.CopilotHome = cmp.Or(o.CopilotHome, filepath.Join(home, ".copilot"))
+	o.CopilotHome = cmp.Or(o.CopilotHome, os.Getenv("COPILOT_HOME"), filepath.Join(home, ".copilot"))
 	if o.VSCodeStorage == nil {
 		o.VSCodeStorage = defaultVSCodeStorage(home)
 	}
 	o.PiHome = cmp.Or(o.PiHome, os.Getenv("PI_CODING_AGENT_DIR"), filepath.Join(home, ".pi", "agent"))
+	o.OpencodeDB = cmp.Or(o.OpencodeDB, defaultOpencodeDB(home))
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
@@ -152,6 +153,23 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 		}
 		return nil
 	}
+	// runDB reads a source kept in one database: its reader returns every
+	// session that may be new (an unreadable database is counted, not an
+	// error, like an unreadable transcript file).
+	runDB := func(src string, read func(o *HarvestOptions) ([]*Digest, Skipped, error)) {
+		if o.Source != "all" && o.Source != src {
+			return
+		}
+		ds, s, err := read(&o)
+		sk.add(s)
+		if err != nil {
+			sk.Unreadable++
+			return
+		}
+		for _, d := range ds {
+			keep(src, d)
+		}
+	}
 	if err := run(SourceClaude, func() ([]string, error) { return claudeFiles(o.ClaudeHome, &sk) }, parseClaude); err != nil {
 		return nil, sk, err
 	}
@@ -164,9 +182,11 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 	if err := run(SourceCopilot, func() ([]string, error) { return vscodeChatFiles(o.VSCodeStorage, &sk) }, parseVSCodeChat); err != nil {
 		return nil, sk, err
 	}
+	runDB(SourceCopilotCLI, readCopilotCLI)
 	if err := run(SourcePi, func() ([]string, error) { return piFiles(o.PiHome) }, parsePi); err != nil {
 		return nil, sk, err
 	}
+	runDB(SourceOpencode, readOpencode)
 	sort.SliceStable(out, func(i, j int) bool {
 		if !out[i].EndedAt.Equal(out[j].EndedAt) {
 			return out[i].EndedAt.After(out[j].EndedAt)

@@ -1,7 +1,10 @@
 package nightly
 
 import (
+	"crypto/sha256"
+	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,5 +168,189 @@ func TestHarvestCopilotVSCodeWholeFile(t *testing.T) {
 	}
 	if d := ds[0]; d.Project != "/home/dev/mono" || d.NUserTurns != 2 || d.AssistantFinals[1] != "Keyed by inputs." || !d.EndedAt.Equal(time.UnixMilli(1795600100000)) {
 		t.Fatalf("digest = %+v", d)
+	}
+}
+
+// loadSQL creates the SQLite database path from a fixture script, in WAL
+// mode when wal is set, and returns the open connection (closed at the end
+// of the test).
+func loadSQL(t *testing.T, path, script string, wal bool) *sql.DB {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	t.Cleanup(func() { db.Close() })
+	if wal {
+		// The log is never folded into the database while the test runs,
+		// so what the harvest sees of it came from the -wal file.
+		for _, p := range []string{"PRAGMA journal_mode=WAL", "PRAGMA wal_autocheckpoint=0"} {
+			if _, err := db.Exec(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := db.Exec(string(b)); err != nil {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return db
+}
+
+// dirState is every file of dir with its bytes and modification time.
+func dirState(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		p := filepath.Join(dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := os.Stat(p)
+		out[e.Name()] = fmt.Sprint(len(b), st.ModTime().UnixNano(), sha256.Sum256(b))
+	}
+	return out
+}
+
+// TestHarvestCopilotCLI reads the Copilot CLI's store while the CLI holds
+// it open mid-write: the harvest neither waits for nor disturbs the
+// writer, sees what was committed to the write-ahead log and not what is
+// uncommitted, and leaves the store's directory as it was, file for file.
+func TestHarvestCopilotCLI(t *testing.T) {
+	home := t.TempDir()
+	o := HarvestOptions{Source: SourceCopilotCLI, Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), Lookback: 72 * time.Hour,
+		Projects: []string{"/home/dev/webapp"}}
+	homesUnder(&o, home)
+	store := filepath.Join(o.CopilotHome, "session-store.db")
+	db := loadSQL(t, store, "copilot-cli.sql", true)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO sessions VALUES ('c6', '/home/dev/webapp', NULL, 'main', NULL, '2026-11-24 11:00:00', '2026-11-24 11:30:00', 'cli');
+		INSERT INTO turns VALUES (9, 'c6', 0, 'UNCOMMITTED prompt of a live session', 'ok', '2026-11-24 11:00:00')`); err != nil {
+		t.Fatal(err)
+	}
+	before := dirState(t, o.CopilotHome)
+	if _, ok := before["session-store.db-wal"]; !ok {
+		t.Fatalf("the fixture store has no write-ahead log: %v", before)
+	}
+	ds, sk, err := Harvest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, dirState(t, o.CopilotHome)); diff != "" {
+		t.Errorf("the store's directory changed (-before +after):\n%s", diff)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("the CLI's own write after the harvest: %v", err)
+	}
+	want := []Digest{{
+		SessionID: "c1", Source: SourceCopilotCLI, Project: "/home/dev/webapp", GitBranch: "main",
+		StartedAt: ts(t, "2026-11-20T08:00:00Z"), EndedAt: ts(t, "2026-11-24T09:00:00Z"),
+		UserPrompts:     []string{"Bump the Go version in CI; the deploy key is [REDACTED:aws_key]", "still failing on arm64"},
+		AssistantFinals: []string{"Updated .github/workflows/ci.yml.", "Pinned the arm64 runner image."},
+		ToolsUsed:       []string{"edit", "view"},
+		FilesTouched:    []string{"/home/dev/webapp/.github/workflows/ci.yml", "/home/dev/webapp/go.mod"},
+		FeedbackSignals: []string{"neg:still failing"},
+		NUserTurns:      2, NAssistantTurns: 2,
+	}}
+	if diff := cmp.Diff(want, ds, cmpopts.IgnoreFields(Digest{}, "RawPath"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("copilot_cli digests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Skipped{OtherProject: 1, Old: 1, Headless: 1, Unreadable: 1}, sk); diff != "" {
+		t.Errorf("copilot_cli skipped (-want +got):\n%s", diff)
+	}
+	assertNoLeak(t, ds, "AKIAIOSFODNN7EXAMPLE", "UNCOMMITTED", "OTHER-PROJECT", "OLD-SESSION")
+
+	// Committed now: the next harvest, after c1's cursor, has c6 only.
+	o.Cursors = map[string]time.Time{"/home/dev/webapp": ts(t, "2026-11-24T09:00:00Z")}
+	ds, _, err = Harvest(o)
+	if err != nil || len(ds) != 1 || ds[0].SessionID != "c6" {
+		t.Fatalf("after the commit = %+v, %v; want c6", ds, err)
+	}
+}
+
+// A store of another schema is unreadable, with the missing column named.
+func TestHarvestCopilotCLISchema(t *testing.T) {
+	home := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(home, "session-store.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`CREATE TABLE sessions (id TEXT, cwd TEXT, created_at TEXT, updated_at TEXT); CREATE TABLE turns (session_id TEXT, turn_index INT, user_message TEXT)`); err != nil {
+		t.Fatal(err)
+	}
+	o := HarvestOptions{Source: SourceCopilotCLI, CopilotHome: home}
+	if _, _, err := readCopilotCLI(&o); err == nil || !strings.Contains(err.Error(), "table turns has no column assistant_response") {
+		t.Fatalf("readCopilotCLI error = %v, want the missing column named", err)
+	}
+	if _, sk, err := Harvest(o); err != nil || sk.Unreadable != 1 {
+		t.Fatalf("Harvest = %+v, %v; want the store counted unreadable", sk, err)
+	}
+}
+
+// TestHarvestOpencode: root sessions only, synthetic and ignored parts,
+// reasoning and tool input and output left out; a session with a message
+// that is not JSON is left out whole.
+func TestHarvestOpencode(t *testing.T) {
+	home := t.TempDir()
+	o := HarvestOptions{Source: SourceOpencode, Now: time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC), Lookback: 72 * time.Hour,
+		Projects: []string{"/home/dev/webapp"}}
+	homesUnder(&o, home)
+	loadSQL(t, o.OpencodeDB, "opencode.sql", false)
+	before := dirState(t, filepath.Dir(o.OpencodeDB))
+	ds, sk, err := Harvest(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, dirState(t, filepath.Dir(o.OpencodeDB))); diff != "" {
+		t.Errorf("the database's directory changed (-before +after):\n%s", diff)
+	}
+	want := []Digest{{
+		SessionID: "o1", Source: SourceOpencode, Project: "/home/dev/webapp", GitBranch: "perf",
+		StartedAt: ts(t, "2026-11-20T09:00:00Z"), EndedAt: ts(t, "2026-11-24T10:00:00Z"),
+		UserPrompts:     []string{"Speed up the image resize; my OpenAI key is [REDACTED:api_key]", "thanks, perfect"},
+		AssistantFinals: []string{"Switched to a worker pool.", "Done."},
+		ToolsUsed:       []string{"bash"},
+		FeedbackSignals: []string{"pos:thanks", "pos:perfect"},
+		NUserTurns:      2, NAssistantTurns: 2,
+	}}
+	if diff := cmp.Diff(want, ds, cmpopts.IgnoreFields(Digest{}, "RawPath"), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("opencode digests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Skipped{SubAgent: 1, OtherProject: 1, Unreadable: 1, MalformedLines: 1}, sk); diff != "" {
+		t.Errorf("opencode skipped (-want +got):\n%s", diff)
+	}
+	assertNoLeak(t, ds, "sk-proj-AbCd", "SYNTHETIC-CONTEXT", "IGNORED-PART", "REASONING-TEXT", "TOOL-ARGUMENT", "TOOL-RESULT", "SUBAGENT-PROMPT", "DAMAGED-SESSION")
+}
+
+func TestDefaultOpencodeDB(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", "/data")
+	t.Setenv("OPENCODE_DB", "")
+	if got := defaultOpencodeDB("/home/u"); got != "/data/opencode/opencode.db" {
+		t.Errorf("with XDG_DATA_HOME: %s", got)
+	}
+	t.Setenv("OPENCODE_DB", "alt.db")
+	if got := defaultOpencodeDB("/home/u"); got != "/data/opencode/alt.db" {
+		t.Errorf("relative OPENCODE_DB: %s", got)
+	}
+	t.Setenv("XDG_DATA_HOME", "")
+	t.Setenv("OPENCODE_DB", "/elsewhere/o.db")
+	if got := defaultOpencodeDB("/home/u"); got != "/elsewhere/o.db" {
+		t.Errorf("absolute OPENCODE_DB: %s", got)
 	}
 }
