@@ -16,6 +16,7 @@ import (
 	"github.com/skillfleet/skillfleet/internal/fleet"
 	"github.com/skillfleet/skillfleet/internal/serve"
 	"github.com/skillfleet/skillfleet/internal/ui"
+	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/store/redisstore"
@@ -56,6 +57,8 @@ type campaignOpts struct {
 	stay     bool
 	// metricsAddr serves the campaign process's Prometheus metrics.
 	metricsAddr string
+	// noPreflight skips the credential check of the cells' models.
+	noPreflight bool
 }
 
 func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -88,6 +91,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.StringVar(&o.cells, "cells", "", "with --member: serve only the cells whose names match one of these comma-separated globs (e.g. 'eval-*')")
 	fs.BoolVar(&o.stay, "stay", false, "once the campaign has ended (or stopped), stay up idle until stopped instead of exiting (a StatefulSet member that exits is restarted)")
 	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (loopback only): each cell's spend, and the in-process workers' calls and tokens by stage")
+	fs.BoolVar(&o.noPreflight, "no-preflight", false, "do not check each distinct model's credentials (key variable set, one GET /models) before the first cell starts; the check runs only with in-process workers")
 	fs.IntVar(&o.replicas, "state-replicas", 1, "with --member: replicas of the campaign's state bucket on a clustered NATS (at least --nats-replicas)")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
@@ -112,9 +116,21 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageError{err}
 	}
-	// Every cell's config is checked before any cell starts.
-	if err := spec.ValidateCells(o.sets); err != nil {
+	// Every cell's config is checked before any cell starts, then every
+	// distinct model the cells call, where this process's workers call
+	// them (external workers have their own environment).
+	cellCfgs, err := spec.CellConfigs(o.sets)
+	if err != nil {
 		return usageError{err}
+	}
+	if !o.noPreflight && (o.workers > 0 || (o.workers < 0 && o.natsURL == "")) {
+		byCell := make(map[string]*config.Config, len(cellCfgs))
+		for name, cfg := range cellCfgs {
+			byCell["cell "+name+" "] = cfg
+		}
+		if err := preflightConfigs(ctx, byCell); err != nil {
+			return err
+		}
 	}
 	if o.maxActive > 0 {
 		spec.MaxActiveRuns = o.maxActive

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/coordinator"
@@ -43,11 +45,15 @@ func (o trainOpts) preflight(ctx context.Context, cfgs map[string]*config.Config
 // in-process sim-llm and are skipped.
 func preflightConfigs(ctx context.Context, cfgs map[string]*config.Config) error {
 	var roles []backends.RoleSpec
-	for prefix, cfg := range cfgs {
+	for _, prefix := range slices.Sorted(maps.Keys(cfgs)) {
+		cfg := cfgs[prefix]
 		if cfg.Runtime.SimLLM {
 			continue
 		}
 		roles = append(roles, preflightRoles(cfg, prefix)...)
+	}
+	if len(roles) == 0 {
+		return nil
 	}
 	if err := backends.Preflight(ctx, roles, backends.Deps{}); err != nil {
 		return usageError{err}

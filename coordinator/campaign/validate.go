@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/pkg/config"
 )
 
 // ValidateCells loads every cell's config as its run will (the cell's
@@ -17,10 +18,19 @@ import (
 // instead of a failed cell found after the others have spent their
 // calls. Every bad cell is reported.
 func (s *Spec) ValidateCells(sets []string) error {
+	_, err := s.CellConfigs(sets)
+	return err
+}
+
+// CellConfigs loads every cell's config as its run will, by cell name,
+// reporting every bad cell as [Spec.ValidateCells] does. The campaign
+// command checks the models these configs call before any cell starts.
+func (s *Spec) CellConfigs(sets []string) (map[string]*config.Config, error) {
 	cells, err := s.Expand()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	cfgs := make(map[string]*config.Config, len(cells))
 	byName := make(map[string]Cell, len(cells))
 	for _, c := range cells {
 		byName[c.Name] = c
@@ -32,12 +42,17 @@ func (s *Spec) ValidateCells(sets []string) error {
 			// the config of the cell it measures (as evalCell does).
 			c.Config = byName[c.EvalFrom].Config
 		}
-		_, err := coordinator.LoadConfig(s.ConfigPath(c.Config), append(append([]string(nil), c.Sets...), sets...))
+		cfg, err := coordinator.LoadConfig(s.ConfigPath(c.Config), append(append([]string(nil), c.Sets...), sets...))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("campaign %s: cell %s: %w", s.File, c.Name, err))
+			continue
 		}
+		cfgs[c.Name] = cfg
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return cfgs, nil
 }
 
 // yamlField matches the decoder's words for a key a type does not have.
