@@ -69,6 +69,7 @@ type launchFlags struct {
 	prices     string
 	tls        tlsconf.Files
 	logLevel   string
+	sets       multiFlag
 	extraFlags multiFlag
 }
 
@@ -80,6 +81,7 @@ func (l *launchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.tls.Cert, "ui-tls-cert", "", "serve the dashboard over HTTPS with this certificate (PEM); needs --ui-tls-key")
 	fs.StringVar(&l.tls.Key, "ui-tls-key", "", "private key (PEM) of --ui-tls-cert")
 	fs.StringVar(&l.logLevel, "launch-log-level", "warn", "with --ui-launch: log level of launched runs (their output goes to launch.log in their directory)")
+	fs.Var(&l.sets, "launch-set", "with --ui-launch: override a config key of every launched run after the form's fields, section.key=value (repeatable; checked, estimated and recorded with them)")
 	fs.Var(&l.extraFlags, "launch-flag", "with --ui-launch: one more flag given to every launched train or campaign, e.g. --launch-flag=--no-fsync (repeatable)")
 }
 
@@ -99,6 +101,7 @@ func (l launchFlags) launch() *ui.Launch {
 		ConfigsDir: l.configs,
 		RunsDir:    l.runs,
 		Fleet:      l.fleet(),
+		Sets:       l.sets,
 		Load:       coordinator.LoadConfig,
 		CheckCampaign: func(path string, sets []string) error {
 			spec, err := campaign.Load(path)

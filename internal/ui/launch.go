@@ -42,6 +42,9 @@ type Launch struct {
 	RunsDir string
 	// Fleet says in a few words where launched runs' tasks run.
 	Fleet string
+	// Sets are overrides of this server applied after the form's to
+	// every check and launch (e.g. the model endpoints of its fleet).
+	Sets []string
 	// Load loads a run config with --set overrides, as train does.
 	Load func(path string, sets []string) (*config.Config, error)
 	// CheckCampaign checks a campaign file and every cell's config with
@@ -305,7 +308,7 @@ func (s *Server) newPage(w http.ResponseWriter, r *http.Request) {
 	if !s.launchOn(w) {
 		return
 	}
-	render(w, pageData{Title: "skillfleet new run", Page: "new", Base: "/new/", Launch: true, Crumbs: []link{{Href: "/new/", Text: "new run"}}})
+	render(w, pageData{Title: "skillfleet new run", Page: "new", Base: "/new/", Launch: true})
 }
 
 func (s *Server) newConfigs(w http.ResponseWriter, r *http.Request) {
@@ -317,7 +320,7 @@ func (s *Server) newConfigs(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	writeJSON(w, map[string]any{"configs": list, "fields": FormFields, "fleet": s.o.Launch.Fleet, "configs_dir": s.o.Launch.ConfigsDir, "runs_dir": s.o.Launch.RunsDir})
+	writeJSON(w, map[string]any{"configs": list, "fields": FormFields, "fleet": s.o.Launch.Fleet, "configs_dir": s.o.Launch.ConfigsDir, "runs_dir": s.o.Launch.RunsDir, "sets": s.o.Launch.Sets})
 }
 
 // ConfigPreview is one config as the picker shows it: its text, and for
@@ -357,14 +360,14 @@ func (s *Server) newConfig(w http.ResponseWriter, r *http.Request) {
 	pv := ConfigPreview{Name: name, Kind: configKind(p), YAML: string(data)}
 	if pv.Kind == "campaign" {
 		if l.CheckCampaign != nil {
-			if err := l.CheckCampaign(p, nil); err != nil {
+			if err := l.CheckCampaign(p, l.Sets); err != nil {
 				pv.Error = err.Error()
 			}
 		}
 		writeJSON(w, pv)
 		return
 	}
-	cfg, err := l.Load(p, nil)
+	cfg, err := l.Load(p, l.Sets)
 	if err != nil {
 		pv.Error = err.Error()
 		writeJSON(w, pv)
@@ -433,7 +436,7 @@ func (s *Server) prepare(req LaunchRequest) prepared {
 	p.res.Kind = p.kind
 	var base map[string]string
 	if p.kind == "run" {
-		if cfg, err := l.Load(path, nil); err == nil {
+		if cfg, err := l.Load(path, l.Sets); err == nil {
 			base = fieldValues(cfg)
 		}
 	}
@@ -466,6 +469,8 @@ func (s *Server) prepare(req LaunchRequest) prepared {
 	if len(p.res.FieldErrors) > 0 {
 		return p
 	}
+	// The server's own overrides come last, as on a command line.
+	p.sets = append(slices.Clone(p.sets), l.Sets...)
 	if p.kind == "campaign" {
 		if l.CheckCampaign != nil {
 			s.loaderErrors(&p.res, l.CheckCampaign(path, p.sets))

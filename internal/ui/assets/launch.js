@@ -228,7 +228,9 @@
   fetch("/new/configs", { credentials: "same-origin" }).then(function (r) { return r.json(); }).then(function (v) {
     fields = v.fields || [];
     buildForm();
-    $("fleet-note").textContent = "Runs start on " + (v.fleet || "this process") + "; configs from " + v.configs_dir + ", run directories in " + v.runs_dir + ".";
+    $("fleet-note").textContent = "Runs start on " + (v.fleet || "this process") + "; configs from " + v.configs_dir + ", run directories in " + v.runs_dir + "." +
+      ((v.sets || []).length ? " This dashboard also sets " + v.sets.join(" ") + "." : "");
+    $("conn").textContent = "";
     var sel = $("config");
     var want = new URLSearchParams(window.location.search).get("config");
     (v.configs || []).forEach(function (c) {

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
+)
+
+// shoot writes a PNG of the page to the test's artifacts and, when
+// SKILLFLEET_UI_SCREENSHOT_DIR is set, to that directory too (docs/img).
+func shoot(t *testing.T, b *uitest.Browser, name string) {
+	t.Helper()
+	p := filepath.Join(t.ArtifactDir(), name)
+	if err := b.Screenshot(p, false); err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("SKILLFLEET_UI_SCREENSHOT_DIR"); dir != "" {
+		data, _ := os.ReadFile(p)
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// setField sets a form field's value as a user would and fires its
+// change event.
+func setField(t *testing.T, b *uitest.Browser, name, value string) {
+	t.Helper()
+	expr := fmt.Sprintf(`(function(){var i=document.getElementById(%q); i.value=%q; i.dispatchEvent(new Event("change")); return true})()`, "f-"+name, value)
+	if _, err := uitest.Eval[bool](b, expr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func click(t *testing.T, b *uitest.Browser, selector string) {
+	t.Helper()
+	if _, err := uitest.Eval[bool](b, fmt.Sprintf(`(function(){document.querySelector(%q).click(); return true})()`, selector)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func text(t *testing.T, b *uitest.Browser, id string) string {
+	t.Helper()
+	s, err := uitest.Eval[string](b, fmt.Sprintf(`(document.getElementById(%q)||{}).textContent||""`, id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestUILaunchFromBrowser: on `skillfleet ui --ui-launch`, headless
+// Chromium picks configs/demo.yaml, sees its YAML, sets a bad learning
+// rate and sees the loader's error next to that field, sets the learning
+// rate and the epochs, sees the estimate follow, launches, lands on the
+// run's live view, stops the run from the page and resumes it, and
+// watches it finish; the run dir's config.yaml holds the chosen values.
+// The model is sim-llm with latency, so that the run is still going when
+// it is stopped.
+func TestUILaunchFromBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and a browser")
+	}
+	b := uitest.New(t)
+	if err := chromedp.Do(b.Ctx, chromedp.EmulateViewport(1200, 820)); err != nil {
+		t.Fatal(err)
+	}
+	root := repoRoot(t)
+	sim := simServer(t, "--latency", "150ms")
+	runs := filepath.Join(t.TempDir(), "runs")
+	addr := freeAddr(t)
+	p := startCmdIn(t, root, binary, "ui", "--addr", addr, "--ui-launch", "--configs", "configs", "--runs", runs,
+		"--launch-flag=--no-fsync",
+		"--launch-set", "runtime.sim_llm=false", "--launch-set", "runtime.idle_fill=false",
+		"--launch-set", "model.target_base_url="+sim, "--launch-set", "model.optimizer_base_url="+sim)
+	base := "http://" + addr + "/"
+	waitHTTP(t, base, p)
+
+	if err := b.Navigate(base + "new/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(`document.documentElement.dataset.ready === "1" && document.documentElement.dataset.preview === "demo.yaml" && Number(document.documentElement.dataset.checks) >= 1`, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n := pageInt(t, b, "configs"); n < 10 {
+		t.Errorf("the picker offers %d configs", n)
+	}
+	if prev := text(t, b, "preview"); !strings.Contains(prev, "preset: demo") {
+		t.Errorf("the preview does not show configs/demo.yaml:\n%s", prev)
+	}
+	lr, _ := uitest.Eval[string](b, `document.getElementById("f-learning_rate").value`)
+	ep, _ := uitest.Eval[string](b, `document.getElementById("f-num_epochs").value`)
+	if lr != "4" || ep != "3" {
+		t.Errorf("the form shows learning rate %q and epochs %q, want demo.yaml's 4 and 3", lr, ep)
+	}
+	if est := text(t, b, "estimate"); !strings.Contains(est, "3 epochs") || !strings.Contains(est, "total") {
+		t.Errorf("estimate of the file as it is:\n%s", est)
+	}
+
+	// A bad value is shown next to its field, and launching is refused.
+	checks := pageInt(t, b, "checks")
+	setField(t, b, "learning_rate", "lots")
+	if err := b.WaitFor(fmt.Sprintf(`Number(document.documentElement.dataset.checks) > %d && document.getElementById("err-learning_rate").textContent !== ""`, checks), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if e := text(t, b, "err-learning_rate"); !strings.Contains(e, "integer") {
+		t.Errorf("learning rate error %q, want the loader's type error", e)
+	}
+	if e := text(t, b, "err-num_epochs"); e != "" {
+		t.Errorf("an error shown next to the epochs: %q", e)
+	}
+	shoot(t, b, "dashboard-new-run-error.png")
+	click(t, b, "#btn-launch")
+	if err := b.WaitFor(`document.documentElement.dataset.launch === "refused"`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// Good values: the estimate follows.
+	checks = pageInt(t, b, "checks")
+	setField(t, b, "learning_rate", "3")
+	setField(t, b, "num_epochs", "2")
+	if err := b.WaitFor(fmt.Sprintf(`Number(document.documentElement.dataset.checks) > %d && document.documentElement.dataset.checkOk === "1" && document.getElementById("estimate").textContent.includes("2 epochs")`, checks), 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if sets, _ := uitest.Eval[string](b, `document.documentElement.dataset.sets`); sets != "optimizer.learning_rate=3 train.num_epochs=2" {
+		t.Errorf("the form gives --set %q", sets)
+	}
+	if e := text(t, b, "err-learning_rate"); e != "" {
+		t.Errorf("the learning rate's error stayed: %q", e)
+	}
+	click(t, b, "#btn-preflight")
+	if err := b.WaitFor(`document.documentElement.dataset.preflight === "ok"`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	shoot(t, b, "dashboard-new-run.png")
+
+	// Launch: the page opens the run's live view.
+	click(t, b, "#btn-launch")
+	if err := b.WaitFor(`document.body.dataset.page === "run" && document.documentElement.dataset.conn === "open"`, time.Minute); err != nil {
+		t.Fatalf("%v\n%s", err, p.stderr.String())
+	}
+	runName, _ := uitest.Eval[string](b, `document.body.dataset.name`)
+	runDir := filepath.Join(runs, runName)
+	if !regexp.MustCompile(`^demo-\d{8}-\d{6}$`).MatchString(runName) {
+		t.Errorf("run named %q", runName)
+	}
+	if err := b.WaitFor(`Number(document.documentElement.dataset.step) >= 1`, 3*time.Minute); err != nil {
+		t.Fatalf("%v\nlaunch.log:\n%s", err, fileText(t, filepath.Join(runDir, "launch.log")))
+	}
+	shoot(t, b, "dashboard-launched-run.png")
+
+	// Stop it from the new-run page's list, then resume it.
+	if err := b.Navigate(base + "new/"); err != nil {
+		t.Fatal(err)
+	}
+	row := fmt.Sprintf(`document.querySelector('#jobs tr[data-name=%q]')`, runName)
+	if err := b.WaitFor(row+` && `+row+`.dataset.state === "running"`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	click(t, b, fmt.Sprintf(`#jobs tr[data-name=%q] button.stop`, runName))
+	if err := b.WaitFor(row+`.dataset.state === "stopped"`, 3*time.Minute); err != nil {
+		t.Fatalf("%v\nlaunch.log:\n%s", err, fileText(t, filepath.Join(runDir, "launch.log")))
+	}
+	var stoppedAt int
+	if data, err := os.ReadFile(filepath.Join(runDir, "events.jsonl")); err == nil {
+		stoppedAt = strings.Count(string(data), "\n")
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "summary.json")); err == nil {
+		t.Fatal("the run finished before the stop took effect; nothing was resumed")
+	}
+	runID := fileText(t, filepath.Join(runDir, "run_id"))
+	click(t, b, fmt.Sprintf(`#jobs tr[data-name=%q] button.resume`, runName))
+	if err := b.WaitFor(row+`.dataset.state === "running" || `+row+`.dataset.state === "finished"`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// The run's live view shows it to its end.
+	if err := b.Navigate(base + "run/" + runName + "/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(`document.documentElement.dataset.finished === "true"`, 5*time.Minute); err != nil {
+		t.Fatalf("%v\nlaunch.log:\n%s", err, fileText(t, filepath.Join(runDir, "launch.log")))
+	}
+	log := fileText(t, filepath.Join(runDir, "launch.log"))
+	if strings.Count(log, "dashboard: skillfleet train") != 2 || !strings.Contains(log, "dashboard: run stopped") || !strings.Contains(log, "dashboard: run finished") {
+		t.Errorf("launch.log does not show a stopped then a resumed attempt:\n%s", log)
+	}
+	if id := fileText(t, filepath.Join(runDir, "run_id")); id != runID {
+		t.Errorf("run_id %q after the resume, %q before: the second attempt did not resume the run", id, runID)
+	}
+	cfg := fileText(t, filepath.Join(runDir, "config.yaml"))
+	if !regexp.MustCompile(`(?m)^\s+learning_rate: 3$`).MatchString(cfg) || !regexp.MustCompile(`(?m)^\s+num_epochs: 2$`).MatchString(cfg) {
+		t.Errorf("config.yaml does not hold learning_rate 3 and num_epochs 2:\n%s", cfg)
+	}
+	t.Logf("run %s: stopped after %d events, resumed, finished", runName, stoppedAt)
+	shoot(t, b, "dashboard-launched-run-finished.png")
+	if errs, _ := uitest.Eval[string](b, `document.documentElement.dataset.errors || ""`); errs != "" {
+		t.Errorf("script errors: %s", errs)
+	}
+	if nl := b.NonLoopback(); len(nl) > 0 {
+		t.Errorf("requests beyond loopback: %v", nl)
+	}
+}
+
+func fileText(t *testing.T, p string) string {
+	t.Helper()
+	data, _ := os.ReadFile(p)
+	return string(data)
+}
+
+// TestUILaunchRefusedWithoutFlag: `skillfleet ui` without --ui-launch has
+// no new-run page, and a launch posted from the browser is refused with
+// the flag named; nothing is written.
+func TestUILaunchRefusedWithoutFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes and a browser")
+	}
+	b := uitest.New(t)
+	root := repoRoot(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	addr := freeAddr(t)
+	p := startCmdIn(t, root, binary, "ui", "--addr", addr, "--runs", runs, filepath.Join(root, "pkg", "report", "testdata", "priced"))
+	base := "http://" + addr + "/"
+	waitHTTP(t, base, p)
+	if err := b.Navigate(base + "new/"); err != nil {
+		t.Fatal(err)
+	}
+	page, _ := uitest.Eval[string](b, `document.body.textContent`)
+	if !strings.Contains(page, "--ui-launch") {
+		t.Errorf("/new/ without the flag shows %q, want the refusal naming --ui-launch", page)
+	}
+	if ok, _ := uitest.Eval[bool](b, `document.getElementById("btn-launch") === null`); !ok {
+		t.Error("the new-run form is served without the flag")
+	}
+	if err := b.Navigate(base); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := uitest.Eval[bool](b, `document.querySelector('a[href="/new/"]') === null`); !ok {
+		t.Error("the dashboard links to a new-run page it does not have")
+	}
+	if _, err := uitest.Eval[bool](b, `(window.__r = null, fetch("/new/launch", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({config: "demo.yaml", fields: {}})}).then(function (r) { return r.text().then(function (t) { window.__r = r.status + " " + t; }); }), true)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(`window.__r !== null`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := uitest.Eval[string](b, `window.__r`)
+	if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "--ui-launch") {
+		t.Errorf("a launch posted from the page: %q, want 403 naming --ui-launch", got)
+	}
+	if _, err := os.Stat(runs); err == nil {
+		t.Errorf("a refused launch created %s", runs)
+	}
+}
