@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
 	"github.com/skillfleet/skillfleet/internal/agentinstall"
@@ -26,7 +27,7 @@ func sleepAgentCommand(cmd string, args []string, stdout, stderr io.Writer) erro
 	// The replay target's flags, registered as sleep run's.
 	var target sleepdrv.Options
 	homeDir, stateDir := &home, filepath.Join(home, ".skillfleet-sleep")
-	var fs = newFlagSet("sleep "+cmd, "sleep "+cmd+" claude-code|codex [flags]", stderr)
+	var fs = newFlagSet("sleep "+cmd, "sleep "+cmd+" "+strings.Join(agentinstall.Agents(), "|")+" [flags]", stderr)
 	switch cmd {
 	case "install":
 		inst.Register(fs)

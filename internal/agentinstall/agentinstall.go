@@ -1,7 +1,8 @@
 // Package agentinstall installs skillfleet sleep into the agents a user
 // works with, and removes it again: a Claude Code plugin (a
-// `/skillfleet-sleep` command and an optional session-end hook) and a Codex
-// skill, each a directory holding everything it runs.
+// `/skillfleet-sleep` command and an optional session-end hook), a Cursor
+// plugin (the command and a skill) and a skill for Codex, the Copilot CLI,
+// pi and opencode, each a directory holding everything it runs.
 //
 // # Where each agent loads them
 //
@@ -10,7 +11,12 @@
 // <name>@skills-dir, scope user) and reads its commands/ and hooks/ there,
 // in place: nothing is copied into Claude Code's plugin cache, so nothing
 // the plugin runs can go missing from it. Codex (0.169) lists every
-// ~/.agents/skills/<name>/SKILL.md as a user skill.
+// ~/.agents/skills/<name>/SKILL.md as a user skill. Cursor loads a local
+// plugin from ~/.cursor/plugins/local/<name>/ (.cursor-plugin/plugin.json
+// naming its commands/ and skills/). The Copilot CLI reads user skills
+// from ~/.copilot/skills/<name>/, pi from ~/.pi/agent/skills/<name>/ and
+// opencode from ~/.config/opencode/skills/<name>/, each a SKILL.md whose
+// name is its directory's.
 //
 // # What an install holds
 //
@@ -51,10 +57,17 @@ import (
 const (
 	ClaudeCode = "claude-code"
 	Codex      = "codex"
+	Cursor     = "cursor"
+	Copilot    = "copilot"
+	Pi         = "pi"
+	Opencode   = "opencode"
 )
 
 // Agents lists the agents an install supports.
-func Agents() []string { return []string{ClaudeCode, Codex} }
+func Agents() []string { return []string{ClaudeCode, Codex, Cursor, Copilot, Pi, Opencode} }
+
+// agentTitle is how the installed files name each agent.
+var agentTitle = map[string]string{ClaudeCode: "Claude Code", Codex: "Codex", Cursor: "Cursor", Copilot: "GitHub Copilot CLI", Pi: "pi", Opencode: "opencode"}
 
 // Name is the plugin's and the skill's name (and directory name).
 const Name = "skillfleet-sleep"
@@ -127,6 +140,14 @@ func Dir(agent, home string) (string, error) {
 		return filepath.Join(home, ".claude", "skills", Name), nil
 	case Codex:
 		return filepath.Join(home, ".agents", "skills", Name), nil
+	case Cursor:
+		return filepath.Join(home, ".cursor", "plugins", "local", Name), nil
+	case Copilot:
+		return filepath.Join(home, ".copilot", "skills", Name), nil
+	case Pi:
+		return filepath.Join(home, ".pi", "agent", "skills", Name), nil
+	case Opencode:
+		return filepath.Join(home, ".config", "opencode", "skills", Name), nil
 	}
 	return "", fmt.Errorf("agent %q: want one of %s", agent, strings.Join(Agents(), ", "))
 }
@@ -185,9 +206,10 @@ func render(o Options, dir string) (map[string][]byte, map[string]bool, error) {
 		return nil, nil, fmt.Errorf("install path %s: the agent runs it unquoted, so it may hold only letters, digits and _ . / @ + -", script)
 	}
 	data := map[string]any{
-		"Marker": marker, "Agent": o.Agent, "AgentTitle": map[string]string{ClaudeCode: "Claude Code", Codex: "Codex"}[o.Agent],
+		"Marker": marker, "Agent": o.Agent, "AgentTitle": agentTitle[o.Agent],
 		"Skillfleet": o.Skillfleet, "StateDir": o.StateDir, "NightArgs": o.NightArgs, "TargetArgs": o.TargetArgs, "Script": script,
-		"Version": cmpOr(o.Version, "0.0.0"),
+		"ScriptRel": scriptRel(o.Agent),
+		"Version":   cmpOr(o.Version, "0.0.0"),
 	}
 	funcs := template.FuncMap{
 		"sh": shQuote,
@@ -205,7 +227,12 @@ func render(o Options, dir string) (map[string][]byte, map[string]bool, error) {
 		if o.SessionEndHook {
 			files["hooks.json"] = "hooks/hooks.json"
 		}
-	case Codex:
+	case Cursor:
+		files["cursor-plugin.json"] = ".cursor-plugin/plugin.json"
+		files["cursor-command.md"] = "commands/" + Name + ".md"
+		files["SKILL.md"] = "skills/" + Name + "/SKILL.md"
+		files["README.md"] = "README.md"
+	default: // Codex, Copilot, pi and opencode: a skill
 		files["SKILL.md"] = "SKILL.md"
 	}
 	out := map[string][]byte{}

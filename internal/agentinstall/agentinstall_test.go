@@ -33,10 +33,13 @@ func userHome(t *testing.T) string {
 	t.Helper()
 	home := t.TempDir()
 	for p, s := range map[string]string{
-		".claude/settings.json":        `{"theme":"dark"}`,
-		".claude/skills/mine/SKILL.md": "---\nname: mine\ndescription: the user's own\n---\n",
-		".codex/config.toml":           "model = \"gpt-5.5\"\n",
-		"projects/app/main.go":         "package main\n",
+		".claude/settings.json":                `{"theme":"dark"}`,
+		".claude/skills/mine/SKILL.md":         "---\nname: mine\ndescription: the user's own\n---\n",
+		".codex/config.toml":                   "model = \"gpt-5.5\"\n",
+		"projects/app/main.go":                 "package main\n",
+		".copilot/mcp-config.json":             "{\n  \"mcpServers\": {\n    \"mine\": {\"command\": \"mine-mcp\"}\n  }\n}\n",
+		".config/opencode/opencode.json":       `{"theme":"tokyonight"}`,
+		".cursor/plugins/local/mine/README.md": "the user's own plugin\n",
 	} {
 		if err := os.MkdirAll(filepath.Join(home, filepath.Dir(p)), 0o755); err != nil {
 			t.Fatal(err)
@@ -66,9 +69,22 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 		want := map[string][]string{
 			ClaudeCode: {".claude-plugin/plugin.json", "README.md", "bin/skillfleet-sleep", "commands/skillfleet-sleep.md", "hooks/hooks.json"},
 			Codex:      {"SKILL.md", "scripts/skillfleet-sleep"},
+			Cursor:     {".cursor-plugin/plugin.json", "README.md", "commands/skillfleet-sleep.md", "scripts/skillfleet-sleep", "skills/skillfleet-sleep/SKILL.md"},
+			Copilot:    {"SKILL.md", "scripts/skillfleet-sleep"},
+			Pi:         {"SKILL.md", "scripts/skillfleet-sleep"},
+			Opencode:   {"SKILL.md", "scripts/skillfleet-sleep"},
 		}[agent]
 		if !slices.Equal(res.Files, want) {
 			t.Fatalf("%s: installed %v, want %v", agent, res.Files, want)
+		}
+		// A skill's name is its directory's (opencode and pi skip one
+		// whose name differs).
+		for _, f := range res.Files {
+			if filepath.Base(f) == "SKILL.md" {
+				if b := readFile(t, filepath.Join(res.Dir, f)); !bytes.HasPrefix(b, []byte("---\nname: "+filepath.Base(filepath.Dir(filepath.Join(res.Dir, f)))+"\n")) {
+					t.Errorf("%s: %s does not start with its directory's name:\n%s", agent, f, b)
+				}
+			}
 		}
 		// Every text file the agent reads names the script by its absolute path.
 		for _, f := range res.Files {
@@ -213,7 +229,7 @@ func TestInstallRefusesWhatItDidNotWrite(t *testing.T) {
 
 	// Bad options.
 	for _, bad := range []Options{
-		{Agent: "cursor", Home: home, Skillfleet: bin, StateDir: home},
+		{Agent: "vscode", Home: home, Skillfleet: bin, StateDir: home},
 		{Agent: Codex, Home: home, Skillfleet: "skillfleet", StateDir: home},
 		{Agent: Codex, Home: home, Skillfleet: bin, StateDir: home, SessionEndHook: true},
 		{Agent: Codex, Home: filepath.Join(home, "with space"), Skillfleet: bin, StateDir: home},

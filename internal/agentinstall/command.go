@@ -48,7 +48,7 @@ var nightFlags = []struct{ name, usage string }{
 	{"api-key-env", "environment variable holding the API key"},
 	{"skill-path", "the live skill file"},
 	{"skill-dir", "a skill package directory"},
-	{"source", "transcripts: claude, codex, cursor or all"},
+	{"source", "transcripts: " + strings.Join(nightly.Sources(), ", ") + " or all"},
 	{"persona", "proof run: the built-in persona's sessions in a sandbox (offline try-out)"},
 }
 
@@ -139,7 +139,15 @@ func (f *InstallFlags) InstallCommand(agent, version string, fs *flag.FlagSet, s
 		fmt.Fprintf(stdout, "check: claude plugin list (it shows %s@skills-dir); remove: skillfleet sleep uninstall claude-code\n", Name)
 	case Codex:
 		fmt.Fprintf(stdout, "%s the Codex skill %s in %s (ask Codex to run skillfleet sleep, or mention $%s)\n", state, Name, res.Dir, Name)
-		fmt.Fprintln(stdout, "remove: skillfleet sleep uninstall codex")
+	case Cursor:
+		fmt.Fprintf(stdout, "%s the Cursor plugin %s in %s: the /%s command and the %s skill (restart Cursor to load it)\n", state, Name, res.Dir, Name, Name)
+	case Pi:
+		fmt.Fprintf(stdout, "%s the pi skill %s in %s (ask pi to run skillfleet sleep, or type /skill:%s)\n", state, Name, res.Dir, Name)
+	default:
+		fmt.Fprintf(stdout, "%s the %s skill %s in %s (ask it to run skillfleet sleep)\n", state, agentTitle[agent], Name, res.Dir)
+	}
+	if agent != ClaudeCode {
+		fmt.Fprintln(stdout, "remove: skillfleet sleep uninstall "+agent)
 	}
 	fmt.Fprintf(stdout, "it runs %s (%s run in a project runs a night there)\n", exe, res.Script)
 	if len(f.TargetArgs) > 0 {

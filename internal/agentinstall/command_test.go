@@ -16,9 +16,9 @@ func TestAgentArg(t *testing.T) {
 	if a, rest, err := AgentArg("install", []string{"--help"}); err != nil || a != "" || len(rest) != 1 {
 		t.Errorf("--help: %q %v %v", a, rest, err)
 	}
-	for _, args := range [][]string{nil, {"--home", "h"}, {"cursor"}} {
+	for _, args := range [][]string{nil, {"--home", "h"}, {"vscode"}} {
 		var ue UsageError
-		if _, _, err := AgentArg("install", args); !errors.As(err, &ue) || !strings.Contains(err.Error(), "claude-code or codex") {
+		if _, _, err := AgentArg("install", args); !errors.As(err, &ue) || !strings.Contains(err.Error(), "claude-code or codex or cursor or copilot or pi or opencode") {
 			t.Errorf("%v: %v, want a usage error naming the agents", args, err)
 		}
 	}
