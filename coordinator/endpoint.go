@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
@@ -47,10 +48,14 @@ type EndpointOptions struct {
 // processes' weights. However many runs the process serves, a worker
 // holds one connection to it, and the directory carries one refresh of
 // it per [queue.AnnounceEvery].
+//
+// [NewEndpoint] starts nothing; [Endpoint.Run] serves until its context
+// ends and returns once everything it started has ended.
 type Endpoint struct {
 	log       *slog.Logger
 	nc        *nats.Conn
 	ln        net.Listener
+	kv        jetstream.KeyValue
 	advertise string
 	grpc      *grpc.Server
 	rpc       *rpcserver.Server
@@ -66,18 +71,21 @@ type Endpoint struct {
 		msgs uint64
 	}
 
-	cancel context.CancelFunc
-	// bg runs the directory watch and the sweeper until cancel.
-	bg sync.WaitGroup
-	// served is closed when the gRPC server stops serving, serveErr
-	// then says why (nil: it was stopped).
-	served   chan struct{}
-	serveErr error
-	once     sync.Once
+	// life is Run's state: running once it started, closed once Close
+	// was called; stop ends Run, ran closes when it has returned with
+	// runErr.
+	life struct {
+		sync.Mutex
+		running, closed bool
+		stop            context.CancelFunc
+	}
+	ran    chan struct{}
+	runErr error
 }
 
-// NewEndpoint starts serving on o.Listener and following the run
-// directory; Close stops both.
+// NewEndpoint makes the endpoint of a coordinator process on o.Listener:
+// it waits for JetStream and opens the run directory, and starts nothing.
+// Run serves it; Close stops it (or releases one that never ran).
 func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -107,26 +115,69 @@ func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	host, _ := os.Hostname()
 	process := fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
 	e := &Endpoint{
-		log: o.Logger, nc: o.NC, ln: o.Listener, advertise: adv,
+		log: o.Logger, nc: o.NC, ln: o.Listener, kv: kv, advertise: adv,
 		grpc:    grpc.NewServer(o.ServerOptions...),
 		rpc:     rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
 		ann:     queue.NewAnnouncer(kv, process, adv, o.Logger),
 		peers:   queue.NewRunTable(),
 		sweeper: dispatch.NewSweeper(o.Logger),
-		served:  make(chan struct{}),
+		ran:     make(chan struct{}),
 	}
 	pb.RegisterCoordinatorServer(e.grpc, e.rpc)
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.cancel = cancel
-	e.bg.Go(func() { _ = e.peers.Watch(wctx, kv) })
-	e.bg.Go(func() { e.sweeper.Run(wctx) })
-	go func() {
-		if err := e.grpc.Serve(o.Listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			e.serveErr = fmt.Errorf("grpc serve: %w", err)
-		}
-		close(e.served)
-	}()
 	return e, nil
+}
+
+// gracefulStopWait bounds how long a stopping endpoint waits for open
+// report streams before it closes them.
+const gracefulStopWait = 5 * time.Second
+
+// Run serves the Coordinator service on the listener, refreshes the
+// process's run directory entry, follows the directory and sweeps for
+// lost tasks, until ctx ends or the gRPC server fails (its error is
+// returned). It then stops in this order: the process is withdrawn from
+// the directory; the server takes no more results and waits for those
+// being recorded (rpcserver Drain); open report streams end (forced
+// after a few seconds). Run returns once all of it has ended.
+func (e *Endpoint) Run(ctx context.Context) error {
+	e.life.Lock()
+	if e.life.running || e.life.closed {
+		e.life.Unlock()
+		return errors.New("coordinator: endpoint already running or closed")
+	}
+	e.life.running = true
+	ctx, stop := context.WithCancel(ctx)
+	e.life.stop = stop
+	e.life.Unlock()
+	defer close(e.ran)
+	defer stop()
+
+	g, gctx := errgroup.WithContext(ctx)
+	withdrawn := make(chan struct{})
+	g.Go(func() error { defer close(withdrawn); return e.ann.Run(gctx) })
+	g.Go(func() error { return e.peers.Watch(gctx, e.kv) })
+	g.Go(func() error { return e.sweeper.Run(gctx) })
+	g.Go(func() error {
+		if err := e.grpc.Serve(e.ln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			return fmt.Errorf("grpc serve: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		<-withdrawn
+		e.rpc.Drain()
+		stopped := make(chan struct{})
+		go func() { e.grpc.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(gracefulStopWait):
+			e.grpc.Stop()
+			<-stopped
+		}
+		return nil
+	})
+	e.runErr = g.Wait()
+	return e.runErr
 }
 
 // Addr is the gRPC listen address.
@@ -181,25 +232,35 @@ func (e *Endpoint) queueDepth(ctx context.Context, stream jetstream.Stream, maxA
 	return e.depth.msgs, nil
 }
 
-// Close withdraws the process from the directory and stops the gRPC
-// server: open report streams end once the results they carry are
-// recorded, and a stop that waits longer than a few seconds is forced.
+// Close stops the endpoint: a running one as Run does when its context
+// ends (Close returns once Run has, with Run's error); one that never ran
+// is withdrawn from the directory and its listener closed.
 func (e *Endpoint) Close() error {
-	e.once.Do(func() {
-		e.ann.Stop()
-		e.cancel()
-		e.bg.Wait()
-		e.rpc.Drain()
-		stopped := make(chan struct{})
-		go func() { e.grpc.GracefulStop(); close(stopped) }()
-		select {
-		case <-stopped:
-		case <-time.After(5 * time.Second):
-			e.grpc.Stop()
+	e.life.Lock()
+	if e.life.closed {
+		running := e.life.running
+		e.life.Unlock()
+		if running {
+			<-e.ran
+			return e.runErr
 		}
-		<-e.served
-	})
-	return e.serveErr
+		return nil
+	}
+	e.life.closed = true
+	running, stop := e.life.running, e.life.stop
+	e.life.Unlock()
+	if running {
+		stop()
+		<-e.ran
+		return e.runErr
+	}
+	e.ann.Stop()
+	e.rpc.Drain()
+	e.grpc.Stop()
+	if err := e.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return err
+	}
+	return nil
 }
 
 // WaitForJetStream returns once the JetStream of nc's cluster answers (a

@@ -54,13 +54,15 @@ func startDirectoryWorker(t *testing.T, ns *queue.Embedded, h worker.Handler) {
 		cancel()
 		t.Fatal(err)
 	}
+	watched := make(chan struct{})
+	go func() { _ = runs.Run(ctx); close(watched) }()
 	w := worker.New(worker.Config{Concurrency: 8, Heartbeat: 500 * time.Millisecond, DrainTimeout: time.Second}, worker.Deps{
 		NC: nc, Consumers: cons, Handler: h,
-		Coordinators: worker.CoordinatorsConfig{Runs: runs, Dial: func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr) }},
+		Coordinators: worker.CoordinatorsConfig{Runs: runs.Table, Dial: func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr) }},
 	})
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; <-watched })
 }
 
 // TestOneEndpointServesEveryRunOfAProcess: the runs of one coordinator
@@ -85,7 +87,9 @@ func TestOneEndpointServesEveryRunOfAProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Closed after the hubs stop (cleanups run last in, first out).
+	// Stopped after the hubs (cleanups run last in, first out): Close
+	// ends Run and waits for it.
+	go func() { _ = ep.Run(context.Background()) }()
 	t.Cleanup(func() { _ = ep.Close() })
 	hubs := make([]*fleettest.Hub, runs)
 	foreign := make([]atomic.Int32, runs)

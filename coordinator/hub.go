@@ -245,20 +245,36 @@ func (h *Hub) sample(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Run watches deliveries until ctx ends (or the gRPC server of an
-// endpoint the hub made fails), then stops in one order: the dispatcher
-// and the meter sampler end first (Run waits for them: nothing records or
-// republishes after), then the run is withdrawn from its endpoint once the
-// results being recorded are acknowledged, then the endpoint the hub made
-// closes, and the journal closes last.
+// Run serves the run until ctx ends (or the gRPC server of an endpoint
+// the hub made fails) and returns once everything it started has ended.
+// The journal's writer and an endpoint the hub made run until the very
+// end; the shutdown order is this one, and only this one:
+//
+//  1. the dispatcher and the meter sampler end (Run waits for them:
+//     nothing is published, republished or swept after);
+//  2. the run is withdrawn from its endpoint once the results being
+//     recorded are acknowledged;
+//  3. an endpoint the hub made stops (see [Endpoint.Run]);
+//  4. the journal writes what is queued and closes.
 func (h *Hub) Run(ctx context.Context) error {
+	// What outlives the run's work: the journal's writer and an endpoint
+	// the hub made. They end in steps 3 and 4, not with ctx.
+	var last errgroup.Group
+	last.Go(func() error { return h.journal.Run(context.WithoutCancel(ctx)) })
+	if h.ownEndpoint {
+		last.Go(func() error { return h.ep.Run(context.WithoutCancel(ctx)) })
+	}
+
 	g, gctx := errgroup.WithContext(ctx)
 	if h.ownEndpoint {
 		g.Go(func() error {
 			select {
-			case <-h.ep.served:
+			case <-h.ep.ran:
 				// A server that fails ends the run's work too.
-				return h.ep.serveErr
+				if h.ep.runErr != nil {
+					return h.ep.runErr
+				}
+				return errors.New("coordinator: the run's gRPC endpoint stopped")
 			case <-gctx.Done():
 				return nil
 			}
@@ -268,15 +284,18 @@ func (h *Hub) Run(ctx context.Context) error {
 	if h.o.Meters != nil {
 		g.Go(func() error { h.sample(gctx, 2*time.Second); return nil })
 	}
-	err := g.Wait()
-	h.withdraw()
+	err := g.Wait() // 1
+	h.withdraw()    // 2
 	if h.ownEndpoint {
-		if cerr := h.ep.Close(); err == nil && cerr != nil {
+		if cerr := h.ep.Close(); err == nil && cerr != nil { // 3
 			err = cerr
 		}
 	}
-	if cerr := h.journal.Close(); err == nil && cerr != nil {
+	if cerr := h.journal.Close(); err == nil && cerr != nil { // 4
 		err = cerr
+	}
+	if lerr := last.Wait(); err == nil && lerr != nil {
+		err = lerr
 	}
 	return err
 }

@@ -34,11 +34,19 @@ func Consumers(ctx context.Context, nc *nats.Conn) (map[queue.Class]jetstream.Co
 	return queue.Consumers(ctx, js)
 }
 
-// WatchRuns follows the run directory on nc until ctx ends; the table is
-// ready once the current entries are loaded. A new run directory is kept
-// on replicas servers of a NATS cluster (0 = 1; an existing one keeps its
+// RunWatch is a worker's view of the run directory (Table, where it
+// looks up each task's coordinator) and what keeps it current (Run).
+type RunWatch struct {
+	Table *queue.RunTable
+	kv    jetstream.KeyValue
+}
+
+// WatchRuns opens the run directory on nc and returns its watch, which
+// starts nothing: Run follows the directory, and the table is ready once
+// Run has loaded the current entries. A new run directory is kept on
+// replicas servers of a NATS cluster (0 = 1; an existing one keeps its
 // count).
-func WatchRuns(ctx context.Context, nc *nats.Conn, replicas int) (*queue.RunTable, error) {
+func WatchRuns(ctx context.Context, nc *nats.Conn, replicas int) (*RunWatch, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("jetstream: %w", err)
@@ -47,7 +55,9 @@ func WatchRuns(ctx context.Context, nc *nats.Conn, replicas int) (*queue.RunTabl
 	if err != nil {
 		return nil, err
 	}
-	rt := queue.NewRunTable()
-	go func() { _ = rt.Watch(ctx, kv) }()
-	return rt, nil
+	return &RunWatch{Table: queue.NewRunTable(), kv: kv}, nil
 }
+
+// Run follows the directory until ctx ends and returns nil once its
+// goroutines have ended.
+func (w *RunWatch) Run(ctx context.Context) error { return w.Table.Watch(ctx, w.kv) }

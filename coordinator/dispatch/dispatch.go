@@ -276,7 +276,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer leave()
 	var wg sync.WaitGroup
 	if own && d.o.Stream != nil {
-		wg.Go(func() { s.Run(ctx) })
+		wg.Go(func() { _ = s.Run(ctx) })
 	}
 	if d.o.BulkWindow != nil {
 		wg.Go(func() { d.pump(ctx) })

@@ -16,6 +16,7 @@ func TestJournalSurvivesReopenAndTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJournal(t, j)
 	var wg sync.WaitGroup
 	for i := range 100 {
 		wg.Add(1)
@@ -67,6 +68,7 @@ func BenchmarkRecord(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	runJournal(b, j)
 	defer func() { _ = j.Close() }()
 	d := dispatch.New(dispatch.Options{Journal: j})
 	traj := make([]byte, 2048)

@@ -2,8 +2,8 @@ package dispatch
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -28,6 +28,11 @@ import (
 // each result's [Ref] in memory and reads the result back when it is
 // asked for (ReadAt), so a run's memory does not grow with the size of
 // its trajectories.
+//
+// Opening a journal starts nothing: [Journal.Run] writes the appends (on
+// the caller's goroutine) until the journal is closed or Run's context
+// ends. Appends made before Run starts wait for it; appends after it has
+// ended fail at once.
 type Journal struct {
 	path string
 	f    *os.File
@@ -40,7 +45,10 @@ type Journal struct {
 	queue  []journalEntry
 	wake   chan struct{}
 	closed bool
-	done   chan struct{}
+	// running is set once Run starts, ended once it has returned (the
+	// journal then takes no append); done closes when Run returns.
+	running, ended bool
+	done           chan struct{}
 	// recovered are the records found at open, in order.
 	recovered []Ref
 
@@ -100,9 +108,7 @@ func openJournal(path string, noSync bool, each func(*pb.Result)) (*Journal, err
 		_ = f.Close()
 		return nil, fmt.Errorf("seek journal: %w", err)
 	}
-	j := &Journal{path: path, f: f, sync: !noSync, size: good, recovered: refs, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go j.loop()
-	return j, nil
+	return &Journal{path: path, f: f, sync: !noSync, size: good, recovered: refs, wake: make(chan struct{}, 1), done: make(chan struct{})}, nil
 }
 
 // Recovered locates the results the journal held when it was opened, in
@@ -211,9 +217,9 @@ func (j *Journal) append(res *pb.Result, cb func(Ref, error)) {
 		return
 	}
 	j.mu.Lock()
-	if j.closed {
+	if j.closed || j.ended {
 		j.mu.Unlock()
-		cb(Ref{}, errors.New("journal closed"))
+		cb(Ref{}, fmt.Errorf("journal %s closed", j.path))
 		return
 	}
 	if j.failed != nil {
@@ -230,19 +236,46 @@ func (j *Journal) append(res *pb.Result, cb func(Ref, error)) {
 	j.mu.Unlock()
 }
 
-func (j *Journal) loop() {
+// Run writes the appends, group-committed, until the journal is closed or
+// ctx ends; either way it first writes every append queued so far, and
+// the journal takes no append after. It returns nil, or an error when the
+// journal is already running or closed.
+func (j *Journal) Run(ctx context.Context) error {
+	j.mu.Lock()
+	if j.running || j.closed {
+		j.mu.Unlock()
+		return fmt.Errorf("journal %s: already running or closed", j.path)
+	}
+	j.running = true
+	j.mu.Unlock()
 	defer close(j.done)
+	j.loop(ctx)
+	return nil
+}
+
+func (j *Journal) loop(ctx context.Context) {
 	w := bufio.NewWriterSize(j.f, writeBuffer)
 	var hdr [8]byte
-	for range j.wake {
+	for {
+		stopping := false
+		select {
+		case <-j.wake:
+		case <-ctx.Done():
+			stopping = true
+		}
 		for {
 			j.mu.Lock()
 			batch := j.queue
 			j.queue = nil
-			closed := j.closed
+			last := j.closed || stopping
+			if len(batch) == 0 && last {
+				// Under the lock: no append slips in between
+				// the last batch and the end.
+				j.ended = true
+			}
 			j.mu.Unlock()
 			if len(batch) == 0 {
-				if closed {
+				if last {
 					return
 				}
 				break
@@ -313,7 +346,9 @@ func (j *Journal) fail(err error, w *bufio.Writer) error {
 // Err returns the write error that failed the journal, or nil.
 func (j *Journal) Err() error { return j.failedErr() }
 
-// Close flushes queued appends and closes the file.
+// Close ends Run once the appends queued so far are written, waits for
+// it, and closes the file. Appends queued on a journal that never ran
+// fail.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	if j.closed {
@@ -321,12 +356,21 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
+	running := j.running
+	var orphans []journalEntry
+	if !running {
+		orphans, j.queue = j.queue, nil
+	}
 	select {
 	case j.wake <- struct{}{}:
 	default:
 	}
-	close(j.wake)
 	j.mu.Unlock()
-	<-j.done
+	if running {
+		<-j.done
+	}
+	for _, e := range orphans {
+		e.cb(Ref{}, fmt.Errorf("journal %s closed before it ran", j.path))
+	}
 	return j.f.Close()
 }

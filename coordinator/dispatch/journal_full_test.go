@@ -32,6 +32,7 @@ func TestJournalFullDiskFailsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJournal(t, j)
 	var fatals atomic.Int32
 	var fatalErr atomic.Value
 	d := dispatch.New(dispatch.Options{Journal: j, OnFatal: func(err error) { fatals.Add(1); fatalErr.Store(err) }})
@@ -85,6 +86,7 @@ func TestJournalFullDiskFailsCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJournal(t, j)
 	defer func() { _ = j.Close() }()
 	if len(got) != acked {
 		t.Fatalf("reopened journal holds %d results, want the %d acknowledged", len(got), acked)

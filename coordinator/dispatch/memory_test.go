@@ -64,6 +64,7 @@ func TestRecordedResultsStayOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJournal(t, j)
 	base := liveHeap()
 	d := dispatch.New(dispatch.Options{Journal: j, RunPrefix: "r/"})
 	recordMany(t, d, "r/t", n, size)
@@ -107,6 +108,7 @@ func TestRecordedResultsStayOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	runJournal(t, j)
 	defer func() { _ = j.Close() }()
 	d = dispatch.New(dispatch.Options{Journal: j, RunPrefix: "r/"})
 	held = int64(liveHeap()) - int64(base)
@@ -127,6 +129,7 @@ func BenchmarkHeapPerRun(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		runJournal(b, j)
 		base := liveHeap()
 		d := dispatch.New(dispatch.Options{Journal: j})
 		recordMany(b, d, "t/", n, size)

@@ -119,14 +119,16 @@ func (s *Sweeper) advise(nc *nats.Conn, a queue.MaxDeliveriesExceeded) {
 	}
 }
 
-// Run sweeps every [SweepEvery] until ctx ends.
-func (s *Sweeper) Run(ctx context.Context) {
+// Run sweeps every [SweepEvery] until ctx ends, then returns nil once
+// the round under way has ended. The sweeper starts nothing else: the
+// advisory subscriptions belong to the dispatchers that join it.
+func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(SweepEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 			s.Sweep(ctx, SweepEvery)
 		}

@@ -125,7 +125,16 @@ func StartCampaign(ctx context.Context, o CampaignOptions) (_ *Campaign, err err
 	if o.Telemetry != nil {
 		c.Endpoint.RPC().SetTracerProvider(o.Telemetry.TracerProvider)
 	}
-	c.closers = append(c.closers, func() { _ = c.Endpoint.Close() })
+	// The endpoint serves until Close; its cells withdraw from it first.
+	epCtx, stopEndpoint := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- c.Endpoint.Run(epCtx) }()
+	c.closers = append(c.closers, func() {
+		stopEndpoint()
+		if err := <-served; err != nil && o.Logger != nil {
+			o.Logger.Warn("campaign endpoint stopped with an error", "err", err)
+		}
+	})
 	if c.Workers > 0 {
 		stop, err := StartLocal(ctx, o.Logger, coordinator.WorkerSpec{
 			N: c.Workers, Concurrency: o.Concurrency, OptimizerConcurrency: o.OptimizerConcurrency, MaxDeliver: 5, Connect: connect,

@@ -104,9 +104,10 @@ func StartLocal(ctx context.Context, log *slog.Logger, w coordinator.WorkerSpec)
 			stop()
 			return nil, err
 		}
+		wg.Go(func() { _ = runs.Run(wctx) })
 		wk := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: w.Concurrency, OptimizerConcurrency: w.OptimizerConcurrency, MaxDeliver: w.MaxDeliver, DrainTimeout: 5 * time.Second},
 			traced(w.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: executor(log, w.Telemetry, limiter), Limits: limiterStatus(limiter),
-				Coordinators: worker.CoordinatorsConfig{Override: w.Coordinator, Runs: runs, Dial: dial}}))
+				Coordinators: worker.CoordinatorsConfig{Override: w.Coordinator, Runs: runs.Table, Dial: dial}}))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

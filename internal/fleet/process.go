@@ -81,8 +81,9 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 	defer nc.Close()
 	if p.GiveUp > 0 {
 		lost, stop := context.WithCancelCause(ctx)
-		defer stop(nil)
-		go giveUpWithoutNATS(lost, stop, nc, p.GiveUp)
+		gaveUp := make(chan struct{})
+		go func() { giveUpWithoutNATS(lost, stop, nc, p.GiveUp); close(gaveUp) }()
+		defer func() { stop(nil); <-gaveUp }()
 		ctx = lost
 		defer func() {
 			if cause := context.Cause(lost); errors.Is(cause, ErrNATSLost) {
@@ -101,6 +102,10 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 	if err != nil {
 		return err
 	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() { _ = runs.Run(watchCtx); close(watched) }()
+	defer func() { stopWatch(); <-watched }()
 	limiter := backends.NewLimiter(nil, nil)
 	if p.Shared != nil {
 		limiter = SharedLimiter(p.Shared.Limiter(), nil, log)
@@ -111,7 +116,7 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 	dialOpts := append(append([]grpc.DialOption(nil), p.DialOptions...), p.Telemetry.GRPCDialOptions()...)
 	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
 	w := worker.New(p.Worker, traced(p.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: executor(log, p.Telemetry, limiter),
-		Limits: limiterStatus(limiter), Coordinators: worker.CoordinatorsConfig{Override: p.Coordinator, Runs: runs, Dial: dial}}))
+		Limits: limiterStatus(limiter), Coordinators: worker.CoordinatorsConfig{Override: p.Coordinator, Runs: runs.Table, Dial: dial}}))
 	if p.HealthAddr != "" {
 		stop, _, err := serve.HTTP(ctx, p.HealthAddr, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
 			if !nc.IsConnected() {

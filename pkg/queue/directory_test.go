@@ -58,12 +58,10 @@ func TestDirectoryHasOneEntryPerProcess(t *testing.T) {
 
 	const runs = 50
 	a := queue.NewAnnouncer(kv, "proc-a", "127.0.0.1:7070", nil)
-	stopped := false
-	defer func() {
-		if !stopped {
-			a.Stop()
-		}
-	}()
+	actx, astop := context.WithCancel(ctx)
+	announced := make(chan error, 1)
+	go func() { announced <- a.Run(actx) }()
+	defer func() { astop(); <-announced }()
 	for i := range runs {
 		if err := a.Add(ctx, fmt.Sprintf("run-%d", i), 0.5); err != nil {
 			t.Fatal(err)
@@ -107,8 +105,11 @@ func TestDirectoryHasOneEntryPerProcess(t *testing.T) {
 	if _, _, live := rt.Lookup("run-8"); !live {
 		t.Fatal("run-8 not live after run-7 was withdrawn")
 	}
-	a.Stop()
-	stopped = true
+	astop()
+	if err := <-announced; err != nil {
+		t.Fatalf("announcer Run: %v", err)
+	}
+	announced <- nil // for the deferred stop
 	waitFor(t, "the process's runs gone with it", func() bool { _, known, live := rt.Lookup("run-8"); return known && !live })
 	if _, known, _ := rt.Lookup("never-run"); known {
 		t.Fatal("a run never announced is known")

@@ -108,25 +108,19 @@ type Announcer struct {
 	// putMu orders puts; putGen is the generation the last put carried.
 	putMu  sync.Mutex
 	putGen uint64
-
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
-// NewAnnouncer starts keeping the entry of the process named process,
-// which listens on addr. It puts nothing until the first run is added.
+// NewAnnouncer returns the keeper of the entry of the process named
+// process, which listens on addr. It starts nothing and puts nothing until
+// the first run is added; [Announcer.Run] refreshes the entry.
 func NewAnnouncer(kv jetstream.KeyValue, process, addr string, log *slog.Logger) *Announcer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	a := &Announcer{
+	return &Announcer{
 		kv: kv, key: ProcessKey(process), log: log, runs: map[string]float64{},
-		info:   ProcessInfo{Process: process, Addr: addr, Started: time.Now().UTC()},
-		cancel: cancel, done: make(chan struct{}),
+		info: ProcessInfo{Process: process, Addr: addr, Started: time.Now().UTC()},
 	}
-	go a.refresh(ctx)
-	return a
 }
 
 // ProcessKey is the directory key of a process's entry.
@@ -232,15 +226,17 @@ func (a *Announcer) put(ctx context.Context) error {
 	return nil
 }
 
-// refresh puts the entry every AnnounceEvery while it lists a run.
-func (a *Announcer) refresh(ctx context.Context) {
-	defer close(a.done)
+// Run puts the entry every AnnounceEvery while it lists a run, until ctx
+// ends; it then withdraws every run (see [Announcer.Stop]) and returns
+// nil.
+func (a *Announcer) Run(ctx context.Context) error {
+	defer a.Stop()
 	t := time.NewTicker(AnnounceEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C:
 		}
 		a.mu.Lock()
@@ -257,10 +253,9 @@ func (a *Announcer) refresh(ctx context.Context) {
 	}
 }
 
-// Stop ends the refreshes and deletes the entry.
+// Stop withdraws every run and deletes the entry (Run does when its
+// context ends; an announcer that never ran is stopped by calling it).
 func (a *Announcer) Stop() {
-	a.cancel()
-	<-a.done
 	a.mu.Lock()
 	a.runs = map[string]float64{}
 	a.gen++
@@ -277,14 +272,18 @@ func (a *Announcer) Stop() {
 }
 
 // Announce lists one run in a directory entry of its own process (named
-// after the run) until the returned stop is called, which deletes it.
+// after the run) until the returned stop is called, which deletes it and
+// returns once the refreshes have ended.
 func Announce(ctx context.Context, kv jetstream.KeyValue, info RunInfo, log *slog.Logger) (stop func(), err error) {
 	a := NewAnnouncer(kv, info.RunID, info.Addr, log)
 	if err := a.Add(ctx, info.RunID, info.Weight); err != nil {
 		a.Stop()
 		return nil, err
 	}
-	return a.Stop, nil
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() { _ = a.Run(rctx); close(done) }()
+	return func() { cancel(); <-done }, nil
 }
 
 // RunTable is a process's live view of the run directory: workers look
@@ -341,11 +340,14 @@ const (
 // Watch follows the bucket until ctx ends. Entries are timestamped when
 // this process sees them, so no clocks need to agree. A watch that ends
 // or falls behind (its consumer lost with a server) is started again.
+// Watch returns once its goroutines have ended.
 func (rt *RunTable) Watch(ctx context.Context, kv jetstream.KeyValue) error {
 	readyOnce := sync.OnceFunc(func() { close(rt.ready) })
 	defer readyOnce()
 	rewatch := make(chan struct{}, 1)
-	go rt.check(ctx, kv, rewatch)
+	var checks sync.WaitGroup
+	defer checks.Wait()
+	checks.Go(func() { rt.check(ctx, kv, rewatch) })
 	for ctx.Err() == nil {
 		if w, err := kv.WatchAll(ctx); err == nil {
 			rt.follow(ctx, w, readyOnce, rewatch)

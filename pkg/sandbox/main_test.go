@@ -3,13 +3,16 @@ package sandbox
 import (
 	"os"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
-// TestMain lets this test binary serve as the forwarder that runs with
+// TestMain fails the package's tests when one leaves a goroutine
+// running, and lets this test binary serve as the forwarder that runs with
 // Forwards start (this executable again, inside the sandbox).
 func TestMain(m *testing.M) {
 	if code, ok := RunForwarder(); ok {
 		os.Exit(code)
 	}
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m)
 }
