@@ -117,3 +117,32 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		}
 	})
 }
+
+// TestPromotionAndEvalRenderInChromium: the selection chart with the
+// final promotion's marker draws without a script error, and an
+// evaluation's page (no charts) renders without one too.
+func TestPromotionAndEvalRenderInChromium(t *testing.T) {
+	bin := chromium(t)
+	var buf bytes.Buffer
+	if err := promoted(t).WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	root := htmlTag.FindString(renderDOM(t, bin, buf.String()))
+	if errs, ok := attr(root, "data-errors"); ok {
+		t.Errorf("promoted run: script errors: %s", errs)
+	}
+	if n, _ := attr(root, "data-rendered"); n != "4" {
+		t.Errorf("promoted run: data-rendered = %q, want 4", n)
+	}
+	buf.Reset()
+	if err := setup(t, "eval").WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	root = htmlTag.FindString(renderDOM(t, bin, buf.String()))
+	if errs, ok := attr(root, "data-errors"); ok {
+		t.Errorf("evaluation: script errors: %s", errs)
+	}
+	if n, _ := attr(root, "data-rendered"); n != "0" {
+		t.Errorf("evaluation: data-rendered = %q, want 0 (no charts)", n)
+	}
+}

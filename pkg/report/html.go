@@ -57,6 +57,9 @@ type pageData struct {
 	// Train rollout score per step.
 	RolloutHard []point `json:"rollout_hard"`
 	RolloutSoft []point `json:"rollout_soft"`
+	// Promoted marks the final promotion of the best skill, half a step
+	// after the last (nil when the run ended on its best).
+	Promoted *point `json:"promoted,omitempty"`
 	// Test split (empty until the run finishes).
 	Test *testData `json:"test,omitempty"`
 	// Spend: tokens (input + output) per stage per column.
@@ -88,6 +91,11 @@ func (r *Report) pageData() pageData {
 			label := row.Action
 			d.Current = append(d.Current, point{X: x, Y: row.Current, Label: label})
 			d.Best = append(d.Best, point{X: x, Y: row.Best, Label: label})
+		case "final":
+			p := point{X: x + 0.5, Y: row.Current, Label: row.Action + " (" + row.CandidateNote + ")"}
+			d.Current = append(d.Current, p)
+			d.Best = append(d.Best, point{X: p.X, Y: row.Best, Label: row.Action})
+			d.Promoted = &p
 		}
 		if row.Kind != "step" {
 			continue
@@ -203,14 +211,17 @@ func (r *Report) title() string {
 }
 
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
-	"score":     score,
-	"candidate": candidate,
-	"tokens":    tokens,
-	"count":     count,
-	"usd":       func(r *Report, s StageSpend) string { return r.usd(s) },
-	"f4":        func(v float64) string { return fmt.Sprintf("%.4f", v) },
-	"signed":    func(v *float64) string { return fmt.Sprintf("%+.4f", *v) },
-	"lower":     strings.ToLower,
+	"score":      score,
+	"candidate":  candidate,
+	"tokens":     tokens,
+	"count":      count,
+	"usd":        func(r *Report, s StageSpend) string { return r.usd(s) },
+	"f4":         func(v float64) string { return fmt.Sprintf("%.4f", v) },
+	"signed":     func(v *float64) string { return fmt.Sprintf("%+.4f", *v) },
+	"lower":      strings.ToLower,
+	"evalColumn": evalColumn,
+	"evalTypes":  evalTypes,
+	"evalCell":   evalCell,
 }).Parse(pageTemplate))
 
 type pageView struct {
@@ -270,6 +281,17 @@ const pageTemplate = `<!DOCTYPE html>
 <p class="lede">{{.Accepted}} accepted · {{.Rejected}} rejected · {{.Skipped}} skipped steps{{with .R.Summary}} · wall time {{printf "%.1f" .WallTime}} s{{end}}</p>
 </header>
 
+{{if .R.Eval}}<section id="eval">
+<h2>Evaluation</h2>
+<p class="dim">Hard accuracy by task type over the scored items (their count); items that could not be scored show as scored/total.</p>
+<table class="grid num">
+<thead><tr><th>task type</th>{{range .R.Eval}}<th>{{evalColumn . $.R.Eval}}</th>{{end}}</tr></thead>
+<tbody>
+{{range $k := evalTypes .R.Eval}}<tr><td>{{$k}}</td>{{range $.R.Eval}}<td>{{evalCell . $k}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table>
+</section>
+{{else}}
 <section id="scores">
 <h2>Scores</h2>
 {{with .R.Summary}}
@@ -296,10 +318,11 @@ const pageTemplate = `<!DOCTYPE html>
 <table class="grid">
 <thead><tr><th>step</th><th>epoch</th><th>action</th><th>rollout</th><th>candidate</th><th>current</th><th>best</th><th>tokens</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr class="{{if .Verdict}}{{.Verdict}}{{else}}{{.Kind}}{{end}}"><td>{{if eq .Kind "slow_update"}}·{{else}}{{.Step}}{{end}}</td><td>{{if eq .Kind "baseline"}}-{{else}}{{.Epoch}}{{end}}</td><td>{{if eq .Kind "slow_update"}}slow update: {{end}}{{.Action}}</td><td>{{score .Rollout}}</td><td>{{candidate .}}</td><td>{{f4 .Current}}</td><td>{{f4 .Best}}</td><td>{{tokens .Tokens}}</td></tr>
+{{range .Rows}}<tr class="{{if .Verdict}}{{.Verdict}}{{else}}{{.Kind}}{{end}}"><td>{{if eq .Kind "slow_update"}}·{{else if eq .Kind "final"}}final{{else}}{{.Step}}{{end}}</td><td>{{if or (eq .Kind "baseline") (eq .Kind "final")}}-{{else}}{{.Epoch}}{{end}}</td><td>{{if eq .Kind "slow_update"}}slow update: {{end}}{{.Action}}</td><td>{{score .Rollout}}</td><td>{{candidate .}}</td><td>{{f4 .Current}}</td><td>{{f4 .Best}}</td><td>{{tokens .Tokens}}</td></tr>
 {{end}}</tbody>
 </table>
 </section>
+{{end}}
 
 {{if .R.Packages}}<section id="package">
 <h2>Package changes</h2>

@@ -93,7 +93,23 @@ type Report struct {
 	// Packages are the package diffs of a skill-package run's steps
 	// (packagediff.go); nil for a single-file run.
 	Packages []PackageStep
+	// Eval is a finished evaluation's scores (eval_summary.json), one per
+	// skill scored; nil for a training run.
+	Eval []EvalResult
 }
+
+// EvalResult is one skill's scores in eval_summary.json, which `skillfleet
+// eval` writes when it finishes.
+type EvalResult struct {
+	Name      string                      `json:"name"`
+	SkillHash string                      `json:"skill_hash"`
+	Split     string                      `json:"split"`
+	ByType    map[string]rundir.TypeScore `json:"by_task_type"`
+}
+
+// EvalSummaryFile is the scores a finished `skillfleet eval` writes in its
+// run dir.
+const EvalSummaryFile = "eval_summary.json"
 
 // Load reads the run dir. prices may be nil (no dollars).
 func Load(dir string, prices *pricing.Table) (*Report, error) {
@@ -113,7 +129,15 @@ func Load(dir string, prices *pricing.Table) (*Report, error) {
 		r.Summary = &sum
 		r.RunID, r.Benchmark = sum.RunID, sum.Bench
 	case errors.Is(err, fs.ErrNotExist):
-		r.Notes = append(r.Notes, "summary.json is missing: the run has not finished (scores so far are shown)")
+		// An evaluation's dir has eval_summary.json instead, once it has
+		// finished.
+		switch err := readJSON(filepath.Join(dir, EvalSummaryFile), &r.Eval); {
+		case err == nil:
+		case errors.Is(err, fs.ErrNotExist):
+			r.Notes = append(r.Notes, "summary.json is missing: the run has not finished (scores so far are shown)")
+		default:
+			return nil, err
+		}
 	default:
 		return nil, err
 	}
@@ -201,7 +225,8 @@ func readJSON(path string, v any) error {
 }
 
 // StepRow is one decision, as the report lists it: a step, the baseline
-// (Step 0) or a slow update.
+// (Step 0), a slow update, or the final promotion of the best skill (Kind
+// "final", after the last step).
 type StepRow struct {
 	Kind      string // "baseline", "step", "slow_update"
 	Step      int
@@ -249,8 +274,19 @@ func (r *Report) Rows() []StepRow {
 			out = append(out, StepRow{Kind: "slow_update", Step: ev.Step, Epoch: ev.Epoch, Action: ev.Action, Current: ev.CurrentScore, Best: ev.BestScore, Tokens: -1})
 		}
 	}
+	// At the end of a run whose current skill is not its best, the best
+	// is promoted: the skill the run ends with jumps to the best's score.
+	if s := r.Summary; s != nil && s.Promoted && len(out) > 0 {
+		last := out[len(out)-1]
+		out = append(out, StepRow{Kind: "final", Step: last.Step, Epoch: last.Epoch, Action: ActionPromote,
+			CandidateNote: fmt.Sprintf("from %.4f", last.Current), Current: s.BestScore, Best: s.BestScore, Tokens: -1})
+	}
 	return out
 }
+
+// ActionPromote is the action of the final row of a run whose best skill
+// was promoted over its current one at the end.
+const ActionPromote = "final: best skill promoted"
 
 // stageTokens is a stage's tokens from tokens.json (-1 without it).
 func (r *Report) stageTokens(stage string) int64 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,8 +23,9 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 // The run dirs under testdata: demo is a sim demo run as the coordinator
 // wrote it; priced is the same run with real model names, cached tokens,
 // retries and one model the table cannot price; partial is a run stopped
-// during step 6 (no summary.json or tokens.json, a torn last event).
-var runs = []string{"demo", "priced", "partial"}
+// during step 6 (no summary.json or tokens.json, a torn last event); eval
+// is a finished `skillfleet eval --baseline` of the demo's seed skill.
+var runs = []string{"demo", "priced", "partial", "eval"}
 
 func setup(t *testing.T, run string) *Report {
 	t.Helper()
@@ -302,5 +304,115 @@ func TestLoadRefusesANewerRunDirFormat(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "run-dir format 2.0") {
 		t.Errorf("refusal %q does not name the run dir's format", err)
+	}
+}
+
+// TestEvalDir: an evaluation's dir is reported as one: its scores by
+// task type per skill, not "the run has not finished"; the HTML page has
+// the same table and no training charts.
+func TestEvalDir(t *testing.T) {
+	t.Parallel()
+	r := setup(t, "eval")
+	if len(r.Eval) != 3 || r.Eval[0].Name != "no_skill" {
+		t.Fatalf("Eval = %+v, want no_skill, seed_skill and skill", r.Eval)
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "not finished") {
+			t.Errorf("note %q on a finished evaluation", n)
+		}
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	overall := r.Eval[2].ByType["overall"]
+	for _, want := range []string{"evaluation on the test split", "no_skill", "seed_skill", fmt.Sprintf("%.3f (%d)", overall.Hard, overall.Total)} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if strings.Contains(text.String(), "decisions:") {
+		t.Errorf("an evaluation's text lists training decisions:\n%s", text.String())
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	if !strings.Contains(html, `<section id="eval">`) || !strings.Contains(html, "<td>"+fmt.Sprintf("%.3f (%d)", overall.Hard, overall.Total)+"</td>") {
+		t.Errorf("page lacks the evaluation table")
+	}
+	if strings.Contains(html, "has not finished") || strings.Contains(html, `id="chart-selection"`) {
+		t.Errorf("an evaluation's page shows a training run's scores")
+	}
+
+	// Several splits (eval --split all): each column names its split.
+	two := []EvalResult{{Name: "skill", Split: "val", ByType: r.Eval[2].ByType}, {Name: "skill", Split: "test", ByType: r.Eval[2].ByType}}
+	text.Reset()
+	if err := (&Report{Eval: two}).WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"evaluation on the val, test split", "skill (val)", "skill (test)"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("two splits: text lacks %q:\n%s", want, text.String())
+		}
+	}
+}
+
+// promoted is the demo run as it would read had its best skill been
+// promoted at the end: the last step's current score below the best.
+func promoted(t *testing.T) *Report {
+	t.Helper()
+	r := setup(t, "demo")
+	s := *r.Summary
+	s.Promoted = true
+	s.BestScore = 0.975
+	r.Summary = &s
+	return r
+}
+
+// TestFinalPromotion: the promotion of the best skill at a run's end is a
+// row after the last step (text and HTML) and a point on the selection
+// chart, half a step after the last, where current meets best; a run that
+// ends on its best has neither.
+func TestFinalPromotion(t *testing.T) {
+	t.Parallel()
+	plain := setup(t, "demo")
+	if rows := plain.Rows(); rows[len(rows)-1].Kind == "final" || plain.pageData().Promoted != nil {
+		t.Errorf("a run that was not promoted has a promotion")
+	}
+	r := promoted(t)
+	rows := r.Rows()
+	last, final := rows[len(rows)-2], rows[len(rows)-1]
+	if final.Kind != "final" || final.Current != 0.975 || final.Best != 0.975 || final.Action != ActionPromote {
+		t.Fatalf("last row = %+v, want the promotion to 0.975", final)
+	}
+	d := r.pageData()
+	if d.Promoted == nil || d.Promoted.X != float64(last.Step)+0.5 || d.Promoted.Y != 0.975 {
+		t.Fatalf("promotion point = %+v, want (%d.5, 0.975)", d.Promoted, last.Step)
+	}
+	if c := d.Current[len(d.Current)-1]; c != *d.Promoted {
+		t.Errorf("current series ends at %+v, want the promotion", c)
+	}
+	if c := d.Current[len(d.Current)-2]; c.Y != last.Current {
+		t.Errorf("current series before the promotion = %+v, want the last step's %v", c, last.Current)
+	}
+	var text bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("final     -  %-32s %8s %10s %8.4f %8.4f", ActionPromote, "-", fmt.Sprintf("from %.4f", last.Current), 0.975, 0.975)
+	if !strings.Contains(text.String(), want) {
+		t.Errorf("text lacks the promotion row %q:\n%s", want, text.String())
+	}
+	var page bytes.Buffer
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if got := pageJSON(t, page.String()).Promoted; got == nil || *got != *d.Promoted {
+		t.Errorf("page's promotion point = %+v", got)
+	}
+	if !strings.Contains(page.String(), "<td>final</td><td>-</td><td>"+ActionPromote+"</td>") {
+		t.Errorf("page lacks the promotion row")
 	}
 }

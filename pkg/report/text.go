@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -22,49 +24,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	if r.Benchmark != "" {
 		p(" · benchmark %s", r.Benchmark)
 	}
-	acc, rej, skip := r.Decisions()
-	p(" · %d steps\n", acc+rej+skip)
-	p("decisions: %d accepted, %d rejected, %d skipped\n", acc, rej, skip)
-
-	// Scores.
-	p("\nscores (selection split)\n")
-	if s := r.Summary; s != nil {
-		p("  baseline %.4f   best %.4f (step %d, %s)", s.BaselineScore, s.BestScore, s.BestStep, s.BestOrigin)
-		if s.FinalScore != nil {
-			p("   final %.4f (%s)", *s.FinalScore, s.CurrentOrigin)
-		}
-		if s.Promoted {
-			p("   final promoted to best")
-		}
-		p("\n")
-		if len(s.TestHard) > 0 {
-			p("  test hard: %s", triple(s.TestHard))
-			if s.DeltaBestHard != nil && s.DeltaFinalHard != nil {
-				p("   Δbest %+.4f   Δfinal %+.4f", *s.DeltaBestHard, *s.DeltaFinalHard)
-			}
-			p("\n")
-		}
-		if len(s.TestSoft) > 0 {
-			p("  test soft: %s\n", triple(s.TestSoft))
-		}
-	} else if rows := r.Rows(); len(rows) > 0 {
-		last := rows[len(rows)-1]
-		p("  baseline %.4f   current %.4f   best %.4f (run not finished)\n", rows[0].Current, last.Current, last.Best)
-	}
-
-	// Decisions.
-	p("\n%5s %5s  %-32s %8s %10s %8s %8s %12s\n", "step", "epoch", "action", "rollout", "candidate", "current", "best", "tokens")
-	for _, row := range r.Rows() {
-		step, epoch := fmt.Sprint(row.Step), fmt.Sprint(row.Epoch)
-		action := row.Action
-		switch row.Kind {
-		case "baseline":
-			epoch = "-"
-		case "slow_update":
-			step = "·"
-			action = "slow update: " + row.Action
-		}
-		p("%5s %5s  %-32s %8s %10s %8.4f %8.4f %12s\n", step, epoch, action, score(row.Rollout), candidate(row), row.Current, row.Best, tokens(row.Tokens))
+	if len(r.Eval) > 0 {
+		p(" · evaluation on the %s split\n", strings.Join(evalSplits(r.Eval), ", "))
+		writeEvalTable(p, r.Eval)
+	} else {
+		r.writeTraining(p)
 	}
 
 	// Spend.
@@ -221,4 +185,123 @@ func tokens(n int64) string {
 		return "-"
 	}
 	return count(n)
+}
+
+// writeTraining writes a training run's decisions and scores.
+func (r *Report) writeTraining(p func(string, ...any)) {
+	acc, rej, skip := r.Decisions()
+	p(" · %d steps\n", acc+rej+skip)
+	p("decisions: %d accepted, %d rejected, %d skipped\n", acc, rej, skip)
+
+	// Scores.
+	p("\nscores (selection split)\n")
+
+	if s := r.Summary; s != nil {
+		p("  baseline %.4f   best %.4f (step %d, %s)", s.BaselineScore, s.BestScore, s.BestStep, s.BestOrigin)
+		if s.FinalScore != nil {
+			p("   final %.4f (%s)", *s.FinalScore, s.CurrentOrigin)
+		}
+		if s.Promoted {
+			p("   final promoted to best")
+		}
+		p("\n")
+		if len(s.TestHard) > 0 {
+			p("  test hard: %s", triple(s.TestHard))
+			if s.DeltaBestHard != nil && s.DeltaFinalHard != nil {
+				p("   Δbest %+.4f   Δfinal %+.4f", *s.DeltaBestHard, *s.DeltaFinalHard)
+			}
+			p("\n")
+		}
+		if len(s.TestSoft) > 0 {
+			p("  test soft: %s\n", triple(s.TestSoft))
+		}
+	} else if rows := r.Rows(); len(rows) > 0 {
+		last := rows[len(rows)-1]
+		p("  baseline %.4f   current %.4f   best %.4f (run not finished)\n", rows[0].Current, last.Current, last.Best)
+	}
+
+	// Decisions.
+	p("\n%5s %5s  %-32s %8s %10s %8s %8s %12s\n", "step", "epoch", "action", "rollout", "candidate", "current", "best", "tokens")
+	for _, row := range r.Rows() {
+		step, epoch := fmt.Sprint(row.Step), fmt.Sprint(row.Epoch)
+		action := row.Action
+		switch row.Kind {
+		case "baseline":
+			epoch = "-"
+		case "slow_update":
+			step = "·"
+			action = "slow update: " + row.Action
+		case "final":
+			step, epoch = "final", "-"
+		}
+		p("%5s %5s  %-32s %8s %10s %8.4f %8.4f %12s\n", step, epoch, action, score(row.Rollout), candidate(row), row.Current, row.Best, tokens(row.Tokens))
+	}
+}
+
+// writeEvalTable writes an evaluation's hard accuracy by task type, one
+// column per skill scored: over the scored items, with their count;
+// items that could not be scored show as scored/total.
+func writeEvalTable(p func(string, ...any), res []EvalResult) {
+	rows := evalTypes(res)
+	p("\n%-24s", "task type")
+	for _, e := range res {
+		p(" %14s", evalColumn(e, res))
+	}
+	p("\n")
+	for _, k := range rows {
+		p("%-24s", k)
+		for _, e := range res {
+			p(" %14s", evalCell(e, k))
+		}
+		p("\n")
+	}
+}
+
+// evalSplits are the splits of an evaluation's results, in their order.
+func evalSplits(res []EvalResult) []string {
+	var out []string
+	for _, e := range res {
+		if !slices.Contains(out, e.Split) {
+			out = append(out, e.Split)
+		}
+	}
+	return out
+}
+
+// evalColumn names a result's column: the skill's name, with the split
+// when the evaluation covered several.
+func evalColumn(e EvalResult, res []EvalResult) string {
+	if len(evalSplits(res)) > 1 {
+		return e.Name + " (" + e.Split + ")"
+	}
+	return e.Name
+}
+
+// evalTypes are the task types of an evaluation, sorted, then "overall".
+func evalTypes(res []EvalResult) []string {
+	types := map[string]bool{}
+	for _, e := range res {
+		for k := range e.ByType {
+			if k != "overall" {
+				types[k] = true
+			}
+		}
+	}
+	return append(slices.Sorted(maps.Keys(types)), "overall")
+}
+
+// evalCell is a result's hard accuracy on a task type and its item
+// count; "-" when no item could be scored, blank when it had none.
+func evalCell(e EvalResult, typ string) string {
+	ts, ok := e.ByType[typ]
+	switch {
+	case !ok:
+		return ""
+	case ts.Scored == 0 && ts.Total > 0:
+		return fmt.Sprintf("- (0/%d)", ts.Total)
+	case ts.Scored < ts.Total:
+		return fmt.Sprintf("%.3f (%d/%d)", ts.Hard, ts.Scored, ts.Total)
+	default:
+		return fmt.Sprintf("%.3f (%d)", ts.Hard, ts.Total)
+	}
 }

@@ -50,7 +50,9 @@
       { type: "scatter", label: "accepted", data: D.verdicts.accepted, pointStyle: "triangle", pointRadius: 7, borderColor: green, backgroundColor: green },
       { type: "scatter", label: "rejected", data: D.verdicts.rejected, pointStyle: "crossRot", pointRadius: 8, borderWidth: 3, borderColor: red, backgroundColor: red },
       { type: "scatter", label: "skipped", data: D.verdicts.skipped, pointStyle: "rect", pointRadius: 5, borderColor: grey, backgroundColor: grey }
-    ] },
+    ].concat(D.promoted ? [
+      { type: "scatter", label: "final: best promoted", data: [D.promoted], pointStyle: "star", pointRadius: 10, borderWidth: 2, borderColor: amber, backgroundColor: amber }
+    ] : []) },
     options: { parsing: false, scales: { x: stepAxis(), y: scoreAxis() }, plugins: { tooltip: { callbacks: { label: labelled } } } }
   });
 
