@@ -26,7 +26,8 @@ import (
 // lower case if they hold that (harmful) rule. The reflector proposes the
 // habits the failures show are missing and, when it sees two kinds of
 // format slip at once, also the tempting lower-case rule — a lure the
-// night's gate must keep out.
+// night's gate must keep out. A rule the slow memory says a gate rejected
+// before is not proposed again.
 //
 // An attempt whose skill is a package (a bundle between "<skill>" lines,
 // as a night on a skill package gives it) is read as an agent reads a
@@ -269,7 +270,7 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 				return
 			}
 		}
-		if e.Op == "add" && present(e.Content) {
+		if e.Op == "add" && (present(e.Content) || rejectedBefore(in.Lessons, e.Content)) {
 			return
 		}
 		out = append(out, e)
@@ -314,6 +315,18 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 		out = []nightly.Edit{}
 	}
 	return out
+}
+
+// rejectedBefore reports whether the slow memory's lessons say an earlier
+// night's gate rejected adding content (not a rollback of a kept edit):
+// the sim's reflector then does not propose it again.
+func rejectedBefore(lessons []string, content string) bool {
+	for _, l := range lessons {
+		if strings.Contains(l, fmt.Sprintf("%q: rejected (", content)) && !strings.Contains(l, "rolled back") {
+			return true
+		}
+	}
+	return false
 }
 
 // sleepAgentTask finds a sleep attempt in an agent CLI's conversation:

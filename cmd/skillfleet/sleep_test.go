@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/llm"
@@ -739,5 +740,73 @@ func TestSleepRecallBringsBackAnArchivedTaskOnALaterNight(t *testing.T) {
 		if tk.Origin != nightly.OriginReal {
 			t.Fatalf("archived a task of origin %q: %s", tk.Origin, tk.ID)
 		}
+	}
+}
+
+// TestSleepScopeAllAndSlowMemory: a night of scope project reads its own
+// project's sessions and leaves its gate decisions in the state's slow
+// memory; a later night with --scope all reads another project's too,
+// does not evolve the (one project's) memory file, and its reflector,
+// shown the lessons, does not propose the lure the first gate rejected.
+func TestSleepScopeAllAndSlowMemory(t *testing.T) {
+	state := t.TempDir()
+	box := filepath.Join(state, "persona-researcher")
+	now := time.Now()
+	other := "/elsewhere/other-project"
+	for _, p := range []string{filepath.Join(box, "project"), other} {
+		if err := nightly.WritePersonaTranscripts("researcher", filepath.Join(box, "claude"), p, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := runCLI(t, personaArgs(state, "--preferences", "British spelling")...)
+	if code != exitOK || !strings.Contains(out, "sessions 12,") || !strings.Contains(out, `rejected skill add "Write every answer in lower case."`) {
+		t.Fatalf("night 1 exit %d\n%s\n%s", code, out, errOut)
+	}
+	st, err := nightly.LoadState(filepath.Join(state, "state.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lure *nightly.Lesson
+	for i, l := range st.Lessons {
+		if l.Content == nightly.HabitHarmful {
+			lure = &st.Lessons[i]
+		}
+	}
+	if lure == nil || lure.Kept || lure.Night != 1 || !strings.Contains(lure.Why, "does not beat") {
+		t.Fatalf("slow memory %+v: want the rejected lure", st.Lessons)
+	}
+	code, out, errOut = runCLI(t, personaArgs(state, "--scope", "all")...)
+	if code != exitOK || !strings.Contains(out, "sessions 12,") || strings.Contains(out, "lower case") {
+		t.Fatalf("night 2 (scope all) exit %d\n%s\n%s", code, out, errOut)
+	}
+	dir, err := nightly.Latest(stagingRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Projects []string `json:"projects"`
+		Outcome  struct {
+			Action        string `json:"action"`
+			MemoryChanged bool   `json:"memory_changed"`
+			Trials        []struct {
+				Document string `json:"document"`
+			} `json:"trials"`
+		} `json:"outcome"`
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Projects) != 1 || rep.Projects[0] != other || rep.Outcome.Action != "accept" || rep.Outcome.MemoryChanged {
+		t.Fatalf("night 2 report: %s", b)
+	}
+	for _, tr := range rep.Outcome.Trials {
+		if tr.Document == "memory" {
+			t.Fatal("scope all evolved the memory file")
+		}
+	}
+	st, _ = nightly.LoadState(filepath.Join(state, "state.json"))
+	if _, ok := st.LastHarvest[other]; !ok {
+		t.Fatalf("no cursor for %s: %v", other, st.LastHarvest)
 	}
 }

@@ -3,6 +3,7 @@ package sleep
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,60 @@ func TestDreamAndRecalledTasksNeverReachValOrTest(t *testing.T) {
 	for _, r := range out.Replays {
 		if (strings.Contains(r.TaskID, "~dream") || strings.HasPrefix(r.TaskID, "recall:")) && !strings.HasPrefix(r.Stage, "train_") {
 			t.Fatalf("leaked night: task %s replayed in stage %s", r.TaskID, r.Stage)
+		}
+	}
+}
+
+func TestGateOffKeepsEveryEditAndSaysSoLoudly(t *testing.T) {
+	sim := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	tasks := personaTasks(t, sim)
+	rep := &LocalReplayer{Model: sim, Name: "sim", Env: nightly.NewEnv(nightly.EnvConfig{})}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	out, err := Consolidate(context.Background(), Settings{EvolveSkill: true, GateOff: true}, Deps{Replayer: rep, Optimizer: sim, OptimizerName: "sim", Logger: log},
+		Input{Tasks: tasks, Skill: nightly.ScaffoldSkill(), Memory: nightly.ScaffoldMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Accepted || out.Action != ActionAcceptUngated || !out.GateOff || !strings.Contains(out.Reason, "not verified") {
+		t.Fatalf("outcome %s (%s)", out.Action, out.Reason)
+	}
+	// The lure the gate keeps out goes in ungated.
+	if !strings.Contains(out.ProposedSkill, nightly.HabitHarmful) {
+		t.Fatalf("gate off: the proposal lacks the edit the gate would reject:\n%s", out.ProposedSkill)
+	}
+	for _, tr := range out.Trials {
+		if !tr.Accepted || !strings.Contains(tr.Why, "gate_mode off") {
+			t.Fatalf("trial %+v", tr)
+		}
+	}
+	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "GATE OFF") {
+		t.Fatalf("no warning logged:\n%s", logs.String())
+	}
+	r := &Report{Outcome: out, Splits: map[string]int{}}
+	if !strings.Contains(r.Summary(), "WARNING: gate_mode off") || !strings.Contains(r.Markdown(), "WARNING: gate_mode off") {
+		t.Fatalf("the report does not warn:\n%s", r.Summary())
+	}
+}
+
+func TestSlowMemoryReachesTheReflector(t *testing.T) {
+	sim := simmodel.NewSleepAware(simmodel.New(simmodel.Options{}))
+	m := &recordingModel{Model: sim}
+	tasks := personaTasks(t, sim)
+	rep := &LocalReplayer{Model: sim, Name: "sim", Env: nightly.NewEnv(nightly.EnvConfig{})}
+	lure := nightly.NewLesson(1, "skill", nightly.Edit{Op: "add", Content: nightly.HabitHarmful}, false, "val score 0.4167 does not beat 1.0000")
+	out, err := Consolidate(context.Background(), Settings{EvolveSkill: true, Lessons: []string{lure.Text()}}, Deps{Replayer: rep, Optimizer: m, OptimizerName: "sim"},
+		Input{Tasks: tasks, Skill: nightly.ScaffoldSkill(), Memory: nightly.ScaffoldMemory()})
+	if err != nil || !out.Accepted {
+		t.Fatalf("Consolidate: %v, %s", err, out.Action)
+	}
+	if len(m.reflects) == 0 || len(m.reflects[0].Lessons) != 1 || m.reflects[0].Lessons[0] != lure.Text() {
+		t.Fatalf("reflection payloads %+v", m.reflects)
+	}
+	// The sim's reflector heeds the lesson: the lure is not tried again.
+	for _, tr := range out.Trials {
+		if tr.Edit.Content == nightly.HabitHarmful {
+			t.Fatalf("the rejected lure was proposed again: %+v", tr)
 		}
 	}
 }

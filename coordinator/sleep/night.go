@@ -18,6 +18,7 @@ var ErrBudget = errors.New("night budget reached")
 // Actions a night ends with.
 const (
 	ActionAccept           = "accept"
+	ActionAcceptUngated    = "accept_ungated"
 	ActionReject           = "reject"
 	ActionRejectUnverified = "reject_unverified"
 	ActionNoFailures       = "no_failures"
@@ -67,6 +68,12 @@ type Settings struct {
 	// wave (0 or 1: one). With more, a task fails when its worst attempt
 	// does, and the reflector sees its best attempt beside the worst.
 	DreamRollouts int
+	// GateOff keeps every edit that applies, whatever the val score
+	// (gate_mode off): the trials still measure it, the final check still
+	// runs, and the night is accepted as [ActionAcceptUngated].
+	GateOff bool
+	// Lessons are the slow memory shown to the reflector, one line each.
+	Lessons []string
 }
 
 // Spend is what a night has spent.
@@ -136,8 +143,10 @@ type Outcome struct {
 	// Extra is the part of Spend the night's dream and recall settings
 	// added: "rollouts" (a real task's train attempts after its first),
 	// "dream" and "recall" (every replay of a task of that origin).
-	Extra   map[string]Spend `json:"extra_spend,omitempty"`
-	Replays []Replay         `json:"-"`
+	Extra map[string]Spend `json:"extra_spend,omitempty"`
+	// GateOff says edits were kept without the gate (gate_mode off).
+	GateOff bool     `json:"gate_off,omitempty"`
+	Replays []Replay `json:"-"`
 }
 
 // night is one consolidation's working state; its phases are the step_*
@@ -169,7 +178,10 @@ func Consolidate(ctx context.Context, s Settings, d Deps, in Input) (*Outcome, e
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	n := &night{s: s, d: d, metric: metric, weight: weight, out: &Outcome{Spend: s.Spent, ProposedSkill: in.Skill, ProposedMemory: in.Memory, Package: in.Package}}
+	n := &night{s: s, d: d, metric: metric, weight: weight, out: &Outcome{Spend: s.Spent, ProposedSkill: in.Skill, ProposedMemory: in.Memory, Package: in.Package, GateOff: s.GateOff}}
+	if s.GateOff {
+		d.Logger.Warn("GATE OFF: gate_mode off keeps every proposed edit without the val gate; the night's proposal is not verified: review it before you adopt it")
+	}
 	out, err := n.run(ctx, in)
 	if errors.Is(err, ErrBudget) {
 		out.Action, out.Reason, out.Accepted = ActionStoppedBudget, err.Error(), false
@@ -293,6 +305,7 @@ func SettingsFromConfig(c nightly.Config) Settings {
 	s := Settings{
 		EditBudget: c.EditBudget, GateMetric: c.GateMetric, MixedWeight: c.GateMixedWeight, NoRegression: c.GateNoRegression,
 		MaxTokens: c.MaxTokens, MaxUSD: c.MaxUSD, Preferences: c.Preferences, DreamRollouts: c.DreamRollouts,
+		GateOff: c.GateMode == nightly.GateOff,
 	}
 	if c.EvolveSkill != nil {
 		s.EvolveSkill = *c.EvolveSkill

@@ -125,8 +125,12 @@ func (n Night) finish(st *nightly.State, rep *Report, out *Outcome, props []nigh
 	st.Night = rep.Night
 	if out.Action != ActionStoppedBudget {
 		st.LastHarvest[n.Project] = rep.Started
+		for _, p := range rep.Projects {
+			st.LastHarvest[p] = rep.Started
+		}
 		st.Archive(realTasks(archived))
 	}
+	st.Learn(lessons(rep.Night, out))
 	st.History = append(st.History, nightly.NightRecord{Night: rep.Night, Started: rep.Started, Sessions: rep.Sessions, Tasks: rep.Tasks,
 		Action: out.Action, Reason: out.Reason, Baseline: out.Baseline.Value, Final: finalValue(out), Tokens: out.Spend.Tokens, Staging: dir})
 	if len(st.History) > 100 {
@@ -145,6 +149,17 @@ func (n Night) finish(st *nightly.State, rep *Report, out *Outcome, props []nigh
 	}
 	rep.Adopted = len(rec.Files)
 	return nil
+}
+
+// lessons are the slow memory's entries of a night: each trial and
+// what its gate decided (a trial rolled back by the final check is not
+// kept).
+func lessons(night int, out *Outcome) []nightly.Lesson {
+	var ls []nightly.Lesson
+	for _, tr := range out.Trials {
+		ls = append(ls, nightly.NewLesson(night, tr.Document, tr.Edit, tr.Accepted, tr.Why))
+	}
+	return ls
 }
 
 // realTasks are the tasks of origin real: recalled and dream tasks are

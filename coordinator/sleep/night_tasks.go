@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // tasks is the night's first phase: the tasks of a reviewed tasks file,
@@ -43,6 +47,17 @@ func (n Night) tasks(ctx context.Context, d NightDeps, st *nightly.State, rep *R
 		}
 		if err != nil {
 			return nil, spent, err
+		}
+		rep.Projects = digestProjects(ds)
+		if topic, ok := n.targetTopic(); ok {
+			var dropped []nightly.Task
+			tasks, dropped = nightly.FilterForSkill(nightly.Dedup(tasks), topic)
+			for _, t := range dropped {
+				rep.OffTarget = append(rep.OffTarget, TaskSummary{ID: t.ID, Judge: t.Judge.Kind, Origin: cmp.Or(t.Origin, nightly.OriginReal), Intent: clipRunes(t.Intent, 120)})
+			}
+			if len(dropped) > 0 {
+				d.Logger.Info("target_task_filter: tasks that do not exercise the skill left out", "skill", topic.Name, "kept", len(tasks), "left_out", len(dropped))
+			}
 		}
 	}
 	tasks = nightly.Dedup(tasks)
@@ -91,10 +106,50 @@ func (n Night) harvestOptions(st *nightly.State, now time.Time) nightly.HarvestO
 	c := n.Config
 	return nightly.HarvestOptions{
 		Source: c.Source, ClaudeHome: n.ClaudeHome, CodexHome: n.CodexHome, CursorHome: n.CursorHome,
-		Projects: []string{n.Project}, Cursors: st.LastHarvest, Now: now,
+		Projects: n.harvestProjects(), Cursors: st.LastHarvest, Now: now,
 		Lookback:    time.Duration(c.LookbackHours * float64(time.Hour)),
 		MaxSessions: cmp.Or(c.MaxSessions, 3*c.MaxTasks),
 	}
+}
+
+// harvestProjects are the projects a night reads: the night's own, or
+// every one (nil) with scope all.
+func (n Night) harvestProjects() []string {
+	if n.Config.Scope == nightly.ScopeAll {
+		return nil
+	}
+	return []string{n.Project}
+}
+
+// digestProjects are the distinct projects of digests, sorted.
+func digestProjects(ds []nightly.Digest) []string {
+	var ps []string
+	for _, d := range ds {
+		if d.Project != "" && !slices.Contains(ps, d.Project) {
+			ps = append(ps, d.Project)
+		}
+	}
+	slices.Sort(ps)
+	return ps
+}
+
+// targetTopic is the topic of the skill the night trains when
+// target_task_filter applies: on (the default) and a skill the user named,
+// not the managed one, whose SKILL.md (if any) gives its name, headings
+// and description.
+func (n Night) targetTopic() (nightly.SkillTopic, bool) {
+	if f := n.Config.TargetTaskFilter; f != nil && !*f {
+		return nightly.SkillTopic{}, false
+	}
+	dir, entry := n.SkillDir, filepath.Join(n.SkillDir, skillpkg.EntryFile)
+	if dir == "" {
+		dir, entry = filepath.Dir(n.SkillPath), n.SkillPath
+	}
+	if filepath.Base(dir) == nightly.ManagedSkillName || dir == "." {
+		return nightly.SkillTopic{}, false
+	}
+	text, _ := os.ReadFile(entry)
+	return nightly.TopicOf(string(text), filepath.Base(dir)), true
 }
 
 // mine turns digests into tasks: with the model when llm_mine is on and

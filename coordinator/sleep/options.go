@@ -52,6 +52,8 @@ type Options struct {
 	KeepRun                           bool
 	DreamRollouts, DreamFactor        int
 	RecallK                           int
+	GateMode, Scope, Preferences      string
+	TargetTaskFilter                  bool
 
 	// The replay target, as train's model.target_* keys.
 	TargetBackend, TargetBaseURL, TargetAPIKeyEnv string
@@ -107,6 +109,8 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.StringVar(&o.TasksFile, "tasks-file", "", "use this reviewed tasks file (from `sleep harvest --output`) instead of harvesting")
 	fs.BoolVar(&o.HeuristicMine, "heuristic-mine", false, "mine without the model (one rubric task per session)")
 	fs.StringVar(&o.Persona, "persona", "", "proof run: the built-in persona's sessions in a sandbox ("+strings.Join(nightly.Personas(), ", ")+")")
+	fs.StringVar(&o.Scope, "scope", "", "project (the sessions of --project) or all (every project's sessions; the memory file is then not evolved) (scope, default project)")
+	fs.BoolVar(&o.TargetTaskFilter, "target-task-filter", true, "on a skill you named (--skill-path, --skill-dir), keep only the tasks that exercise it (target_task_filter)")
 	fs.StringVar(&o.LogLevel, "log-level", "warn", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.JSON, "json", false, "print the result as JSON")
 	if !night {
@@ -124,6 +128,8 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.BoolVar(&o.AssertImproves, "assert-improves", false, "exit 5 unless the night is accepted with a higher fresh val score (and, for a persona, without its harmful rule)")
 	fs.BoolVar(&o.AutoAdopt, "auto-adopt", false, "adopt an accepted night at once (opt-in)")
 	fs.BoolVar(&o.KeepRun, "keep-run", false, "keep the night's run dir (result journal, NATS store)")
+	fs.StringVar(&o.GateMode, "gate-mode", "", "on (an edit is kept only when the val score rises) or off (every edit kept, the night accepted ungated: review it before adopting; not with --auto-adopt) (gate_mode, default on)")
+	fs.StringVar(&o.Preferences, "preferences", "", "house rules shown to the reflector, e.g. \"British spelling; never add emoji\" (preferences)")
 	fs.IntVar(&o.DreamRollouts, "dream-rollouts", 0, fmt.Sprintf("attempts per train task in each train wave; over 1 the reflector sees the best and the worst attempt (dream_rollouts, 1..%d, default 1)", nightly.MaxDreamRollouts))
 	fs.IntVar(&o.DreamFactor, "dream-factor", 0, fmt.Sprintf("rephrasings of each train task added as train-only dream tasks (dream_factor, 0..%d, default 0)", nightly.MaxDreamFactor))
 	fs.IntVar(&o.RecallK, "recall-k", 0, fmt.Sprintf("archived tasks of earlier nights most similar to tonight's brought back as train tasks (recall_k, 0..%d, default 0)", nightly.MaxRecallK))
@@ -357,6 +363,10 @@ func (o *Options) config() (nightly.Config, error) {
 	set("dream-rollouts", func() { cfg.DreamRollouts = o.DreamRollouts })
 	set("dream-factor", func() { cfg.DreamFactor = o.DreamFactor })
 	set("recall-k", func() { cfg.RecallK = o.RecallK })
+	set("gate-mode", func() { cfg.GateMode = o.GateMode })
+	set("preferences", func() { cfg.Preferences = o.Preferences })
+	set("scope", func() { cfg.Scope = o.Scope })
+	set("target-task-filter", func() { cfg.TargetTaskFilter = &o.TargetTaskFilter })
 	set("target-backend", func() { cfg.TargetBackend = o.TargetBackend })
 	set("codex-exec-path", func() { cfg.CodexExecPath = o.CodexExecPath })
 	set("claude-code-exec-path", func() { cfg.ClaudeCodeExecPath = o.ClaudeCodeExecPath })

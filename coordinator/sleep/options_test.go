@@ -142,3 +142,44 @@ func TestAgentFailureStopsConsolidation(t *testing.T) {
 		t.Fatalf("without StopOnFailure: %v, baseline %+v, %d trials: want the night to go on past the failed replay", err, out.Baseline, len(out.Trials))
 	}
 }
+
+// TestMethodFlags: --preferences, --gate-mode, --scope, --target-task-filter
+// and the dream and recall flags set their config keys; gate_mode off with
+// auto-adopt, and an unknown scope, are usage errors naming the key.
+func TestMethodFlags(t *testing.T) {
+	n, err := resolve(t, "--backend", "sim", "--preferences", "British spelling", "--gate-mode", "off", "--scope", "all",
+		"--target-task-filter=false", "--dream-rollouts", "3", "--dream-factor", "2", "--recall-k", "5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := n.Config
+	if c.Preferences != "British spelling" || c.GateMode != "off" || c.Scope != "all" || *c.TargetTaskFilter || c.DreamRollouts != 3 || c.DreamFactor != 2 || c.RecallK != 5 {
+		t.Fatalf("config %+v", c)
+	}
+	if s := SettingsFromConfig(c); !s.GateOff || s.Preferences != "British spelling" || s.DreamRollouts != 3 {
+		t.Fatalf("settings %+v", s)
+	}
+	if n.harvestProjects() != nil {
+		t.Fatalf("scope all harvests %v", n.harvestProjects())
+	}
+	for args, want := range map[string]string{"--gate-mode off --auto-adopt": "auto_adopt", "--scope everywhere": "scope", "--dream-rollouts 9": "dream_rollouts"} {
+		_, err := resolve(t, append([]string{"--backend", "sim"}, strings.Fields(args)...)...)
+		var ue UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want a usage error naming %s", args, err, want)
+		}
+	}
+	// The filter applies to a skill the user named, not the managed one.
+	skill := filepath.Join(t.TempDir(), "papers", "SKILL.md")
+	if n, _ = resolve(t, "--backend", "sim", "--skill-path", skill); n.Config.TargetTaskFilter == nil {
+		t.Fatal("target_task_filter unset")
+	}
+	if topic, ok := n.targetTopic(); !ok || topic.Name != "papers" {
+		t.Fatalf("targetTopic of %s = %+v, %t", skill, topic, ok)
+	}
+	if n, _ = resolve(t, "--backend", "sim"); true {
+		if _, ok := n.targetTopic(); ok {
+			t.Fatal("the managed skill is filtered for")
+		}
+	}
+}

@@ -35,6 +35,11 @@ type Report struct {
 	// Recalled lists the archived tasks recall_k brought back.
 	Origins  map[string]int  `json:"origins,omitempty"`
 	Recalled []RecallSummary `json:"recalled,omitempty"`
+	// Projects are the projects whose sessions were harvested (several
+	// with scope all); OffTarget the mined tasks target_task_filter left
+	// out, as not exercising the skill.
+	Projects  []string      `json:"projects,omitempty"`
+	OffTarget []TaskSummary `json:"off_target,omitempty"`
 	// Adopted counts the files an auto-adopt installed.
 	Adopted int `json:"-"`
 }
@@ -79,6 +84,15 @@ func (rep *Report) Summary() string {
 	fmt.Fprintf(&b, "sessions %d, tasks %d (train %d, val %d, test %d)\n", rep.Sessions, rep.Tasks, rep.Splits["train"], rep.Splits["val"], rep.Splits["test"])
 	if line := rep.dreamLine(); line != "" {
 		fmt.Fprintln(&b, line)
+	}
+	if len(rep.Projects) > 1 {
+		fmt.Fprintf(&b, "projects: %s\n", strings.Join(rep.Projects, ", "))
+	}
+	if len(rep.OffTarget) > 0 {
+		fmt.Fprintf(&b, "target_task_filter: %d mined tasks left out (they do not exercise the skill)\n", len(rep.OffTarget))
+	}
+	if out.GateOff {
+		fmt.Fprintln(&b, gateOffWarning)
 	}
 	fmt.Fprintf(&b, "val score: baseline %.3f", out.Baseline.Value)
 	if out.Final != nil {
@@ -129,6 +143,18 @@ func (rep *Report) Markdown() string {
 	if line := rep.dreamLine(); line != "" {
 		fmt.Fprintf(&b, "- %s\n", line)
 	}
+	if out.GateOff {
+		fmt.Fprintf(&b, "\n> **%s**\n", gateOffWarning)
+	}
+	if len(rep.Projects) > 1 {
+		fmt.Fprintf(&b, "- projects (scope all): %s\n", strings.Join(rep.Projects, ", "))
+	}
+	if len(rep.OffTarget) > 0 {
+		fmt.Fprintf(&b, "\n## Tasks left out by target_task_filter\n\nThey do not exercise the skill (no shared word with its name or headings, fewer than two with its description, or a session that loaded another skill).\n\n")
+		for _, t := range rep.OffTarget {
+			fmt.Fprintf(&b, "- %s: %s\n", t.ID, mdCell(t.Intent))
+		}
+	}
 	if len(rep.Recalled) > 0 {
 		b.WriteString("\n## Recalled tasks\n\nArchived tasks of earlier nights most like tonight's train tasks (Jaccard similarity of the intents' words), replayed as train tasks.\n\n| task | archived | most like | similarity | intent |\n|---|---|---|---|---|\n")
 		for _, r := range rep.Recalled {
@@ -171,6 +197,9 @@ func (rep *Report) Markdown() string {
 	}
 	return b.String()
 }
+
+// gateOffWarning heads the report of a night run with gate_mode off.
+const gateOffWarning = "WARNING: gate_mode off: every proposed edit was kept without the val gate; this proposal is not verified: read it before you adopt it"
 
 // dreamLine says what dream and recall added to the night: its tasks by
 // origin and the tokens each part cost; "" when neither was on.

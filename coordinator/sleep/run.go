@@ -117,7 +117,7 @@ func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 		out := &Outcome{Action: ActionNoTasks, Reason: "no new sessions with tasks to learn from", Spend: spent}
 		return rep, n.finish(st, rep, out, nil, nil, nil)
 	}
-	out, err := n.consolidate(ctx, d, rep.Night, started, tasks, docs, spent)
+	out, err := n.consolidate(ctx, d, rep.Night, started, tasks, docs, spent, st.Lessons)
 	if err != nil && !errors.Is(err, ErrBudget) {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (n Night) modelKey() string {
 }
 
 // consolidate starts the fleet and runs the night's gated epoch on it.
-func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started time.Time, tasks []nightly.Task, docs liveDocs, spent Spend) (*Outcome, error) {
+func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started time.Time, tasks []nightly.Task, docs liveDocs, spent Spend, lessons []nightly.Lesson) (*Outcome, error) {
 	benchCfg, err := json.Marshal(nightly.EnvConfig{JudgeModel: n.OptimizerModel, AgentTarget: n.AgentTarget})
 	if err != nil {
 		return nil, err
@@ -142,6 +142,15 @@ func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started 
 	}
 	s := SettingsFromConfig(n.Config)
 	s.Spent, s.Cost, s.StopOnFailure = spent, n.Cost, n.AgentTarget
+	for _, l := range lessons {
+		s.Lessons = append(s.Lessons, l.Text())
+	}
+	if n.Config.Scope == nightly.ScopeAll && s.EvolveMemory {
+		// The memory file is one project's: other projects' sessions must
+		// not write into it.
+		s.EvolveMemory = false
+		d.Logger.Info("scope all: the memory file is not evolved (it belongs to one project)", "memory_path", n.MemoryPath)
+	}
 	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger},
 		Input{Tasks: tasks, Skill: docs.skill, Memory: docs.memory, Package: docs.pkg != nil})
 	stop()

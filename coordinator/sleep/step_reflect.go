@@ -3,6 +3,7 @@ package sleep
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/coordinator/gate"
@@ -102,7 +103,8 @@ func (n *night) reflect(ctx context.Context, in Input, doc, text string, fails [
 	if err := n.afford("reflect_"+doc, "optimizer", reflectEstimate(text, fails)); err != nil {
 		return nil, err
 	}
-	ri := nightly.ReflectInput{Document: doc, Current: nightly.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences}
+	ri := nightly.ReflectInput{Document: doc, Current: nightly.LearnedLines(text), Failures: fails, Budget: n.s.EditBudget, Preferences: n.s.Preferences,
+		Lessons: slices.Clone(n.s.Lessons)}
 	if in.Package && doc == "skill" {
 		ri.Current, ri.Package = nightly.LearnedLines(nightly.SkillEntry(text)), nightly.ViewPackage(text)
 	}

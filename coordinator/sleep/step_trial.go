@@ -21,6 +21,9 @@ func (n *night) trial(ctx context.Context, doc string, ed nightly.Edit, cand doc
 	switch {
 	case score.Infra > 0:
 		tr.Why = fmt.Sprintf("not measured: %d val replays failed (infrastructure)", score.Infra)
+	case n.s.GateOff:
+		tr.Accepted, tr.Why = true, fmt.Sprintf("kept ungated (gate_mode off): val score %.4f → %.4f", cur.score.Value, score.Value)
+		*docs, *cur = cand, current{score, per}
 	case !(score.Value > cur.score.Value):
 		tr.Why = fmt.Sprintf("val score %.4f does not beat %.4f", score.Value, cur.score.Value)
 	case n.s.NoRegression && regressed(cur.per, per) != "":

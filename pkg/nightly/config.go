@@ -105,7 +105,28 @@ type Config struct {
 	DreamRollouts int `yaml:"dream_rollouts"`
 	DreamFactor   int `yaml:"dream_factor"`
 	RecallK       int `yaml:"recall_k"`
+	// GateMode is on (an edit is kept only when the val score rises) or
+	// off: every edit that applies is kept and the night is accepted
+	// without the gate, for a user who reviews every proposal by hand (it
+	// cannot be combined with auto_adopt).
+	GateMode string `yaml:"gate_mode"`
+	// Scope is project (the sessions of --project only) or all (the
+	// sessions of every project; the memory file, one project's, is then
+	// not evolved).
+	Scope string `yaml:"scope"`
+	// TargetTaskFilter keeps, when the night trains a skill the user
+	// named (not the managed one), only the tasks that exercise it (see
+	// [FilterForSkill]).
+	TargetTaskFilter *bool `yaml:"target_task_filter"`
 }
+
+// Gate modes and scopes.
+const (
+	GateOn       = "on"
+	GateOff      = "off"
+	ScopeProject = "project"
+	ScopeAll     = "all"
+)
 
 // Bounds of the dream and recall keys: a night's cost grows with each.
 const (
@@ -118,7 +139,8 @@ const (
 func DefaultConfig() Config {
 	t := true
 	return Config{Source: "all", LookbackHours: 72, MaxTasks: 40, MaxTokens: 400000, ValFraction: 0.34,
-		GateMetric: "mixed", GateMixedWeight: 0.5, EditBudget: 4, EvolveSkill: &t, EvolveMemory: &t, LLMMine: &t, Seed: 42, DreamRollouts: 1}
+		GateMetric: "mixed", GateMixedWeight: 0.5, EditBudget: 4, EvolveSkill: &t, EvolveMemory: &t, LLMMine: &t, Seed: 42, DreamRollouts: 1,
+		GateMode: GateOn, Scope: ScopeProject, TargetTaskFilter: &t}
 }
 
 // LoadConfig reads a YAML config file over the defaults; unknown keys are
@@ -174,6 +196,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("dream_factor: %d: want 0..%d (0 = no dream tasks)", c.DreamFactor, MaxDreamFactor)
 	case c.RecallK < 0 || c.RecallK > MaxRecallK:
 		return fmt.Errorf("recall_k: %d: want 0..%d (0 = no recall)", c.RecallK, MaxRecallK)
+	case c.GateMode != GateOn && c.GateMode != GateOff:
+		return fmt.Errorf("gate_mode: %q: want on or off", c.GateMode)
+	case c.GateMode == GateOff && c.AutoAdopt:
+		return errors.New("gate_mode off with auto_adopt: an ungated night must be reviewed before it is adopted; turn one of them off")
+	case c.Scope != ScopeProject && c.Scope != ScopeAll:
+		return fmt.Errorf("scope: %q: want project or all", c.Scope)
 	case c.SkillPath != "" && c.SkillDir != "":
 		return fmt.Errorf("skill_path %q and skill_dir %q: set one (skill_dir trains the whole package, skill_path one SKILL.md)", c.SkillPath, c.SkillDir)
 	}

@@ -44,6 +44,9 @@ type ReflectInput struct {
 	Failures    []Failure `json:"failures"`
 	Budget      int       `json:"budget"`
 	Preferences string    `json:"preferences,omitempty"`
+	// Lessons are the slow memory: what earlier nights' gates decided
+	// about edits of this document, one line each.
+	Lessons []string `json:"lessons,omitempty"`
 	// Package, for a skill that is a package, shows its other files:
 	// an edit may then create or append a reference file.
 	Package *PackageView `json:"package,omitempty"`
@@ -105,11 +108,18 @@ func Reflect(ctx context.Context, m llm.Model, name string, in ReflectInput) ([]
 		}
 	}
 	in.Preferences = Redact(in.Preferences)
+	for i, l := range in.Lessons {
+		in.Lessons[i] = Redact(clip(l, 2*maxLessonText))
+	}
 	var usage llm.Usage
 	calls := 0
 	instr := fmt.Sprintf("The %s document's learned lines are below, with replies that failed the user's recurring tasks. "+
 		"Propose at most %d edits to the learned lines, each a short imperative habit that would have made the failed replies pass. "+
 		"Answer with one JSON object {\"edits\": [{\"op\": \"add|replace|delete\", \"content\", \"anchor\", \"rationale\"}]}.", in.Document, in.Budget)
+	if len(in.Lessons) > 0 {
+		instr += " \"lessons\" are earlier nights' edits and what their gate decided: do not propose again an edit the gate rejected " +
+			"(a lower or equal val score), unless tonight's failures show what it would now fix."
+	}
 	if slices.ContainsFunc(in.Failures, func(f Failure) bool { return f.Best != nil }) {
 		instr += " Some tasks were attempted several times under the same document: for those, \"got\" is the worst attempt and " +
 			"\"best_attempt\" the best one, with their scores. Look for what the better attempt did that the worse did not, and make it a habit."

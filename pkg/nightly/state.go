@@ -35,6 +35,9 @@ type State struct {
 	// LastModelKey names the backend and model of the last night; a change
 	// is reported, since scores across models do not compare.
 	LastModelKey string `json:"last_model_key,omitempty"`
+	// Lessons are the slow memory: the newest gate decisions of earlier
+	// nights (≤ [MaxLessons], redacted), shown to the reflector.
+	Lessons []Lesson `json:"lessons,omitempty"`
 }
 
 // NightRecord summarises one night in the state's history.
@@ -79,6 +82,9 @@ func (s *State) Save(path string) error {
 	s.Version = StateVersion
 	if len(s.TaskArchive) > maxArchive {
 		s.TaskArchive = s.TaskArchive[len(s.TaskArchive)-maxArchive:]
+	}
+	if len(s.Lessons) > MaxLessons {
+		s.Lessons = s.Lessons[len(s.Lessons)-MaxLessons:]
 	}
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

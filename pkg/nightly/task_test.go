@@ -256,11 +256,11 @@ func TestShippedConfigLoads(t *testing.T) {
 	if c.DreamRollouts != 1 || c.DreamFactor != 0 || c.RecallK != 0 {
 		t.Errorf("shipped config: dream and recall are not off: %+v", c)
 	}
-	for _, kv := range []string{"dream_rollouts: 0", "dream_rollouts: 9", "dream_factor: -1", "dream_factor: 5", "recall_k: 51"} {
+	for _, kv := range []string{"gate_mode: maybe", "gate_mode: \"off\"\nauto_adopt: true", "scope: everywhere", "dream_rollouts: 0", "dream_rollouts: 9", "dream_factor: -1", "dream_factor: 5", "recall_k: 51"} {
 		if err := os.WriteFile(bad, []byte(kv+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		key, _, _ := strings.Cut(kv, ":")
+		key := map[bool]string{true: "auto_adopt", false: strings.Split(kv, ":")[0]}[strings.Contains(kv, "auto_adopt")]
 		if _, err := LoadConfig(bad, true); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("LoadConfig(%s) = %v, want an error naming %s", kv, err, key)
 		}
