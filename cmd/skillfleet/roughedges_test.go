@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -66,5 +68,25 @@ func TestBudgetMessageNamesTheBudgetReached(t *testing.T) {
 				t.Errorf("%s: advice names %s: %q", key, other, err)
 			}
 		}
+	}
+}
+
+// TestSleepPersonaDefaultStateDir: without --state-dir, a persona's night,
+// its status and its adoption share the default state dir (under the
+// home), so status finds the night that run made; they used to each get
+// a new temporary dir.
+func TestSleepPersonaDefaultStateDir(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if code, out, errOut := runCLI(t, "sleep", "run", "--persona", "researcher", "--backend", "sim"); code != exitOK {
+		t.Fatalf("run exit %d\n%s\n%s", code, out, errOut)
+	}
+	box := filepath.Join(home, ".skillfleet-sleep", "persona-researcher")
+	if _, err := os.Stat(box); err != nil {
+		t.Fatalf("the persona's sandbox is not in the default state dir: %v", err)
+	}
+	code, out, errOut := runCLI(t, "sleep", "status", "--persona", "researcher")
+	if code != exitOK || !strings.Contains(out, "night 1") {
+		t.Fatalf("status exit %d, want night 1:\n%s\n%s", code, out, errOut)
 	}
 }

@@ -292,13 +292,9 @@ func (o *Options) personaSandbox() (string, error) {
 	if !slices.Contains(nightly.Personas(), o.Persona) {
 		return "", UsageError{fmt.Errorf("--persona %q: want one of %s", o.Persona, strings.Join(nightly.Personas(), ", "))}
 	}
-	if !o.set["state-dir"] {
-		dir, err := os.MkdirTemp("", "skillfleet-sleep-persona-")
-		if err != nil {
-			return "", err
-		}
-		o.StateDir = dir
-	}
+	// The sandbox lives in the state dir (the default one without
+	// --state-dir), so run, status, schedule and adopt of one persona all
+	// find the same nights.
 	box := filepath.Join(o.StateDir, "persona-"+o.Persona)
 	o.ClaudeHome, o.Project, o.Source = filepath.Join(box, "claude"), filepath.Join(box, "project"), nightly.SourceClaude
 	if name, _, ok := nightly.PersonaPackage(o.Persona); ok {
