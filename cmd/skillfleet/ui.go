@@ -62,15 +62,16 @@ func (u uiFlags) options(prices *pricing.Table, fleet func(context.Context) (*ui
 
 // launchFlags are the ui command's flags of the new-run page.
 type launchFlags struct {
-	on         bool
-	configs    string
-	runs       string
-	natsURL    string
-	prices     string
-	tls        tlsconf.Files
-	logLevel   string
-	sets       multiFlag
-	extraFlags multiFlag
+	on            bool
+	configs       string
+	runs          string
+	natsURL       string
+	prices        string
+	tls           tlsconf.Files
+	logLevel      string
+	sets          multiFlag
+	extraFlags    multiFlag
+	campaignFlags multiFlag
 }
 
 func (l *launchFlags) register(fs *flag.FlagSet) {
@@ -82,7 +83,8 @@ func (l *launchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&l.tls.Key, "ui-tls-key", "", "private key (PEM) of --ui-tls-cert")
 	fs.StringVar(&l.logLevel, "launch-log-level", "warn", "with --ui-launch: log level of launched runs (their output goes to launch.log in their directory)")
 	fs.Var(&l.sets, "launch-set", "with --ui-launch: override a config key of every launched run after the form's fields, section.key=value (repeatable; checked, estimated and recorded with them)")
-	fs.Var(&l.extraFlags, "launch-flag", "with --ui-launch: one more flag given to every launched train or campaign, e.g. --launch-flag=--no-fsync (repeatable)")
+	fs.Var(&l.extraFlags, "launch-flag", "with --ui-launch: one more flag of train given to every launched run, e.g. --launch-flag=--no-fsync (repeatable)")
+	fs.Var(&l.campaignFlags, "campaign-flag", "with --ui-launch: one more flag of campaign given to every launched campaign, e.g. --campaign-flag=--max-active-runs=2 (repeatable)")
 }
 
 // fleet says where launched runs' tasks run.
@@ -140,6 +142,9 @@ func (l launchFlags) args(job ui.Job) []string {
 	}
 	for _, s := range job.Sets {
 		args = append(args, "--set", s)
+	}
+	if job.Kind == "campaign" {
+		return append(args, l.campaignFlags...)
 	}
 	return append(args, l.extraFlags...)
 }

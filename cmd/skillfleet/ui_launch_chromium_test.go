@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/skillfleet/skillfleet/internal/ui"
 	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 )
 
@@ -257,5 +261,107 @@ func TestUILaunchRefusedWithoutFlag(t *testing.T) {
 	}
 	if _, err := os.Stat(runs); err == nil {
 		t.Errorf("a refused launch created %s", runs)
+	}
+}
+
+// launchPost posts a launch action as the page does.
+func launchPost(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// launchedState is the state the new-run page's list gives job name.
+func launchedState(t *testing.T, base, name string) string {
+	t.Helper()
+	resp, err := http.Get(base + "new/jobs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v struct{ Jobs []ui.JobView }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range v.Jobs {
+		if j.Name == name {
+			return j.State + " " + j.Message
+		}
+	}
+	return ""
+}
+
+// TestUILaunchCampaign: the page's actions launch configs/campaigns/sim-demo.yaml
+// with one epoch in every cell, stop it once a cell is done, resume it,
+// and it finishes with every training cell's config.yaml holding the
+// epoch count;
+// the campaign's page is served. A bad value is refused by field, said
+// once for all the cells.
+func TestUILaunchCampaign(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	root := repoRoot(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	addr := freeAddr(t)
+	p := startCmdIn(t, root, binary, "ui", "--addr", addr, "--ui-launch", "--configs", "configs", "--runs", runs,
+		"--campaign-flag=--max-active-runs=1")
+	base := "http://" + addr + "/"
+	waitHTTP(t, base, p)
+	code, out := launchPost(t, base+"new/launch", `{"config":"campaigns/sim-demo.yaml","fields":{"num_epochs":"0"}}`)
+	if code != http.StatusUnprocessableEntity || strings.Count(out, "got 0") != 1 {
+		t.Errorf("campaign with 0 epochs: %d %s, want 422 with the error once", code, out)
+	}
+	code, out = launchPost(t, base+"new/launch", `{"config":"campaigns/sim-demo.yaml","fields":{"num_epochs":"1"},"name":"camp"}`)
+	if code != 200 || !strings.Contains(out, `"href":"/campaign/camp/"`) {
+		t.Fatalf("launch: %d %s", code, out)
+	}
+	dir := filepath.Join(runs, "camp")
+	wait := func(what string, timeout time.Duration, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(timeout); !ok(); time.Sleep(200 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited %s for %s; state %q\nlaunch.log:\n%s", timeout, what, launchedState(t, base, "camp"), fileText(t, filepath.Join(dir, "launch.log")))
+			}
+		}
+	}
+	wait("a cell done", 3*time.Minute, func() bool { return strings.Contains(fileText(t, filepath.Join(dir, "launch.log")), ": done (test") })
+	if code, out := launchPost(t, base+"new/jobs/camp/stop", `{}`); code != 200 {
+		t.Fatalf("stop: %d %s", code, out)
+	}
+	wait("the campaign stopped", 3*time.Minute, func() bool { return strings.HasPrefix(launchedState(t, base, "camp"), "stopped") })
+	if code, out := launchPost(t, base+"new/jobs/camp/resume", `{}`); code != 200 {
+		t.Fatalf("resume: %d %s", code, out)
+	}
+	wait("the campaign finished", 5*time.Minute, func() bool { return strings.HasPrefix(launchedState(t, base, "camp"), "finished") })
+	log := fileText(t, filepath.Join(dir, "launch.log"))
+	if !strings.Contains(log, "dashboard: campaign stopped") || !strings.Contains(log, "4 cells (4 done)") {
+		t.Errorf("launch.log does not show a stopped campaign resumed to its end:\n%s", log)
+	}
+	// The eval-only cell (demo-s1-again) trains nothing and writes no
+	// config.yaml.
+	cfgs, _ := filepath.Glob(filepath.Join(dir, "cells", "*", "config.yaml"))
+	if len(cfgs) != 3 {
+		t.Errorf("%d training cells' config.yaml, want 3", len(cfgs))
+	}
+	for _, c := range cfgs {
+		if !regexp.MustCompile(`(?m)^\s+num_epochs: 1$`).MatchString(fileText(t, c)) {
+			t.Errorf("%s does not hold num_epochs 1", c)
+		}
+	}
+	resp, err := http.Get(base + "campaign/camp/api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("the campaign's page: %d", resp.StatusCode)
 	}
 }

@@ -503,11 +503,14 @@ func (s *Server) loaderErrors(res *CheckResult, err error) {
 		var fe *config.FieldError
 		if errors.As(e, &fe) {
 			if i := slices.IndexFunc(FormFields, func(f FormField) bool { return f.Key == fe.Field }); i >= 0 {
+				// A campaign's cells all say the same of one bad value:
+				// said once.
 				name := FormFields[i].Name
-				if prev := res.FieldErrors[name]; prev != "" {
-					res.FieldErrors[name] = prev + "; " + fe.Msg
-				} else {
+				switch prev := res.FieldErrors[name]; {
+				case prev == "":
 					res.FieldErrors[name] = fe.Msg
+				case !slices.Contains(strings.Split(prev, "; "), fe.Msg):
+					res.FieldErrors[name] = prev + "; " + fe.Msg
 				}
 				continue
 			}
