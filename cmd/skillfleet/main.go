@@ -53,6 +53,7 @@ func commands() []command {
 		{"eval", "score a skill on a split (and the baselines with --baseline)", runEval},
 		{"campaign", "run a matrix of training runs (configs x models x harnesses x seeds) on one fleet", runCampaign},
 		{"sleep", "improve your agent's skill overnight from your own sessions (sleep run|dry-run|status|harvest|adopt|schedule|unschedule)", runSleep},
+		{"mcp", "serve the sleep commands as MCP tools on stdio, for Copilot, Cursor, Claude Code and Codex (sleep_status, sleep_run, ...)", runMCP},
 		{"sim-llm", "serve the simulated model over the OpenAI wire format (a test double)", runSimLLM},
 		{"report", "summarise a run directory", runReport},
 		{"inspect", "list, filter and show a run's per-item results and trajectories, or export them as JSONL", runInspect},

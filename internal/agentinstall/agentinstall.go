@@ -119,6 +119,9 @@ type Manifest struct {
 	// CreatedDirs are the directories above the install directory that
 	// the first install created, outermost first.
 	CreatedDirs []string `json:"created_dirs,omitempty"`
+	// ConfigEdits are the entries the install added to the agent's own
+	// config files (the Copilot CLI's MCP servers).
+	ConfigEdits []ConfigEdit `json:"config_edits,omitempty"`
 }
 
 // Result says what an install or uninstall did.
@@ -131,6 +134,9 @@ type Result struct {
 	Changed bool
 	// Files are the files installed or removed, relative to Dir.
 	Files []string
+	// Configs say what was done to each agent config file the install
+	// edits (path: what).
+	Configs map[string]string
 }
 
 // Dir returns where agent's install lives under home.
@@ -311,6 +317,7 @@ func Install(o Options) (*Result, error) {
 	}
 
 	st, err := os.Lstat(dir)
+	unchanged := false
 	switch {
 	case err == nil && !st.IsDir():
 		return nil, fmt.Errorf("%s exists and is not a directory: move it away or remove it yourself", dir)
@@ -319,11 +326,15 @@ func Install(o Options) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.CreatedDirs = old.CreatedDirs
-		if same, _ := sameTree(dir, files, exe); same && maps(old.Files, m.Files) {
-			return res, nil
-		}
+		m.CreatedDirs, m.ConfigEdits = old.CreatedDirs, old.ConfigEdits
+		same, _ := sameTree(dir, files, exe)
+		unchanged = same && maps(old.Files, m.Files)
 	case errors.Is(err, fs.ErrNotExist):
+		if o.Agent == Copilot { // refuse a config it cannot edit before creating anything
+			if _, _, err := addMCPServer(copilotMCPConfig(o.Home), res.Script, nil, true); err != nil {
+				return nil, err
+			}
+		}
 		created, err := mkdirParents(o.Home, filepath.Dir(dir))
 		if err != nil {
 			return nil, err
@@ -331,6 +342,27 @@ func Install(o Options) (*Result, error) {
 		m.CreatedDirs = created
 	default:
 		return nil, err
+	}
+	// The agent's config file, after the checks above (never for a
+	// directory skillfleet did not install).
+	var backup []byte
+	if o.Agent == Copilot {
+		var prev *ConfigEdit
+		if len(m.ConfigEdits) > 0 {
+			prev = &m.ConfigEdits[0]
+		}
+		edit, b, err := addMCPServer(copilotMCPConfig(o.Home), res.Script, prev, false)
+		if err != nil {
+			return nil, err
+		}
+		res.Configs = map[string]string{copilotMCPConfig(o.Home): "has the " + Name + " MCP server"}
+		if edit != nil {
+			m.ConfigEdits, backup, unchanged = []ConfigEdit{*edit}, b, false
+			res.Configs[edit.Path] = "the " + Name + " MCP server added"
+		}
+	}
+	if unchanged {
+		return res, nil
 	}
 
 	// Build the new tree beside the live one, then swap it in.
@@ -356,6 +388,17 @@ func Install(o Options) (*Result, error) {
 			return nil, err
 		}
 		if err := os.Chmod(p, mode); err != nil {
+			return nil, err
+		}
+	}
+	if backup == nil && len(m.ConfigEdits) > 0 && m.ConfigEdits[0].Existed {
+		// The original from the first install, carried into the new tree.
+		if backup, err = os.ReadFile(filepath.Join(dir, configBackup)); err != nil {
+			return nil, fmt.Errorf("the copy of %s from the first install: %w", m.ConfigEdits[0].Path, err)
+		}
+	}
+	if backup != nil {
+		if err := os.WriteFile(filepath.Join(tmp, configBackup), backup, 0o600); err != nil {
 			return nil, err
 		}
 	}
@@ -408,7 +451,7 @@ func sameTree(dir string, files map[string][]byte, exe map[string]bool) (bool, e
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if rel == ManifestFile {
+		if rel == ManifestFile || rel == configBackup {
 			return nil
 		}
 		want, ok := files[rel]
@@ -497,7 +540,7 @@ func Uninstall(agent, home string) (*Result, error) {
 		}
 		rel, _ := filepath.Rel(dir, p)
 		rel = filepath.ToSlash(rel)
-		if d.IsDir() || rel == ManifestFile {
+		if d.IsDir() || rel == ManifestFile || rel == configBackup {
 			return nil
 		}
 		if _, ok := m.Files[rel]; !ok {
@@ -512,6 +555,22 @@ func Uninstall(agent, home string) (*Result, error) {
 	}
 	if len(foreign) > 0 {
 		return nil, fmt.Errorf("%s holds files skillfleet did not install (%s): move them away first", dir, strings.Join(foreign, ", "))
+	}
+	for _, e := range m.ConfigEdits {
+		var backup []byte
+		if e.Existed {
+			if backup, err = os.ReadFile(filepath.Join(dir, configBackup)); err != nil {
+				return nil, fmt.Errorf("the copy of %s the install kept: %w", e.Path, err)
+			}
+		}
+		what, err := removeMCPServer(e, backup)
+		if err != nil {
+			return nil, err
+		}
+		if res.Configs == nil {
+			res.Configs = map[string]string{}
+		}
+		res.Configs[e.Path] = what
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err

@@ -245,3 +245,108 @@ func TestInstallRefusesWhatItDidNotWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestCopilotMCPRegistration: `sleep install copilot` registers the MCP
+// server in the Copilot CLI's config, keeping the user's own servers; the
+// entry runs the installed script's mcp mode with the install's flags;
+// uninstall puts the file back byte for byte (or removes it when the
+// install created it), or, when the user changed it since, removes only
+// the entry.
+func TestCopilotMCPRegistration(t *testing.T) {
+	bin := fakeSkillfleet(t)
+	cfgPath := func(home string) string { return filepath.Join(home, ".copilot", "mcp-config.json") }
+	type server struct {
+		Type, Command string
+		Args, Tools   []string
+	}
+	servers := func(t *testing.T, home string) map[string]server {
+		t.Helper()
+		var c struct{ McpServers map[string]server }
+		if err := json.Unmarshal(readFile(t, cfgPath(home)), &c); err != nil {
+			t.Fatal(err)
+		}
+		return c.McpServers
+	}
+
+	// A home without ~/.copilot: the install creates the config and the
+	// uninstall leaves nothing behind.
+	home := t.TempDir()
+	before := testfs.Tree(t, home)
+	o := Options{Agent: Copilot, Home: home, Skillfleet: bin, StateDir: filepath.Join(home, "st"),
+		NightArgs: []string{"--backend", "it's sim"}, TargetArgs: []string{"--target-backend", "copilot_exec"}}
+	res, err := Install(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := servers(t, home)[Name]
+	if got.Command != res.Script || !slices.Equal(got.Args, []string{"mcp"}) || got.Type != "local" {
+		t.Fatalf("registered %+v, want the script %s in mcp mode", got, res.Script)
+	}
+	if st, _ := os.Stat(cfgPath(home)); st.Mode().Perm() != 0o600 {
+		t.Errorf("a config the install created has mode %v, want 0600", st.Mode().Perm())
+	}
+	out, err := exec.Command(got.Command, got.Args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("the registered command: %v\n%s", err, out)
+	}
+	want := "arg=mcp\narg=--state-dir\narg=" + o.StateDir + "\narg=--arg=--backend\narg=--arg=it's sim\narg=--run-arg=--target-backend\narg=--run-arg=copilot_exec\n"
+	if !strings.HasSuffix(string(out), want) {
+		t.Errorf("the registered command ran\n%s\nwant it to end\n%s", out, want)
+	}
+	if _, err := Uninstall(Copilot, home); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(before, testfs.Tree(t, home)); diff != "" {
+		t.Fatalf("after uninstall (-before +after):\n%s", diff)
+	}
+
+	// A config of the user's, changed by the user after the install:
+	// only the entry goes.
+	home = userHome(t)
+	o.Home = home
+	if _, err := Install(o); err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]map[string]any
+	if err := json.Unmarshal(readFile(t, cfgPath(home)), &c); err != nil {
+		t.Fatal(err)
+	}
+	c["mcpServers"]["added-later"] = map[string]any{"command": "later-mcp"}
+	b, _ := json.Marshal(c)
+	if err := os.WriteFile(cfgPath(home), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(Copilot, home); err != nil {
+		t.Fatal(err)
+	}
+	left := servers(t, home)
+	if _, ok := left[Name]; ok || left["mine"].Command != "mine-mcp" || left["added-later"].Command != "later-mcp" {
+		t.Fatalf("after uninstall the servers are %+v, want the user's two only", left)
+	}
+
+	// A server of that name that skillfleet did not add is refused, and
+	// nothing is installed.
+	home = t.TempDir()
+	o.Home = home
+	if err := os.MkdirAll(filepath.Dir(cfgPath(home)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	foreign := `{"mcpServers":{"` + Name + `":{"command":"someone-else"}}}`
+	if err := os.WriteFile(cfgPath(home), []byte(foreign), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = testfs.Tree(t, home)
+	if _, err := Install(o); err == nil || !strings.Contains(err.Error(), "did not add") {
+		t.Fatalf("install over a foreign server entry: %v", err)
+	}
+	if diff := cmp.Diff(before, testfs.Tree(t, home)); diff != "" {
+		t.Fatalf("a refused install changed the home (-before +after):\n%s", diff)
+	}
+	// A config that is not JSON is refused, named.
+	if err := os.WriteFile(cfgPath(home), []byte("{oops"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(o); err == nil || !strings.Contains(err.Error(), "mcp-config.json is not a JSON object") {
+		t.Fatalf("install with a broken config: %v", err)
+	}
+}

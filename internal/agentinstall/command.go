@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,6 +150,10 @@ func (f *InstallFlags) InstallCommand(agent, version string, fs *flag.FlagSet, s
 	if agent != ClaudeCode {
 		fmt.Fprintln(stdout, "remove: skillfleet sleep uninstall "+agent)
 	}
+	printConfigs(stdout, res.Configs)
+	if agent == Copilot {
+		fmt.Fprintf(stdout, "check: copilot mcp list, or /mcp in a session (it shows %s with the sleep_* tools)\n", Name)
+	}
 	fmt.Fprintf(stdout, "it runs %s (%s run in a project runs a night there)\n", exe, res.Script)
 	if len(f.TargetArgs) > 0 {
 		fmt.Fprintf(stdout, "its nights replay with: %s\n", strings.Join(f.TargetArgs, " "))
@@ -181,7 +186,21 @@ func UninstallCommand(agent, home string, stdout io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(stdout, "removed %s (%d files)\n", res.Dir, len(res.Files))
+	printConfigs(stdout, res.Configs)
 	return nil
+}
+
+// printConfigs says what an install or uninstall did to the agent's own
+// config files.
+func printConfigs(stdout io.Writer, configs map[string]string) {
+	paths := make([]string, 0, len(configs))
+	for p := range configs {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		fmt.Fprintf(stdout, "%s: %s\n", p, configs[p])
+	}
 }
 
 // RecordFile holds the sessions the session-end hook recorded, one JSON

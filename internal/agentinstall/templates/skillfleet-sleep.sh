@@ -45,13 +45,18 @@ schedule)
 unschedule)
 	night unschedule --project "$PWD"
 	;;
+mcp)
+	# The MCP server (stdio) with the same flags: each --arg reaches every
+	# sleep command, each --run-arg the ones that replay.
+	exec "$SKILLFLEET" mcp --state-dir "$STATE_DIR"{{range .NightArgs}} --arg={{sh .}}{{end}}{{range .TargetArgs}} --run-arg={{sh .}}{{end}}
+	;;
 record)
 	# The session-end hook: the session's id, transcript and project, read
 	# from the hook's JSON on stdin, appended to the state dir's record.
 	exec "$SKILLFLEET" sleep record --agent {{.Agent}} --state-dir "$STATE_DIR"
 	;;
 *)
-	echo "usage: skillfleet-sleep [run | status | schedule [HH:MM] | unschedule]" >&2
+	echo "usage: skillfleet-sleep [run | status | schedule [HH:MM] | unschedule | mcp]" >&2
 	exit 2
 	;;
 esac
