@@ -365,3 +365,44 @@ func TestUILaunchCampaign(t *testing.T) {
 		t.Errorf("the campaign's page: %d", resp.StatusCode)
 	}
 }
+
+// TestUILaunchOnExternalFleet: with --nats the dashboard's runs have no
+// workers of their own; a worker process on that NATS serves the
+// launched run to its end.
+func TestUILaunchOnExternalFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	root := repoRoot(t)
+	url := startNatsd(t)
+	runs := filepath.Join(t.TempDir(), "runs")
+	addr := freeAddr(t)
+	p := startCmdIn(t, root, binary, "ui", "--addr", addr, "--ui-launch", "--configs", "configs", "--runs", runs, "--nats", url,
+		"--launch-flag=--no-fsync")
+	base := "http://" + addr + "/"
+	waitHTTP(t, base, p)
+	code, out := launchPost(t, base+"new/launch", `{"config":"demo.yaml","fields":{"num_epochs":"1"},"name":"ext"}`)
+	if code != 200 {
+		t.Fatalf("launch: %d %s", code, out)
+	}
+	dir := filepath.Join(runs, "ext")
+	// The run waits for a worker; none of its own is started.
+	for deadline := time.Now().Add(time.Minute); !strings.Contains(fileText(t, filepath.Join(dir, "launch.log")), "start workers with"); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the launched run did not wait for external workers:\n%s", fileText(t, filepath.Join(dir, "launch.log")))
+		}
+	}
+	if st := launchedState(t, base, "ext"); !strings.HasPrefix(st, "running") {
+		t.Fatalf("state %q before any worker", st)
+	}
+	startFleetWorker(t, url, "16")
+	for deadline := time.Now().Add(4 * time.Minute); !strings.HasPrefix(launchedState(t, base, "ext"), "finished"); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("state %q\n%s", launchedState(t, base, "ext"), fileText(t, filepath.Join(dir, "launch.log")))
+		}
+	}
+	log := fileText(t, filepath.Join(dir, "launch.log"))
+	if !strings.Contains(log, "--nats "+url+" --workers 0") {
+		t.Errorf("the run was not started on the external fleet:\n%s", log)
+	}
+}
