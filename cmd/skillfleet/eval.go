@@ -23,7 +23,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	skillPath := fs.String("skill", "", "skill file, or skill package directory, to score (required)")
 	split := fs.String("split", "test", "split: train, val or test")
 	baseline := fs.Bool("baseline", false, "also score the empty (no-skill) and the seed skill (env.skill_init), side by side")
-	if help, err := parse(fs, args); help || err != nil {
+	if help, err := parse(fs, skillOptArgs(fs, args)); help || err != nil {
 		return err
 	}
 	if *skillPath == "" {

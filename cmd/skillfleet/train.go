@@ -107,7 +107,7 @@ func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var o trainOpts
 	fs := newFlagSet("train", "train --config FILE [flags]", stderr)
 	o.register(fs, false)
-	if help, err := parse(fs, args); help || err != nil {
+	if help, err := parse(fs, skillOptArgs(fs, args)); help || err != nil {
 		return err
 	}
 	return train(ctx, o, stdout, stderr)
@@ -117,7 +117,7 @@ func runCoordinator(ctx context.Context, args []string, stdout, stderr io.Writer
 	var o trainOpts
 	fs := newFlagSet("coordinator", "coordinator --config FILE --nats URL [flags]", stderr)
 	o.register(fs, true)
-	if help, err := parse(fs, args); help || err != nil {
+	if help, err := parse(fs, skillOptArgs(fs, args)); help || err != nil {
 		return err
 	}
 	if o.natsURL == "" {
