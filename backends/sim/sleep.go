@@ -75,8 +75,11 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: llm.EstimateTokens(content)}}, nil
 }
 
-// sleepView is what the skill and memory of an attempt make the sim do.
-type sleepView struct{ wrap, idForm, lower bool }
+// sleepView is what the skill and memory of an attempt make the sim do:
+// wrap the answer in <answer> tags, write arXiv ids as arXiv:ID, write
+// all in lower case, write commit messages as Conventional Commits, end
+// the answer with a full stop.
+type sleepView struct{ wrap, idForm, lower, conventional, fullStop bool }
 
 func viewSleepDocs(sys string) sleepView {
 	low := strings.ToLower(sys)
@@ -89,13 +92,38 @@ func viewSleepDocs(sys string) sleepView {
 		return false
 	}
 	return sleepView{
-		wrap:   strings.Contains(low, "<answer>") && has("wrap", "inside", "enclose"),
-		idForm: strings.Contains(low, "arxiv:") && has("no version", "without a version", "yymm", "no url"),
-		lower:  has("lower case", "lowercase"),
+		wrap:         strings.Contains(low, "<answer>") && has("wrap", "inside", "enclose"),
+		idForm:       strings.Contains(low, "arxiv:") && has("no version", "without a version", "yymm", "no url"),
+		lower:        has("lower case", "lowercase"),
+		conventional: strings.Contains(low, "conventional commit") && has("type(scope)"),
+		fullStop:     has("full stop"),
 	}
 }
 
+// commitAttempt answers the programmer persona's request for a commit
+// message: prose unless the documents ask for Conventional Commits.
+func commitAttempt(sys string, c nightly.Change) string {
+	v := viewSleepDocs(sys)
+	msg := "Updated the " + c.Scope + " code: " + c.What
+	if v.conventional {
+		msg = c.Message()
+	}
+	if v.fullStop && !strings.HasSuffix(msg, ".") {
+		msg += "."
+	}
+	if v.wrap {
+		msg = "<answer>" + msg + "</answer>"
+	}
+	if v.lower {
+		msg = strings.ToLower(msg)
+	}
+	return "Here is the commit message.\n" + msg
+}
+
 func sleepAttempt(sys, user string) string {
+	if c, ok := nightly.ChangeByText(user); ok {
+		return commitAttempt(sys, c)
+	}
 	p, ok := nightly.PaperByTitle(user)
 	if !ok {
 		req, _, _ := strings.Cut(strings.TrimPrefix(user, nightly.PromptMarker+" Request: "), "\n")
@@ -185,6 +213,10 @@ func viewSleepPackage(p *skillpkg.Package, rest string) (sleepView, string) {
 
 var arxivRef = regexp.MustCompile(`arXiv:\d{4}\.\d{4,5}`)
 
+// commitRef finds the commit message the programmer persona asks for, in
+// backquotes.
+var commitRef = regexp.MustCompile("`(" + nightly.ConventionalCommit + "[^`]*)`")
+
 func sleepOptimize(kind string, payload json.RawMessage) (string, error) {
 	switch kind {
 	case nightly.KindMine:
@@ -227,6 +259,15 @@ func sleepMine(in nightly.MineInput) nightly.MineReply {
 	}
 	if t.Reference != "" {
 		t.Checks = append(t.Checks, nightly.Check{Op: nightly.OpRegex, Arg: `arXiv:\d{4}\.\d{4,5}`})
+	}
+	for _, p := range in.Prompts[1:] {
+		if m := commitRef.FindStringSubmatch(p); m != nil && t.Reference == "" {
+			t.Reference = m[1]
+			t.Checks = append(t.Checks, nightly.Check{Op: nightly.OpRegex, Arg: nightly.ConventionalCommit})
+			if strings.Contains(p, "no trailing period") {
+				t.Checks = append(t.Checks, nightly.Check{Op: nightly.OpNotContains, Arg: ".</answer>"})
+			}
+		}
 	}
 	if t.Reference == "" && len(t.Checks) == 0 {
 		t.Rubric = "The reply does what was asked: " + in.Prompts[0]
@@ -275,7 +316,7 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 		}
 		out = append(out, e)
 	}
-	slips := 0
+	slips, commits := 0, false
 	for _, f := range in.Failures {
 		if strings.Contains(f.Wanted, "<answer>") && !strings.Contains(f.Got, "<answer>") {
 			add(nightly.Edit{Op: "add", Content: nightly.HabitWrap, Rationale: "the user wants the answer in <answer> tags"})
@@ -295,6 +336,12 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 			slips |= 2
 			continue
 		}
+		if strings.Contains(f.Wanted, "regex "+nightly.ConventionalCommit) && !regexp.MustCompile(nightly.ConventionalCommit).MatchString(f.Got) {
+			add(nightly.Edit{Op: "add", Content: nightly.HabitConventional, Rationale: "the user wants Conventional Commits"})
+			slips |= 2
+			commits = true
+			continue
+		}
 		if strings.Contains(f.Wanted, "arXiv:") && !strings.Contains(f.Got, "arXiv:") {
 			if strings.Contains(f.Got, "arxiv:") && present(nightly.HabitHarmful) {
 				add(nightly.Edit{Op: "delete", Anchor: "lower case", Rationale: "lower-casing breaks the arXiv: prefix"})
@@ -304,7 +351,11 @@ func sleepReflect(in nightly.ReflectInput) []nightly.Edit {
 			}
 		}
 	}
-	if slips == 3 && !present(nightly.HabitHarmful) {
+	switch {
+	case slips == 3 && commits && !present(nightly.HabitFullStop):
+		// The programmer's catch-all: it breaks "no trailing period".
+		add(nightly.Edit{Op: "add", Content: nightly.HabitFullStop, Rationale: "answers should read as finished sentences"})
+	case slips == 3 && !commits && !present(nightly.HabitHarmful):
 		// Two kinds of format slip at once: the tempting catch-all.
 		add(nightly.Edit{Op: "add", Content: nightly.HabitHarmful, Rationale: "one consistent format for every answer"})
 	}

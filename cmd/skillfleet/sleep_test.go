@@ -810,3 +810,41 @@ func TestSleepScopeAllAndSlowMemory(t *testing.T) {
 		t.Fatalf("no cursor for %s: %v", other, st.LastHarvest)
 	}
 }
+
+// TestSleepProgrammerPersonaImproves: the programmer persona's proof run
+// learns the wrap and Conventional Commits habits, its gate keeps out the
+// full-stop lure (which breaks "no trailing period"), and the planted
+// token never leaves the transcripts.
+func TestSleepProgrammerPersonaImproves(t *testing.T) {
+	state := t.TempDir()
+	code, out, errOut := runCLI(t, "sleep", "run", "--persona", "programmer", "--backend", "sim", "--state-dir", state, "--assert-improves")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"sessions 12,", "action: accept", `accepted skill add "Write commit messages as Conventional Commits`, `rejected skill add "End every answer with a full stop."`} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	box := filepath.Join(state, "persona-programmer")
+	dir, err := nightly.Latest(filepath.Join(box, "project", ".skillfleet-sleep", "staging"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prop, _ := os.ReadFile(filepath.Join(dir, "proposed_SKILL.md"))
+	if !strings.Contains(string(prop), nightly.HabitConventional) || strings.Contains(string(prop), nightly.HabitFullStop) {
+		t.Fatalf("proposal:\n%s", prop)
+	}
+	err = filepath.WalkDir(state, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(p, filepath.Join(box, "claude")) {
+			return err
+		}
+		if b, _ := os.ReadFile(p); strings.Contains(string(b), "PlantedToken") {
+			t.Errorf("%s holds the planted token", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

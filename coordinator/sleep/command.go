@@ -143,7 +143,7 @@ func RunCommand(ctx context.Context, o *Options, n Night, persona string, d Comm
 	if rep.Adopted > 0 {
 		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", rep.Adopted, n.AdoptCmd)
 	}
-	if o.AssertImproves && !rep.Improved(persona != "") {
+	if o.AssertImproves && !rep.Improved(n.Persona) {
 		return fmt.Errorf("--assert-improves: %w (%s: %s)", ErrNoImprovement, rep.Outcome.Action, rep.Outcome.Reason)
 	}
 	d.Logger.Info("night done", "night", rep.Night, "action", rep.Outcome.Action)

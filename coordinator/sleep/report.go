@@ -260,10 +260,10 @@ func reasonCounts(m map[string]int) string {
 // Improved reports whether the night was accepted with a higher fresh val
 // score than its baseline and, for a persona's night, without the
 // persona's harmful rule (`--assert-improves`).
-func (rep *Report) Improved(persona bool) bool {
+func (rep *Report) Improved(persona string) bool {
 	out := rep.Outcome
 	ok := out != nil && out.Accepted && out.Final != nil && out.Final.Value > out.Baseline.Value
-	if ok && persona && strings.Contains(out.ProposedSkill+out.ProposedMemory, nightly.HabitHarmful) {
+	if ok && persona != "" && strings.Contains(out.ProposedSkill+out.ProposedMemory, nightly.PersonaHarmful(persona)) {
 		return false
 	}
 	return ok
