@@ -603,6 +603,20 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		delete(w.running, t.GetId())
 		w.mu.Unlock()
 	}()
+	// Cancelled by the coordinator while running, the task tells the
+	// coordinator at once that it lingers (a call in flight is billed
+	// whenever it ends, a stalled one only at its stall deadline), so that
+	// the run waits for its spend before writing its accounts; the final
+	// report follows the note and is sent even if no call was made.
+	lingered, noteDone := false, make(chan struct{})
+	stopNote := context.AfterFunc(tctx, func() {
+		defer close(noteDone)
+		if errors.Is(context.Cause(tctx), errCancelledByCoordinator) {
+			lingered = true
+			w.reportLinger(ctx, t, cn, int32(delivered), log)
+		}
+	})
+	defer stopNote()
 	// Cancelled by the coordinator, the task only finishes the call it has
 	// in flight (the meter starts no other): its slot can take new work.
 	if s != nil {
@@ -656,6 +670,11 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	if res.DurationMs == 0 {
 		res.DurationMs = time.Since(start).Milliseconds()
 	}
+	// From here no linger note starts; one under way is waited for, so
+	// that every report of the task comes after it.
+	if !stopNote() {
+		<-noteDone
+	}
 	cause := context.Cause(tctx)
 	switch {
 	case errors.Is(cause, errShutdown):
@@ -671,8 +690,9 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 		log.Debug("task cancelled by coordinator")
 		// Calls it made were billed (a call in flight at the cancel runs
 		// to its end): the coordinator accounts them, and keeps a result
-		// that finished. Not delivered again either way.
-		if res.GetUsage().GetCalls() > 0 {
+		// that finished. Not delivered again either way. A task that sent
+		// a linger note reports in any case: the coordinator waits for it.
+		if res.GetUsage().GetCalls() > 0 || lingered {
 			if _, err := w.report(ctx, t, cn, res); err != nil {
 				log.Warn("usage of a cancelled task not reported", "err", err)
 			}
@@ -744,6 +764,22 @@ func (w *Worker) reportSpend(ctx context.Context, t *pb.Task, cn *coordConn, res
 		log.Warn("usage of a requeued attempt not reported", "err", err)
 	case ack.GetStatus() != pb.ReportAck_STATUS_RECORDED:
 		log.Warn("usage of a requeued attempt not taken", "status", ack.GetStatus().String(), "err", ack.GetError())
+	}
+}
+
+// reportLinger tells the coordinator that a task it cancelled is still
+// finishing a call: a spend-only result with no usage and the outcome
+// cancelled. A coordinator that does not know the note counts nothing.
+func (w *Worker) reportLinger(ctx context.Context, t *pb.Task, cn *coordConn, attempt int32, log *slog.Logger) {
+	if !w.coords.takesSpend(cn) {
+		return
+	}
+	note := &pb.Result{TaskId: t.GetId(), WorkerId: w.cfg.ID, Outcome: pb.Outcome_OUTCOME_CANCELLED, Attempt: attempt,
+		WireVersion: pb.WireVersion, SpendOnly: true}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.cfg.ReportTimeout, 10*time.Second))
+	defer cancel()
+	if _, err := w.report(rctx, t, cn, note); err != nil {
+		log.Debug("linger note not reported", "err", err)
 	}
 }
 

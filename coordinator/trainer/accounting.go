@@ -96,6 +96,13 @@ func usageTotals(model string, res *pb.Result) (string, Totals) {
 	return model, t
 }
 
+// IsLingerNote reports whether res is a worker's note that a task the
+// coordinator cancelled is still finishing a call: spend-only, cancelled,
+// with no usage. Its spend comes in the task's final report.
+func IsLingerNote(res *pb.Result) bool {
+	return res.GetSpendOnly() && res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED && res.GetUsage() == nil
+}
+
 // HedgedStage is the stage tokens.json counts the losing attempts of
 // hedged tasks under, whatever stage they were hedged in.
 const HedgedStage = "hedged"

@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"slices"
@@ -74,13 +75,13 @@ type hedger struct {
 	// losers are the attempts withdrawn while they may still run, by id:
 	// each is accounted when its worker reports it. One that was never
 	// sent (withdrawn while queued) reports nothing.
-	losers map[string]time.Time
+	losers map[string]*loser
 	// longest is the longest time observed for a task.
 	longest time.Duration
 }
 
 func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger {
-	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]time.Time{}}
+	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]*loser{}}
 	for id := range recorded {
 		if orig, ok := strings.CutSuffix(id, hedgeSuffix); ok {
 			h.wins[orig] = id
@@ -135,6 +136,33 @@ func (h *hedger) substitute(tasks []*pb.Task) {
 	}
 }
 
+// loser is a withdrawn attempt not yet accounted.
+type loser struct {
+	at time.Time
+	// timeout bounds the task's run at its worker (0: unknown).
+	timeout time.Duration
+	// lingerUntil is set when its worker said it is finishing a call: the
+	// run waits for its report until then.
+	lingerUntil time.Time
+}
+
+// maxLinger bounds the wait for a lingering loser whose task states no
+// timeout.
+const maxLinger = 10 * time.Minute
+
+// linger marks a withdrawn attempt as still running at its worker. A note
+// for an attempt already accounted (or never withdrawn) changes nothing.
+func (h *hedger) linger(id string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if l, ok := h.losers[id]; ok {
+		l.lingerUntil = h.t.now().Add(cmp.Or(l.timeout, maxLinger))
+	}
+}
+
 // settleBound is how long after its withdrawal a losing attempt may
 // still report: the longest task time observed, within [2s, 1m].
 func (h *hedger) settleBound() time.Duration {
@@ -157,8 +185,12 @@ func (h *hedger) settle(ctx context.Context) {
 		h.mu.Lock()
 		now := h.t.now()
 		var wait time.Duration
-		for id, at := range h.losers {
-			if left := at.Add(bound).Sub(now); left > 0 {
+		for id, l := range h.losers {
+			until := l.at.Add(bound)
+			if !l.lingerUntil.IsZero() {
+				until = l.lingerUntil
+			}
+			if left := until.Sub(now); left > 0 {
 				wait = max(wait, left)
 			} else {
 				delete(h.losers, id)
@@ -597,7 +629,7 @@ func (f *hedgedFuture) finish(res *pb.Result, loserID string, loser Future) {
 func (f *hedgedFuture) withdraw(id string) {
 	h := f.w.h
 	h.mu.Lock()
-	h.losers[id] = h.t.now()
+	h.losers[id] = &loser{at: h.t.now(), timeout: time.Duration(f.e.task.GetTimeoutMs()) * time.Millisecond}
 	h.mu.Unlock()
 	h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), id)
 }

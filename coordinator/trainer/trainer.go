@@ -155,6 +155,11 @@ func New(s Settings, splits *bench.Splits, d Deps) (*Trainer, error) {
 // already recorded (the same task run twice by the fleet): calls and
 // tokens, not a new task. stage may be empty.
 func (t *Trainer) AccountDuplicate(res *pb.Result, stage string) {
+	if IsLingerNote(res) {
+		// Not spend: a withdrawn attempt says it is finishing a call.
+		t.hedge.linger(res.GetTaskId())
+		return
+	}
 	role, model := "optimizer", t.s.Optimizer.GetModel()
 	if strings.Contains(res.GetTaskId(), "/rollout/") {
 		role, model = "target", t.s.Target.GetModel()
