@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/internal/atomicfile"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
 	"github.com/skillfleet/skillfleet/pkg/config"
@@ -111,6 +112,10 @@ type Config struct {
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
+
+// EvalSplitAll is the [Eval] split that scores every split that has
+// items (train, val, test), as SkillOpt's eval_only.py does by default.
+const EvalSplitAll = "all"
 
 // Eval asks a run to score skills on one split instead of training: each
 // Skills[i] under the name Names[i]. The scores go to eval_summary.json in
@@ -364,9 +369,9 @@ func (r *Run) prepare(cfg Config) (*pricing.Table, error) {
 	if r.splits, err = LoadSplits(c, r.dir); err != nil {
 		return nil, err
 	}
-	if cfg.Eval != nil {
+	if cfg.Eval != nil && cfg.Eval.Split != EvalSplitAll {
 		if _, err := r.splits.Get(cfg.Eval.Split); err != nil {
-			return nil, configErr(fmt.Errorf("eval: --split: %w", err))
+			return nil, configErr(fmt.Errorf("eval: --split: %w (or all)", err))
 		}
 	}
 	if r.settings, err = FromConfig(c, r.id, r.dir); err != nil {
@@ -582,13 +587,7 @@ func (r *Run) work(ctx, runCtx context.Context, cfg Config) {
 	case cfg.Run == nil:
 		<-runCtx.Done()
 	case cfg.Eval != nil:
-		e := cfg.Eval
-		names, skills := e.Names, e.Skills
-		if e.WithBaselines {
-			names = append([]string{"no_skill", "seed_skill"}, names...)
-			skills = append([]string{"", r.settings.SkillInit}, skills...)
-		}
-		r.res.Eval, err = r.tr.Evaluate(runCtx, e.Split, names, skills)
+		r.res.Eval, err = r.evaluate(runCtx, cfg.Eval)
 	default:
 		r.res.Summary, err = r.tr.Run(runCtx)
 	}
@@ -639,4 +638,44 @@ func (r *Run) watch(ctx context.Context) (context.Context, context.CancelCauseFu
 		}
 	}()
 	return ctx, cancel
+}
+
+// evaluate scores e's skills on its split, or on each split that has
+// items for [EvalSplitAll]: then each split's stages are named for it
+// (eval_skill_val, so every split keeps its own per-item results) and
+// eval_summary.json holds every split's scores.
+func (r *Run) evaluate(ctx context.Context, e *Eval) ([]trainer.EvalResult, error) {
+	names, skills := e.Names, e.Skills
+	if e.WithBaselines {
+		names = append([]string{"no_skill", "seed_skill"}, names...)
+		skills = append([]string{"", r.settings.SkillInit}, skills...)
+	}
+	if e.Split != EvalSplitAll {
+		return r.tr.Evaluate(ctx, e.Split, names, skills)
+	}
+	var out []trainer.EvalResult
+	for _, split := range []string{bench.SplitTrain, bench.SplitVal, bench.SplitTest} {
+		if items, _ := r.splits.Get(split); len(items) == 0 {
+			continue
+		}
+		named := make([]string, len(names))
+		for i, n := range names {
+			named[i] = n + "_" + split
+		}
+		res, err := r.tr.Evaluate(ctx, split, named, skills)
+		if err != nil {
+			return nil, err
+		}
+		for i := range res {
+			res[i].Name = names[i]
+		}
+		out = append(out, res...)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("eval: --split all: no split has items")
+	}
+	if err := atomicfile.WriteJSON(filepath.Join(r.dir, "eval_summary.json"), out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

@@ -82,6 +82,27 @@ func writeEval(b *strings.Builder, res []trainer.EvalResult, dir string) {
 	}
 	sort.Strings(rows)
 	rows = append(rows, "overall")
+	several := false
+	for _, r := range res {
+		several = several || r.Split != res[0].Split
+	}
+	if several {
+		// eval --split all: a column per skill and split.
+		fmt.Fprintf(b, "\n%-24s", "task type")
+		for _, r := range res {
+			fmt.Fprintf(b, " %18s", r.Name+" ("+r.Split+")")
+		}
+		b.WriteString("\n")
+		for _, k := range rows {
+			fmt.Fprintf(b, "%-24s", k)
+			for _, r := range res {
+				fmt.Fprintf(b, " %18s", evalCell(r.ByType[k]))
+			}
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(b, "\nwritten: %s\n", filepath.Join(dir, "eval_summary.json"))
+		return
+	}
 	fmt.Fprintf(b, "\n%-24s", "task type ("+res[0].Split+")")
 	for _, r := range res {
 		fmt.Fprintf(b, " %12s", r.Name)

@@ -21,7 +21,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("eval", "eval --config FILE --skill FILE [--split test] [--baseline] [flags]", stderr)
 	o.register(fs, false)
 	skillPath := fs.String("skill", "", "skill file, or skill package directory, to score (required)")
-	split := fs.String("split", "test", "split: train, val or test")
+	split := fs.String("split", "test", "split: train, val, test, or all (each split that has items, one column per skill and split)")
 	baseline := fs.Bool("baseline", false, "also score the empty (no-skill) and the seed skill (env.skill_init), side by side")
 	if help, err := parse(fs, skillOptArgs(fs, args)); help || err != nil {
 		return err
@@ -50,7 +50,21 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil {
 			return usageError{fmt.Errorf("--prices: %w", err)}
 		}
-		return startError(coordinator.WriteEvalEstimate(stdout, cfg, prices, ev))
+		if ev.Split != coordinator.EvalSplitAll {
+			return startError(coordinator.WriteEvalEstimate(stdout, cfg, prices, ev))
+		}
+		// One estimate per split.
+		for i, sp := range []string{"train", "val", "test"} {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			one := ev
+			one.Split = sp
+			if err := coordinator.WriteEvalEstimate(stdout, cfg, prices, one); err != nil {
+				return startError(err)
+			}
+		}
+		return nil
 	}
 	if o.out == "" {
 		o.out = filepath.Join("runs", "eval-"+cfg.Env.Name)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -72,5 +73,66 @@ func TestEvalEstimateCallsNoModel(t *testing.T) {
 		if n := bytes.Count(data, []byte("\n")); err != nil || n != 120 {
 			t.Errorf("%s/results.jsonl: %d lines (%v), want 120", name, n, err)
 		}
+	}
+}
+
+// TestEvalSplitAll: `eval --split all` scores the skill on every split
+// that has items, each split's per-item results in its own directory and
+// every split's scores in eval_summary.json; its estimate covers the three
+// splits.
+func TestEvalSplitAll(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an evaluation")
+	}
+	root := repoRoot(t)
+	out := filepath.Join(t.TempDir(), "eval")
+	args := []string{"eval", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", out, "--no-fsync", "--split", "all",
+		"--skill", filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
+		"--set", "env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md")}
+	var stdout, stderr bytes.Buffer
+	if code := run(append(args, "--estimate"), &stdout, &stderr); code != exitOK {
+		t.Fatalf("--estimate exit %d\n%s", code, stderr.String())
+	}
+	for _, sp := range []string{"split train (60 items)", "split val (40 items)", "split test (120 items)"} {
+		if !strings.Contains(stdout.String(), sp) {
+			t.Errorf("estimate lacks %q:\n%s", sp, stdout.String())
+		}
+	}
+	stdout.Reset()
+	if code := run(args, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(out, "eval_summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res []struct {
+		Name   string `json:"name"`
+		Split  string `json:"split"`
+		ByType map[string]struct {
+			Total int `json:"total"`
+		} `json:"by_task_type"`
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"train": 60, "val": 40, "test": 120}
+	if len(res) != 3 {
+		t.Fatalf("eval_summary.json has %d results, want 3 (one per split)", len(res))
+	}
+	for _, r := range res {
+		if r.Name != "skill" || r.ByType["overall"].Total != want[r.Split] {
+			t.Errorf("result %s/%s: %d items, want %d", r.Name, r.Split, r.ByType["overall"].Total, want[r.Split])
+		}
+		lines, err := os.ReadFile(filepath.Join(out, "eval_skill_"+r.Split, "results.jsonl"))
+		if err != nil {
+			t.Errorf("split %s: %v", r.Split, err)
+		} else if n := strings.Count(string(lines), "\n"); n != want[r.Split] {
+			t.Errorf("split %s: %d per-item lines, want %d", r.Split, n, want[r.Split])
+		}
+		delete(want, r.Split)
+	}
+	if !strings.Contains(stdout.String(), "skill (train)") || !strings.Contains(stdout.String(), "skill (test)") {
+		t.Errorf("table lacks a column per split:\n%s", stdout.String())
 	}
 }

@@ -352,7 +352,7 @@ func TestEvalDir(t *testing.T) {
 	if err := (&Report{Eval: two}).WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"evaluation on the val, test split", "skill (val)", "skill (test)"} {
+	for _, want := range []string{"evaluation on the val, test splits", "skill (val)", "skill (test)"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("two splits: text lacks %q:\n%s", want, text.String())
 		}

@@ -25,7 +25,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		p(" · benchmark %s", r.Benchmark)
 	}
 	if len(r.Eval) > 0 {
-		p(" · evaluation on the %s split\n", strings.Join(evalSplits(r.Eval), ", "))
+		if sp := evalSplits(r.Eval); len(sp) > 1 {
+			p(" · evaluation on the %s splits\n", strings.Join(sp, ", "))
+		} else {
+			p(" · evaluation on the %s split\n", sp[0])
+		}
 		writeEvalTable(p, r.Eval)
 	} else {
 		r.writeTraining(p)
@@ -243,15 +247,19 @@ func (r *Report) writeTraining(p func(string, ...any)) {
 // items that could not be scored show as scored/total.
 func writeEvalTable(p func(string, ...any), res []EvalResult) {
 	rows := evalTypes(res)
+	w := 14
+	for _, e := range res {
+		w = max(w, len(evalColumn(e, res)))
+	}
 	p("\n%-24s", "task type")
 	for _, e := range res {
-		p(" %14s", evalColumn(e, res))
+		p(" %*s", w, evalColumn(e, res))
 	}
 	p("\n")
 	for _, k := range rows {
 		p("%-24s", k)
 		for _, e := range res {
-			p(" %14s", evalCell(e, k))
+			p(" %*s", w, evalCell(e, k))
 		}
 		p("\n")
 	}
