@@ -83,7 +83,7 @@ func New(ctx context.Context, spec Spec, deps Deps) (llm.Model, error) {
 		}
 		opts = append(opts, WithLimiter(l, LimitKey{Backend: spec.Backend, Endpoint: endpoint, Model: spec.Model}, lim))
 	}
-	opts = append(opts, WithDeadline(deadlinePolicy(o, spec.Timeout)))
+	opts = append(opts, WithDeadline(deadlinePolicy(o, spec.Timeout, spec.Backend == BackendExec)))
 	if hp, ok := hedgePolicy(o); ok {
 		opts = append(opts, WithHedge(hp))
 	}

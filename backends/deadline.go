@@ -312,9 +312,17 @@ func (d *Deadline) Chat(ctx context.Context, req *llm.Request) (*llm.Response, e
 // deadlinePolicy reads the stall-deadline options of a spec:
 // stall_deadline (auto, off, or a fixed duration), stall_multiplier,
 // stall_min_samples, stall_few_samples, stall_floor, stall_prior.
-func deadlinePolicy(o *options, ceiling time.Duration) DeadlinePolicy {
+func deadlinePolicy(o *options, ceiling time.Duration, agent bool) DeadlinePolicy {
 	p := DeadlinePolicy{Ceiling: ceiling}
-	switch v := o.str("stall_deadline", "auto"); v {
+	// An agent harness's call is a whole session of tool calls whose
+	// length has no tail a multiple of its peers' bounds: by default it
+	// runs to the model's timeout, at which the exec backend kills its
+	// process group.
+	def := "auto"
+	if agent {
+		def = "off"
+	}
+	switch v := o.str("stall_deadline", def); v {
 	case "auto":
 	case "off":
 		p.Off = true

@@ -160,7 +160,7 @@ func TestDeadlineOptions(t *testing.T) {
 		{map[string]string{"stall_multiplier": "0.5"}, true, DeadlinePolicy{}},
 	} {
 		o := newOptions(Spec{Backend: "openai", Options: tc.opts})
-		p := deadlinePolicy(o, time.Minute)
+		p := deadlinePolicy(o, time.Minute, false)
 		if (o.err() != nil) != tc.bad {
 			t.Errorf("%v: err %v, want error %v", tc.opts, o.err(), tc.bad)
 			continue
@@ -168,6 +168,14 @@ func TestDeadlineOptions(t *testing.T) {
 		if !tc.bad && p != tc.want {
 			t.Errorf("%v: policy %+v, want %+v", tc.opts, p, tc.want)
 		}
+	}
+	// An agent harness runs to its timeout unless a deadline is asked for.
+	if p := deadlinePolicy(newOptions(Spec{Backend: BackendExec}), time.Minute, true); !p.Off {
+		t.Errorf("exec harness: policy %+v, want the stall deadline off", p)
+	}
+	o := newOptions(Spec{Backend: BackendExec, Options: map[string]string{"stall_deadline": "auto"}})
+	if p := deadlinePolicy(o, time.Minute, true); p.Off {
+		t.Errorf("exec harness with stall_deadline=auto: policy %+v, want it on", p)
 	}
 }
 
