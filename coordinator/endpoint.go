@@ -18,6 +18,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -116,7 +117,7 @@ func NewEndpoint(ctx context.Context, o EndpointOptions) (*Endpoint, error) {
 	process := fmt.Sprintf("%s-%d-%04x", host, os.Getpid(), rand.IntN(1<<16))
 	e := &Endpoint{
 		log: o.Logger, nc: o.NC, ln: o.Listener, kv: kv, advertise: adv,
-		grpc:    grpc.NewServer(o.ServerOptions...),
+		grpc:    grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(objstore.MaxBody)}, o.ServerOptions...)...),
 		rpc:     rpcserver.New(process, nil, nil, o.Logger, 5*time.Second),
 		ann:     queue.NewAnnouncer(kv, process, adv, o.Logger),
 		peers:   queue.NewRunTable(),

@@ -19,6 +19,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/coordinator/rpcserver"
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/rundir"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
@@ -150,7 +151,7 @@ func NewHub(ctx context.Context, o HubOptions) (*Hub, error) {
 		Logger: o.Logger, NC: o.NC, JS: js, Stream: stream, Journal: j,
 		RunPrefix: prefix, OnResult: o.OnResult, Propagator: o.Propagator,
 		Cache: o.Cache, Addr: o.Advertise, BulkWindow: h.bulkWindow, OnFatal: o.OnFatal,
-		Sweeper: ep.sweeper,
+		Sweeper: ep.sweeper, Payloads: objstore.New(js, o.Replicas),
 	})
 	h.RPC = ep.RPC()
 	if n := h.D.Recorded(); n > 0 {

@@ -9,15 +9,18 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 )
 
 // Dial connects to the coordinator's gRPC address. With no options the
-// connection is plaintext (loopback and trusted networks only).
+// connection is plaintext (loopback and trusted networks only). A result
+// or a skill may be as large as [objstore.MaxBody].
 func Dial(addr string, opts ...grpc.DialOption) (*grpc.ClientConn, error) {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(objstore.MaxBody), grpc.MaxCallRecvMsgSize(objstore.MaxBody))}, opts...)
 	cc, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial coordinator %s: %w", addr, err)

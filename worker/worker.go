@@ -30,6 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/skillfleet/skillfleet/pkg/catalogue"
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -147,6 +148,9 @@ type Worker struct {
 	deps   Deps
 	log    *slog.Logger
 	coords *coordinators
+	// payloads reads the bodies of tasks too large for one message (nil
+	// without a NATS connection).
+	payloads *objstore.Store
 	// bells wake the pull loops when a coordinator published work.
 	bells map[queue.Class][]chan struct{}
 
@@ -187,7 +191,13 @@ func New(cfg Config, deps Deps) *Worker {
 		deps.Coordinators.Client = deps.Client
 	}
 	coords := newCoordinators(deps.Coordinators, cfg.ID, cfg.Concurrency, log)
-	return &Worker{cfg: cfg, deps: deps, log: log, coords: coords, bells: map[queue.Class][]chan struct{}{}, running: map[string]context.CancelCauseFunc{}}
+	w := &Worker{cfg: cfg, deps: deps, log: log, coords: coords, bells: map[queue.Class][]chan struct{}{}, running: map[string]context.CancelCauseFunc{}}
+	if deps.NC != nil {
+		if js, err := jetstream.New(deps.NC); err == nil {
+			w.payloads = objstore.New(js, 0)
+		}
+	}
+	return w
 }
 
 // ID is the worker's id.
@@ -516,6 +526,34 @@ func (s *slot) free() {
 	}
 }
 
+// body is a task message's data, read from the object store when the
+// message names its body there (a task too large for one message). A body
+// that is gone belongs to a task that has ended: the message is
+// terminated. One that cannot be read now goes back to the queue; ok is
+// false in both cases.
+func (w *Worker) body(ctx context.Context, msg jetstream.Msg) (data []byte, ok bool) {
+	name := msg.Headers().Get(objstore.Header)
+	if name == "" {
+		return msg.Data(), true
+	}
+	if w.payloads == nil {
+		_ = msg.NakWithDelay(2 * time.Second)
+		return nil, false
+	}
+	data, err := w.payloads.Get(ctx, name)
+	switch {
+	case errors.Is(err, objstore.ErrGone):
+		w.log.Info("task whose body left the object store dropped (its task has ended)", "subject", msg.Subject(), "body", name)
+		_ = msg.TermWithReason("task body gone: " + name)
+		return nil, false
+	case err != nil:
+		w.log.Warn("task body unreadable, task returned to the queue", "subject", msg.Subject(), "body", name, "err", err)
+		_ = msg.NakWithDelay(2 * time.Second)
+		return nil, false
+	}
+	return data, true
+}
+
 // process runs one delivered task to an ack, nak or term.
 func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	w.inFlight.Add(1)
@@ -532,8 +570,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 			return
 		}
 	}
+	data, ok := w.body(ctx, msg)
+	if !ok {
+		return
+	}
 	t := &pb.Task{}
-	if err := proto.Unmarshal(msg.Data(), t); err != nil || t.GetId() == "" || (queue.KindOf(t) == "" && !newerKind(t)) {
+	if err := proto.Unmarshal(data, t); err != nil || t.GetId() == "" || (queue.KindOf(t) == "" && !newerKind(t)) {
 		reason := "task without id or kind"
 		if err != nil {
 			reason = "undecodable task: " + err.Error()

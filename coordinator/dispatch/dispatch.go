@@ -20,7 +20,9 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -85,6 +87,11 @@ type Options struct {
 	// with the other runs of its process while Run runs; without one, Run
 	// runs a sweeper of its own.
 	Sweeper *Sweeper
+	// Payloads, if set, carries the bodies of tasks too large for one
+	// NATS message (the server's max_payload): such a task's message
+	// names its body in the object store, and the body is deleted once
+	// the task has ended. Without it such a task fails to publish.
+	Payloads *objstore.Store
 }
 
 // DefaultGenerations is [Options.Generations]' default: with the
@@ -124,6 +131,10 @@ type Dispatcher struct {
 	held     []heldRef
 	bulkOut  int
 	pumpBell chan struct{}
+	// unused are the object store bodies of tasks that ended, for Run to
+	// delete; unusedBell wakes it.
+	unused     []string
+	unusedBell chan struct{}
 
 	// refusals are the workers that said they cannot serve a task.
 	refusals refusals
@@ -156,7 +167,9 @@ func (f *Future) ID() string { return f.id }
 // Done is closed when the result is known.
 func (f *Future) Done() <-chan struct{} { return f.done }
 
-// Result is the task's result; valid after Done is closed.
+// Result is the task's result; valid after Done is closed. A rollout's
+// trajectory is left out of a result the journal holds: [Dispatcher.Lookup]
+// reads it back whole.
 func (f *Future) Result() *pb.Result { return f.res }
 
 // Wait blocks until the result is known, ctx ends, or the dispatcher's
@@ -170,6 +183,38 @@ func (f *Future) Wait(ctx context.Context) (*pb.Result, error) {
 	case <-f.fatal:
 		return nil, f.err()
 	}
+}
+
+// lean is res without its rollout's trajectory, sharing every other field
+// with res (res itself is not changed): what a future of a result the
+// journal holds keeps, so that a run's waves hold scores and ids in
+// memory and their trajectories on disk ([Dispatcher.Lookup] reads the
+// whole result back).
+func lean(res *pb.Result) *pb.Result {
+	ro := res.GetRollout()
+	if len(ro.GetTrajectory()) == 0 {
+		return res
+	}
+	out := &pb.Result{}
+	src, dst := res.ProtoReflect(), out.ProtoReflect()
+	body := src.Descriptor().Fields().ByName("rollout")
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd != body {
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	lro := &pb.RolloutResult{}
+	rsrc, rdst := ro.ProtoReflect(), lro.ProtoReflect()
+	traj := rsrc.Descriptor().Fields().ByName("trajectory")
+	rsrc.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if fd != traj {
+			rdst.Set(fd, v)
+		}
+		return true
+	})
+	out.Body = &pb.Result_Rollout{Rollout: lro}
+	return out
 }
 
 func (f *Future) resolve(r *pb.Result) {
@@ -208,6 +253,8 @@ func New(o Options) *Dispatcher {
 		recorded: make(map[string]rec, len(o.Recorded)),
 		seqs:     map[uint64]*task{},
 		pumpBell: make(chan struct{}, 1),
+
+		unusedBell: make(chan struct{}, 1),
 	}
 	for _, r := range o.Recorded {
 		d.recorded[r.GetTaskId()] = rec{res: r}
@@ -280,6 +327,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 	if d.o.BulkWindow != nil {
 		wg.Go(func() { d.pump(ctx) })
+	}
+	if d.o.Payloads != nil {
+		wg.Go(func() { d.deleteUnused(ctx) })
 	}
 	<-ctx.Done()
 	d.stop()
@@ -447,6 +497,9 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 				d.fail(recs[j], pb.Outcome_OUTCOME_MODEL_ERROR, "not published: "+err.Error())
 			}
 			return nil, err
+		}
+		if k.r.res == nil {
+			res = lean(res) // the journal keeps the rest
 		}
 		futs[k.i].resolve(res)
 	}
@@ -684,7 +737,11 @@ func (d *Dispatcher) writeRecord(t *task, res *pb.Result, done func(pb.ReportAck
 			late(res)
 		}
 		if f != nil {
-			f.resolve(res)
+			if at.res == nil {
+				f.resolve(lean(res)) // the journal keeps the rest
+			} else {
+				f.resolve(res)
+			}
 		}
 		done(pb.ReportAck_STATUS_RECORDED, nil)
 	}

@@ -54,8 +54,9 @@ func liveHeap() uint64 {
 
 // TestRecordedResultsStayOnDisk: a dispatcher that recorded 400 results
 // of 50 KB (20 MB of trajectories) holds a small fraction of that in
-// memory, before and after a resume, and still gives every result back in
-// full: by Lookup, and as the future of a task submitted again.
+// memory, before and after a resume, and still gives every result back:
+// whole by Lookup, and without its trajectory as the future of a task
+// submitted again.
 func TestRecordedResultsStayOnDisk(t *testing.T) {
 	const n, size = 400, 50 << 10
 	const bound = 2 << 20 // what the dispatcher may keep in memory for all of them
@@ -86,8 +87,9 @@ func TestRecordedResultsStayOnDisk(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-futs[0].Done()
-			if !bytes.Equal(futs[0].Result().GetRollout().GetTrajectory(), trajectory(i, size)) {
-				t.Fatalf("Submit(%s) resolved to another result", id)
+			if got := futs[0].Result(); got.GetTaskId() != id || got.GetRollout().GetHard() != float64(i%2) || len(got.GetRollout().GetTrajectory()) != 0 {
+				t.Fatalf("Submit(%s) resolved to %s (hard %v, %d trajectory bytes); want the recorded result without its trajectory",
+					id, got.GetTaskId(), got.GetRollout().GetHard(), len(got.GetRollout().GetTrajectory()))
 			}
 		}
 		if d.Recorded() != n {
@@ -186,4 +188,64 @@ func TestPendingTasksKeepNoSecondCopy(t *testing.T) {
 		t.Errorf("Pending() = %d, want %d", d.Pending(), n)
 	}
 	runtime.KeepAlive(tasks)
+}
+
+// TestWaveFuturesHoldNoTrajectories: a wave of 400 rollouts whose results
+// carry 50 KB trajectories (20 MB) resolves futures that, all held at
+// once as the trainer holds a wave, keep a small fraction of that in
+// memory; each future has the result's scores, and Lookup gives the
+// trajectory back byte for byte.
+func TestWaveFuturesHoldNoTrajectories(t *testing.T) {
+	const n, size = 400, 50 << 10
+	const bound = 2 << 20
+	ctx := context.Background()
+	srv := queuetest.Start(t)
+	nc, err := srv.Connect("test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := queue.EnsureStream(ctx, js, queue.StreamOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := dispatch.OpenJournalIndex(filepath.Join(t.TempDir(), "results.journal"), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runJournal(t, j)
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, Journal: j, RunPrefix: "r/"})
+	tasks := make([]*pb.Task, n)
+	for i := range tasks {
+		tasks[i] = &pb.Task{Id: fmt.Sprintf("r/t%05d", i), Kind: &pb.Task_Noop{Noop: &pb.NoopTask{}}}
+	}
+	futs, err := d.Submit(ctx, tasks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := liveHeap()
+	recordMany(t, d, "r/t", n, size)
+	for _, f := range futs {
+		<-f.Done()
+	}
+	held := int64(liveHeap()) - int64(base)
+	t.Logf("live heap with %d resolved futures of %d-byte trajectories held: %d bytes (%.0f per future)", n, size, held, float64(held)/n)
+	if held > bound {
+		t.Errorf("%d resolved futures grew the live heap by %d bytes; want at most %d (the trajectories stay in the journal)", n, held, bound)
+	}
+	for _, i := range []int{0, 7, n - 1} {
+		res := futs[i].Result()
+		if res.GetTaskId() != tasks[i].GetId() || res.GetRollout().GetHard() != float64(i%2) {
+			t.Fatalf("future %d resolved to %s hard %v", i, res.GetTaskId(), res.GetRollout().GetHard())
+		}
+		full, ok := d.Lookup(res.GetTaskId())
+		if !ok || !bytes.Equal(full.GetRollout().GetTrajectory(), trajectory(i, size)) {
+			t.Fatalf("Lookup(%s) did not give the trajectory back", res.GetTaskId())
+		}
+	}
+	runtime.KeepAlive(futs)
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/skillfleet/skillfleet/pkg/objstore"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -67,8 +69,14 @@ func (d *Dispatcher) flightLocked(t *task, from state) *flight {
 	return &flight{t: t, turn: t.turn, from: from, msg: &nats.Msg{Subject: t.subject, Header: t.header(t.msgID)}}
 }
 
-// launch publishes fl's message without waiting for its ack.
+// launch publishes fl's message without waiting for its ack. A message
+// too large for the server goes with its body in the object store.
 func (d *Dispatcher) launch(fl *flight) error {
+	if d.o.Payloads != nil && d.o.NC != nil && !objstore.Fits(d.o.NC, fl.msg) {
+		if err := d.offload(fl); err != nil {
+			return fmt.Errorf("publish task %s: %w", fl.t.id, err)
+		}
+	}
 	paf, err := d.o.JS.PublishMsgAsync(fl.msg)
 	if err != nil {
 		return d.publishErr(fl.t.id, fl.msg, err)
@@ -116,6 +124,64 @@ func (d *Dispatcher) settle(ctx context.Context, fl *flight) (uint64, error) {
 	}
 }
 
+// offloadTimeout bounds the put of one task's body in the object store.
+const offloadTimeout = 2 * queue.PublishAckWait
+
+// offload puts fl's data in the object store, under the name its task
+// holds for this submission (a republish finds it there), and leaves the
+// message with a header naming it and no data.
+func (d *Dispatcher) offload(fl *flight) error {
+	d.mu.Lock()
+	t := fl.t
+	name := t.payload
+	if name == "" {
+		name = objstore.NewName(t.id)
+		if t.state.live() {
+			t.payload = name
+		} else {
+			// Cancelled since it was claimed: the copy about to go out
+			// is deleted when it lands; so is its body.
+			d.unused = append(d.unused, name)
+		}
+	}
+	d.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), offloadTimeout)
+	defer cancel()
+	if err := d.o.Payloads.Ensure(ctx, name, fl.msg.Data); err != nil {
+		return err
+	}
+	fl.msg.Header.Set(objstore.Header, name)
+	fl.msg.Data = nil
+	return nil
+}
+
+// deleteUnused deletes the object store bodies of tasks that ended, until
+// ctx ends; then once more, briefly, for the tasks that ended last.
+func (d *Dispatcher) deleteUnused(ctx context.Context) {
+	drain := func(ctx context.Context) {
+		d.mu.Lock()
+		names := d.unused
+		d.unused = nil
+		d.mu.Unlock()
+		for _, name := range names {
+			if err := d.o.Payloads.Delete(ctx, name); err != nil {
+				d.log.Debug("object store body of an ended task left to its TTL", "name", name, "err", err)
+			}
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			drain(fctx)
+			cancel()
+			return
+		case <-d.unusedBell:
+			drain(ctx)
+		}
+	}
+}
+
 // claimed reports whether fl's claim on its task still stands.
 func (d *Dispatcher) claimed(fl *flight) bool {
 	d.mu.Lock()
@@ -132,7 +198,11 @@ func (d *Dispatcher) renew(fl *flight) bool {
 		return false
 	}
 	t.msgID = t.freshMsgID()
-	fl.msg = &nats.Msg{Subject: fl.msg.Subject, Header: t.header(t.msgID), Data: fl.msg.Data}
+	h := t.header(t.msgID)
+	if name := fl.msg.Header.Get(objstore.Header); name != "" {
+		h.Set(objstore.Header, name) // its body stays where it is
+	}
+	fl.msg = &nats.Msg{Subject: fl.msg.Subject, Header: h, Data: fl.msg.Data}
 	return true
 }
 

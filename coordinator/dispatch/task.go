@@ -115,6 +115,9 @@ type task struct {
 	data []byte
 	// cacheKey is its cache key when the cache missed it.
 	cacheKey string
+	// payload names its body in the object store while it is live and
+	// too large for one message (Options.Payloads).
+	payload string
 }
 
 // baseMsgID is the message id of the task's first message of this
@@ -157,6 +160,16 @@ func (d *Dispatcher) setLocked(t *task, s state) {
 		}
 		d.dropSeqLocked(t)
 		t.data = nil
+		if t.payload != "" {
+			// Its messages name a body nobody needs now; a
+			// submission again puts it under a new name.
+			d.unused = append(d.unused, t.payload)
+			t.payload = ""
+			select {
+			case d.unusedBell <- struct{}{}:
+			default:
+			}
+		}
 	}
 	if s == recorded || s == failed {
 		t.t, t.trace = nil, nil

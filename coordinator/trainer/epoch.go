@@ -229,8 +229,8 @@ func (t *Trainer) pairWave(ctx context.Context, stage string, e int, prev, curr 
 			p.Category = catStable
 		}
 		if p.Category != catStable {
-			p.PrevTrajectory = trajectoryOf(pr[i]).Messages
-			p.CurrTrajectory = trajectoryOf(cr[i]).Messages
+			p.PrevTrajectory = t.trajectoryOf(pr[i]).Messages
+			p.CurrTrajectory = t.trajectoryOf(cr[i]).Messages
 		}
 		out = append(out, p)
 	}

@@ -86,7 +86,7 @@ func (t *Trainer) startReflect(ctx context.Context, g int, current string, b pla
 		}
 		var ids []string
 		for _, i := range mb {
-			tr := trajectoryOf(rs[i])
+			tr := t.trajectoryOf(rs[i])
 			if len(tr.Messages) == 0 {
 				continue // nothing to reflect on
 			}
@@ -227,15 +227,24 @@ func normKey(op, target, content string) string {
 	return f(op) + "\x00" + f(target) + "\x00" + f(content)
 }
 
-func trajectoryOf(r rollResult) prompts.Trajectory {
+// trajectoryOf is r as a prompt shows it. A dispatcher that keeps results
+// on disk resolves a rollout without its trajectory (a wave holds scores,
+// not transcripts): it is read back here, when a prompt needs it.
+func (t *Trainer) trajectoryOf(r rollResult) prompts.Trajectory {
 	ro := r.Res.GetRollout()
 	tr := prompts.Trajectory{
 		ID: r.Item.ID, Task: ro.GetTaskDescription(), TaskType: ro.GetTaskType(), FailReason: ro.GetFailReason(),
 		NTurns: int(ro.GetNTurns()), Hard: ro.GetHard(), Soft: ro.GetSoft(), Answer: ro.GetAnswer(),
 	}
+	raw := ro.GetTrajectory()
+	if len(raw) == 0 && ro != nil {
+		if full, ok := t.d.Lookup(r.Res.GetTaskId()); ok {
+			raw = full.GetRollout().GetTrajectory()
+		}
+	}
 	var msgs []prompts.Message
-	if len(ro.GetTrajectory()) > 0 {
-		_ = json.Unmarshal(ro.GetTrajectory(), &msgs)
+	if len(raw) > 0 {
+		_ = json.Unmarshal(raw, &msgs)
 	}
 	tr.Messages = msgs
 	return tr

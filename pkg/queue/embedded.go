@@ -39,6 +39,10 @@ type EmbeddedOptions struct {
 	ServerName string
 	// Cluster, when set, makes the server one node of a JetStream cluster.
 	Cluster *ClusterOptions
+	// MaxPayload is the largest message the server takes (0: 8 MiB; below
+	// 0: nats-server's default of 1 MB, as an external server has unless
+	// configured).
+	MaxPayload int32
 }
 
 // ClusterOptions make an embedded server a node of a JetStream cluster.
@@ -97,6 +101,11 @@ func StartEmbedded(o EmbeddedOptions) (*Embedded, error) {
 		NoSigs:             true,
 		NoLog:              o.Logger == nil,
 		MaxPayload:         8 << 20,
+	}
+	if o.MaxPayload > 0 {
+		opts.MaxPayload = o.MaxPayload
+	} else if o.MaxPayload < 0 {
+		opts.MaxPayload = 0 // the server's default
 	}
 	if o.TLS != nil {
 		opts.TLSConfig = o.TLS

@@ -4,8 +4,13 @@
 #   scripts/bench/bench.sh [--config configs/sim_paper.yaml] [--workers 1] \
 #       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
 #       [--latency-median 303ms --latency-p99 3.1s] [--rpm 0] [--tpm 0] \
-#       [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis] [--bin FILE]
+#       [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis] [--bin FILE] \
+#       [--pad SIZE]
 #
+# --pad pads every target reply, and so every rollout trajectory, to SIZE
+# (sim-llm --trajectory-pad, e.g. 50KB: agent-sized trajectories; the
+# decisions do not change), to measure the coordinator's memory with
+# trajectories of a real agent's size.
 # --latency-median and --latency-p99 give every call a log-normal latency
 # instead of the fixed one (median 303ms and p99 3.1s: mean 0.5s, sigma 1,
 # the same mean as the fixed 500ms); the ideal time is then taken at the
@@ -25,7 +30,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
 median="" p99="" prebuilt=""
-sets=() profile="" keep="" redis=""
+sets=() profile="" keep="" redis="" pad=""
 while (($#)); do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -42,6 +47,7 @@ while (($#)); do
     --profile) profile=$(realpath -m "$2"); shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
     --redis) redis=1; shift ;;
+    --pad) pad=$2; shift 2 ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +74,9 @@ if [[ -n "$median" ]]; then
 fi
 # /usr/bin/time does not pass signals on: stop its child too.
 stop() { pkill -"$1" -P "$2" 2>/dev/null || true; kill -"$1" "$2" 2>/dev/null || true; }
-fleet_servers "$tmp" "${sim_latency[@]}" --rpm "$rpm" --tpm "$tpm"
+pad_flags=()
+[[ -n "$pad" ]] && pad_flags=(--trajectory-pad "$pad")
+fleet_servers "$tmp" "${sim_latency[@]}" --rpm "$rpm" --tpm "$tpm" "${pad_flags[@]}"
 worker_extra=()
 if [[ -n "$redis" ]]; then
   redis_port=$(fleet_port)
@@ -107,7 +115,7 @@ for p in "${pids[@]:2}"; do stop TERM "$p"; done
 sleep 1
 read -r wall user sys rss < "$tmp/coord.time"
 [[ -n "$keep" ]] && rm -rf "$keep" && cp -r "$tmp/run" "$keep"
-echo "config $config, $workers worker process(es) x $per_conc target + $per_oconc optimizer concurrency, latency $latency, rpm $rpm, tpm $tpm"
+echo "config $config, $workers worker process(es) x $per_conc target + $per_oconc optimizer concurrency, latency $latency, rpm $rpm, tpm $tpm${pad:+, trajectories padded to $pad}"
 grep -E '^(baseline|best|final) ' "$tmp/coord.out" || true
 go run ./scripts/bench/ideal --latency "$mean" \
   --target-concurrency "$conc" --optimizer-concurrency "$oconc" "$tmp/run"
