@@ -217,9 +217,6 @@ func runUI(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if l.on {
-		fmt.Fprintf(stdout, "dashboard: new runs at %snew/ on %s\n", srv.URL(), l.fleet())
-	}
 	<-ctx.Done()
 	srv.Close()
 	return nil

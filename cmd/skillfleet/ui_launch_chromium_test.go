@@ -18,15 +18,16 @@ import (
 	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 )
 
-// shoot writes a PNG of the page to the test's artifacts and, when
-// SKILLFLEET_UI_SCREENSHOT_DIR is set, to that directory too (docs/img).
-func shoot(t *testing.T, b *uitest.Browser, name string) {
+// shoot writes a PNG of the page to the test's artifacts and, for docs
+// when SKILLFLEET_UI_SCREENSHOT_DIR is set, to that directory too
+// (docs/img).
+func shoot(t *testing.T, b *uitest.Browser, name string, docs bool) {
 	t.Helper()
 	p := filepath.Join(t.ArtifactDir(), name)
 	if err := b.Screenshot(p, false); err != nil {
 		t.Fatal(err)
 	}
-	if dir := os.Getenv("SKILLFLEET_UI_SCREENSHOT_DIR"); dir != "" {
+	if dir := os.Getenv("SKILLFLEET_UI_SCREENSHOT_DIR"); dir != "" && docs {
 		data, _ := os.ReadFile(p)
 		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -120,7 +121,7 @@ func TestUILaunchFromBrowser(t *testing.T) {
 	if e := text(t, b, "err-num_epochs"); e != "" {
 		t.Errorf("an error shown next to the epochs: %q", e)
 	}
-	shoot(t, b, "dashboard-new-run-error.png")
+	shoot(t, b, "dashboard-new-run-error.png", true)
 	click(t, b, "#btn-launch")
 	if err := b.WaitFor(`document.documentElement.dataset.launch === "refused"`, 30*time.Second); err != nil {
 		t.Fatal(err)
@@ -143,7 +144,7 @@ func TestUILaunchFromBrowser(t *testing.T) {
 	if err := b.WaitFor(`document.documentElement.dataset.preflight === "ok"`, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	shoot(t, b, "dashboard-new-run.png")
+	shoot(t, b, "dashboard-new-run.png", true)
 
 	// Launch: the page opens the run's live view.
 	click(t, b, "#btn-launch")
@@ -158,7 +159,7 @@ func TestUILaunchFromBrowser(t *testing.T) {
 	if err := b.WaitFor(`Number(document.documentElement.dataset.step) >= 1`, 3*time.Minute); err != nil {
 		t.Fatalf("%v\nlaunch.log:\n%s", err, fileText(t, filepath.Join(runDir, "launch.log")))
 	}
-	shoot(t, b, "dashboard-launched-run.png")
+	shoot(t, b, "dashboard-launched-run-live.png", false)
 
 	// Stop it from the new-run page's list, then resume it.
 	if err := b.Navigate(base + "new/"); err != nil {
@@ -204,7 +205,7 @@ func TestUILaunchFromBrowser(t *testing.T) {
 		t.Errorf("config.yaml does not hold learning_rate 3 and num_epochs 2:\n%s", cfg)
 	}
 	t.Logf("run %s: stopped after %d events, resumed, finished", runName, stoppedAt)
-	shoot(t, b, "dashboard-launched-run-finished.png")
+	shoot(t, b, "dashboard-launched-run.png", true)
 	if errs, _ := uitest.Eval[string](b, `document.documentElement.dataset.errors || ""`); errs != "" {
 		t.Errorf("script errors: %s", errs)
 	}

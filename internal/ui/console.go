@@ -58,17 +58,23 @@ func (c *Console) Close() {
 	}
 }
 
-// ServeAnnounced is [Serve] that then writes to w where the dashboard is
-// and, with a token, how to open it.
+// ServeAnnounced is [Serve] that then writes to w where the dashboard is,
+// with a token how to open it, and with launching where new runs start.
 func ServeAnnounced(ctx context.Context, o Options, w io.Writer, dirs ...string) (*Server, error) {
 	srv, err := Serve(ctx, o, dirs...)
 	if err != nil {
 		return nil, err
 	}
 	how := "read-only"
+	if o.Launch != nil {
+		how = "launching and stopping runs enabled"
+	}
 	if o.Token != "" {
 		how = "open it once as " + srv.URL() + "?token=$" + TokenEnv + "; stopping enabled"
 	}
 	fmt.Fprintf(w, "dashboard: %s (%s)\n", srv.URL(), how)
+	if o.Launch != nil {
+		fmt.Fprintf(w, "dashboard: new runs at %snew/ on %s\n", srv.URL(), o.Launch.Fleet)
+	}
 	return srv, nil
 }

@@ -687,6 +687,11 @@ func (s *Server) startJob(j *job) {
 			out = logf
 		}
 		err = s.o.Launch.Run(ctx, j.spec, out)
+		if err == nil {
+			// A stop that came after the run's last phase boundary
+			// would end its next attempt at once.
+			_ = os.Remove(filepath.Join(j.spec.Out, "STOP"))
+		}
 		s.launch.mu.Lock()
 		defer s.launch.mu.Unlock()
 		j.ended = time.Now()

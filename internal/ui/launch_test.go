@@ -2,9 +2,17 @@ package ui
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -312,5 +320,96 @@ func TestLaunchStopResume(t *testing.T) {
 	}
 	if resp, _ := get(t, s.URL()+"run/r1/"); resp.StatusCode != 200 {
 		t.Errorf("the launched run is not served: %d", resp.StatusCode)
+	}
+}
+
+// TestLaunchAdoptedByALaterServer: a run launched by one dashboard and
+// stopped when it closed is listed by the next dashboard serving its
+// directory, and resumes there with the recorded settings.
+func TestLaunchAdoptedByALaterServer(t *testing.T) {
+	runs := t.TempDir()
+	started := make(chan Job, 2)
+	l := &Launch{ConfigsDir: launchConfigs(t), RunsDir: runs, Load: config.Load,
+		Run: func(ctx context.Context, j Job, out io.Writer) error {
+			started <- j
+			if _, err := os.Stat(filepath.Join(j.Out, "resumable")); err == nil {
+				return os.WriteFile(filepath.Join(j.Out, "summary.json"), []byte("{}"), 0o644)
+			}
+			<-ctx.Done()
+			return ctx.Err()
+		}}
+	ctx, cancel := context.WithCancel(t.Context())
+	s1, err := Serve(ctx, Options{Addr: "127.0.0.1:0", Poll: 50 * time.Millisecond, Launch: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out := postJSON(t, s1.URL()+"new/launch", `{"config":"demo.yaml","fields":{"learning_rate":"2"},"name":"r"}`); code != 200 {
+		t.Fatalf("launch: %d %s", code, out)
+	}
+	first := <-started
+	cancel()
+	s1.Close() // stops the run and waits for it
+	if err := os.WriteFile(filepath.Join(runs, "r", "resumable"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := serve(t, Options{Launch: l}, filepath.Join(runs, "r"))
+	_, body := get(t, s2.URL()+"new/jobs")
+	if !strings.Contains(body, `"state":"stopped"`) || !strings.Contains(body, "optimizer.learning_rate=2") {
+		t.Fatalf("the later server lists %s", body)
+	}
+	if code, out := postJSON(t, s2.URL()+"new/jobs/r/resume", `{}`); code != 200 {
+		t.Fatalf("resume: %d %s", code, out)
+	}
+	again := <-started
+	if again.Out != first.Out || strings.Join(again.Sets, " ") != strings.Join(first.Sets, " ") || again.Config != first.Config {
+		t.Errorf("resumed as %+v, launched as %+v", again, first)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, body := get(t, s2.URL()+"new/jobs"); strings.Contains(body, `"state":"finished"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the resumed run did not finish")
+		}
+	}
+}
+
+// TestLaunchServedOverTLS: with TLS the dashboard answers HTTPS only.
+func TestLaunchServedOverTLS(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	l := &Launch{ConfigsDir: launchConfigs(t), RunsDir: t.TempDir(), Load: config.Load}
+	s := serve(t, Options{Launch: l, TLS: &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}}})
+	if !strings.HasPrefix(s.URL(), "https://") {
+		t.Fatalf("URL %s", s.URL())
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get(s.URL() + "new/configs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("HTTPS: %d", resp.StatusCode)
+	}
+	if resp, err := http.Get("http://" + s.Addr() + "/new/configs"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == 200 {
+			t.Error("plain HTTP was served")
+		}
 	}
 }

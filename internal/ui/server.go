@@ -189,7 +189,7 @@ func Serve(ctx context.Context, o Options, dirs ...string) (*Server, error) {
 		ln = tls.NewListener(ln, o.TLS)
 	}
 	s.ln = ln
-	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second}
+	s.srv = &http.Server{Handler: s.handler(), ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(o.Log.Handler(), slog.LevelDebug)}
 	// The connections' goroutines, and the pollers their streams start,
 	// inherit the profile label.
 	labelled(func() {

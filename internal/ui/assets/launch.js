@@ -230,7 +230,7 @@
     buildForm();
     $("fleet-note").textContent = "Runs start on " + (v.fleet || "this process") + "; configs from " + v.configs_dir + ", run directories in " + v.runs_dir + "." +
       ((v.sets || []).length ? " This dashboard also sets " + v.sets.join(" ") + "." : "");
-    $("conn").textContent = "";
+    $("conn").hidden = true;
     var sel = $("config");
     var want = new URLSearchParams(window.location.search).get("config");
     (v.configs || []).forEach(function (c) {
