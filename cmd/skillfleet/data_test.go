@@ -100,3 +100,45 @@ func TestEstimateMakesNoCallAndWritesNothing(t *testing.T) {
 		t.Errorf("slow_update row %q, want 82", f)
 	}
 }
+
+// TestDataCheckSkillOptALFWorldSplit: SkillOpt's own ALFWorld split
+// (data/alfworld_path_split: ids train:N, val:N, test:N, a manifest naming
+// the benchmark "ALFWorld") passes `data check`; an id of another split is
+// refused naming the file, the item and the prefixes accepted.
+func TestDataCheckSkillOptALFWorldSplit(t *testing.T) {
+	dir := t.TempDir()
+	games := map[string]string{"train": "train", "val": "valid_seen", "test": "valid_unseen"}
+	write := func(split, id string) {
+		t.Helper()
+		items := `[{"id": "` + id + `", "gamefile": "json_2.1.1/` + games[split] + `/pick_and_place_simple-Mug-None-Cabinet-1/trial_T1/game.tw-pddl", "task_type": "pick_and_place_simple"}]`
+		if err := os.MkdirAll(filepath.Join(dir, split), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, split, "items.json"), []byte(items), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sp := range []string{"train", "val", "test"} {
+		write(sp, sp+":0000")
+	}
+	manifest := `{"benchmark": "ALFWorld", "manifest_type": "path_split", "counts": {"train": 1, "val": 1, "test": 1}, "item_fields": ["id", "gamefile", "task_type"]}`
+	if err := os.WriteFile(filepath.Join(dir, "split_manifest.json"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"data", "check", "--bench", "alfworld", dir}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("SkillOpt's ALFWorld split: exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	write("val", "train:0007")
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"data", "check", "--bench", "alfworld", dir}, &stdout, &stderr); code == exitOK {
+		t.Fatalf("a train id in val accepted:\n%s", stdout.String())
+	}
+	msg := stdout.String() + stderr.String()
+	for _, want := range []string{filepath.Join("val", "items.json"), "train:0007", `"val:" or "valid_seen:"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error lacks %q:\n%s", want, msg)
+		}
+	}
+}
