@@ -61,7 +61,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var o sleepdrv.Options
 	night := cmd == "run" || cmd == "dry-run"
 	synopsis := map[string]string{"status": "sleep status [--project DIR] [--state-dir DIR]", "harvest": "sleep harvest --output tasks.json [flags]",
-		"adopt": "sleep adopt [--staging DIR] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
+		"adopt": "sleep adopt [--staging DIR | --skill-root DIR --skill NAME | --skill-root DIR --all-skills] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
 		"unschedule": "sleep unschedule [--scheduler cron|systemd|launchd|schtasks] [flags]"}[cmd]
 	if night {
 		synopsis = fmt.Sprintf(sleepRunSynopsis, cmd)
@@ -69,7 +69,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("sleep "+cmd, synopsis, stderr)
 	o.Register(fs, night)
 	var output, staging string
-	var undo, schedAdopt bool
+	var undo, schedAdopt, allSkills bool
+	var skillName string
 	var roots multiFlag
 	var so nightly.ScheduleOptions
 	switch cmd {
@@ -79,6 +80,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.StringVar(&staging, "staging", "", "staging dir to adopt (default: the project's latest)")
 		fs.BoolVar(&undo, "undo", false, "revert the latest adoption (or --staging's)")
 		fs.Var(&roots, "allow-root", "another directory adopt may write under (repeatable)")
+		fs.StringVar(&skillName, "skill", "", "with --skill-root: adopt (or --undo) this skill's latest proposal only")
+		fs.BoolVar(&allSkills, "all-skills", false, "with --skill-root: adopt (or --undo) every skill's latest proposal, each on its own")
 	case "schedule", "unschedule":
 		fs.StringVar(&so.Time, "at", "03:17", "daily time, HH:MM local")
 		fs.StringVar(&so.Kind, "scheduler", "cron", "cron (a line in your crontab), systemd (a user timer), launchd (a macOS LaunchAgent) or schtasks (a Windows Task Scheduler task)")
@@ -112,7 +115,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "harvest":
 		err = sleepdrv.HarvestCommand(ctx, n, output, newModel, stdout)
 	case "adopt":
-		err = sleepdrv.AdoptCommand(n, staging, undo, roots, stdout)
+		err = sleepdrv.AdoptSkills(n, staging, undo, roots, skillName, allSkills, stdout)
 	case "schedule", "unschedule":
 		err = o.ScheduleCommand(n, cmd == "unschedule", schedAdopt, so, stdout)
 	default:

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -846,5 +847,103 @@ func TestSleepProgrammerPersonaImproves(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSleepMultiSkillNight: a home with three skills, and tasks whose
+// sessions loaded one of them each: the night gates and stages three
+// proposals; adopt --skill changes that skill alone; --all-skills then
+// --undo --all-skills puts the home back byte for byte.
+func TestSleepMultiSkillNight(t *testing.T) {
+	work := t.TempDir()
+	var tasks []nightly.Task
+	for _, p := range []string{"researcher", "programmer"} {
+		file := filepath.Join(work, p+".json")
+		if code, out, errOut := runCLI(t, "sleep", "harvest", "--persona", p, "--backend", "sim", "--state-dir", filepath.Join(work, "h-"+p), "--output", file); code != exitOK {
+			t.Fatalf("harvest %s: exit %d\n%s\n%s", p, code, out, errOut)
+		}
+		tf, err := nightly.LoadTasksFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tk := range tf.Tasks {
+			switch {
+			case p == "programmer":
+				tk.SkillHint = "commits"
+			case i < 6:
+				tk.SkillHint = "papers"
+			default:
+				tk.SkillHint = "citations"
+			}
+			tasks = append(tasks, tk)
+		}
+	}
+	file := filepath.Join(work, "tasks.json")
+	if err := nightly.WriteTasksFile(file, nightly.TasksFile{Reviewed: true, Tasks: tasks}); err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(work, "home")
+	for _, s := range []string{"papers", "citations", "commits"} {
+		if err := os.MkdirAll(filepath.Join(home, s), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		entry := "---\nname: " + s + "\ndescription: the " + s + " skill\n---\n\n# " + s + "\n\nHand-written text the night must keep.\n"
+		if err := os.WriteFile(filepath.Join(home, s, "SKILL.md"), []byte(entry), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := treeOf(t, home)
+	args := []string{"--backend", "sim", "--state-dir", filepath.Join(work, "state"), "--project", filepath.Join(work, "proj"), "--skill-root", home}
+	if err := os.MkdirAll(filepath.Join(work, "proj"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCLI(t, append(append([]string{"sleep", "run"}, args...), "--tasks-file", file)...)
+	if code != exitOK || !strings.Contains(out, "action: multi_skill (3 skills consolidated, 3 accepted)") {
+		t.Fatalf("night exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, s := range []string{"papers", "citations", "commits"} {
+		dir, err := nightly.Latest(filepath.Join(work, "proj", ".skillfleet-sleep", "staging", "skill-"+s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := nightly.ReadManifest(dir)
+		if err != nil || !m.Accepted || len(m.Proposals) != 1 || m.Proposals[0].LivePath != filepath.Join(home, s, "SKILL.md") {
+			t.Fatalf("skill %s manifest %+v, %v", s, m, err)
+		}
+	}
+	if !maps.Equal(treeOf(t, home), before) {
+		t.Fatal("the night changed the home")
+	}
+	adopt := func(extra ...string) string {
+		t.Helper()
+		code, out, errOut := runCLI(t, append(append([]string{"sleep", "adopt"}, args...), extra...)...)
+		if code != exitOK {
+			t.Fatalf("adopt %v: exit %d\n%s\n%s", extra, code, out, errOut)
+		}
+		return out
+	}
+	adopt("--skill", "papers")
+	after := treeOf(t, home)
+	if after["papers/SKILL.md"] == before["papers/SKILL.md"] || !strings.Contains(after["papers/SKILL.md"], "Hand-written text the night must keep.") ||
+		!strings.Contains(after["papers/SKILL.md"], nightly.HabitArxivID) {
+		t.Fatalf("papers after adopt --skill papers:\n%s", after["papers/SKILL.md"])
+	}
+	if after["citations/SKILL.md"] != before["citations/SKILL.md"] || after["commits/SKILL.md"] != before["commits/SKILL.md"] {
+		t.Fatal("adopt --skill papers touched another skill")
+	}
+	if out := adopt("--all-skills"); !strings.Contains(out, "skill papers: already adopted") {
+		t.Fatalf("adopt --all-skills:\n%s", out)
+	}
+	all := treeOf(t, home)
+	if !strings.Contains(all["commits/SKILL.md"], nightly.HabitConventional) || all["citations/SKILL.md"] == before["citations/SKILL.md"] {
+		t.Fatalf("after --all-skills: %v", all)
+	}
+	adopt("--all-skills", "--undo")
+	if !maps.Equal(treeOf(t, home), before) {
+		t.Fatalf("after --undo --all-skills the home differs:\n%v\nwant\n%v", treeOf(t, home), before)
+	}
+	// Without a skill choice a multi-skill adopt is a usage error.
+	if code, _, errOut := runCLI(t, append([]string{"sleep", "adopt"}, args...)...); code != exitUsage || !strings.Contains(errOut, "--skill NAME") {
+		t.Fatalf("adopt without --skill: exit %d, %s", code, errOut)
 	}
 }

@@ -70,6 +70,97 @@ func HarvestCommand(ctx context.Context, n Night, output string, newModel func(*
 // accepted proposal, or with undo put the files the adoption replaced
 // back. extraRoots are further directories adopt may write under.
 func AdoptCommand(n Night, staging string, undo bool, extraRoots []string, stdout io.Writer) error {
+	return AdoptSkills(n, staging, undo, extraRoots, "", false, stdout)
+}
+
+// AdoptSkills is `sleep adopt` with the choice of a multi-skill night's
+// skills (skill_root): skill names one, all takes every skill with a
+// staged night, each adopted (or undone, with undo) on its own from its
+// own staging root and receipts. Without skill_root both must be unset.
+func AdoptSkills(n Night, staging string, undo bool, extraRoots []string, skill string, all bool, stdout io.Writer) error {
+	if n.SkillRoot == "" {
+		if skill != "" || all {
+			return UsageError{errors.New("--skill and --all-skills choose among a multi-skill night's proposals: pass --skill-root DIR (skill_root)")}
+		}
+		return adoptOne(n, staging, undo, extraRoots, stdout)
+	}
+	switch {
+	case skill != "" && all:
+		return UsageError{errors.New("--skill NAME or --all-skills, not both")}
+	case skill == "" && !all:
+		return UsageError{fmt.Errorf("a multi-skill night (skill_root %s) stages one proposal per skill: name one with --skill NAME or take them all with --all-skills", n.SkillRoot)}
+	case staging != "":
+		return UsageError{errors.New("--staging with --skill-root: choose the skill with --skill NAME (its latest night is taken)")}
+	}
+	names := []string{skill}
+	if all {
+		names = nil
+		ents, _ := os.ReadDir(n.StagingRoot)
+		for _, e := range ents {
+			if name, ok := strings.CutPrefix(e.Name(), "skill-"); ok && e.IsDir() {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return fmt.Errorf("no multi-skill night staged under %s", n.StagingRoot)
+		}
+	}
+	for _, name := range names {
+		sub := n
+		sub.StagingRoot = n.SkillStagingRoot(name)
+		sub.AdoptCmd = strings.Replace(n.AdoptCmd, "--all-skills", "--skill "+name, 1)
+		if _, err := os.Stat(sub.StagingRoot); err != nil {
+			return fmt.Errorf("skill %s: no night staged a proposal for it (%s)", name, sub.StagingRoot)
+		}
+		if !undo {
+			dir, err := nightly.Latest(sub.StagingRoot)
+			if err != nil {
+				return fmt.Errorf("skill %s: %w", name, err)
+			}
+			if m, err := nightly.ReadManifest(dir); err == nil && !m.Accepted && all {
+				fmt.Fprintf(stdout, "skill %s: nothing to adopt (%s)\n", name, m.Action)
+				continue
+			}
+			if rs, _ := nightly.Receipts(sub.StagingRoot); all && adoptedNow(rs, dir) {
+				fmt.Fprintf(stdout, "skill %s: already adopted\n", name)
+				continue
+			}
+		}
+		if undo && all {
+			if rs, _ := nightly.Receipts(sub.StagingRoot); !hasOpenReceipt(rs) {
+				continue
+			}
+		}
+		fmt.Fprintf(stdout, "skill %s:\n", name)
+		if err := adoptOne(sub, "", undo, extraRoots, stdout); err != nil {
+			return fmt.Errorf("skill %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// adoptedNow reports whether staging dir is adopted and not undone.
+func adoptedNow(rs []nightly.Receipt, dir string) bool {
+	abs, _ := filepath.Abs(dir)
+	for _, r := range rs {
+		if r.Staging == abs && r.UndoneAt == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hasOpenReceipt reports whether an adoption on record is not undone.
+func hasOpenReceipt(rs []nightly.Receipt) bool {
+	for _, r := range rs {
+		if r.UndoneAt == nil {
+			return true
+		}
+	}
+	return false
+}
+
+func adoptOne(n Night, staging string, undo bool, extraRoots []string, stdout io.Writer) error {
 	ao := nightly.AdoptOptions{StagingDir: staging, AllowedRoots: append(n.AllowedRoots, extraRoots...), Receipts: filepath.Join(n.StagingRoot, "adopted.json")}
 	if undo {
 		rec, err := nightly.Undo(ao)

@@ -53,6 +53,7 @@ type Options struct {
 	DreamRollouts, DreamFactor        int
 	RecallK                           int
 	GateMode, Scope, Preferences      string
+	SkillRoot                         string
 	TargetTaskFilter                  bool
 
 	// The replay target, as train's model.target_* keys.
@@ -103,6 +104,7 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.StringVar(&o.SkillPath, "skill-path", "", "the live skill file (default ~/.claude/skills/skillfleet-sleep-learned/SKILL.md)")
 	fs.StringVar(&o.MemoryPath, "memory-path", "", "the live memory file (default <project>/CLAUDE.md)")
 	fs.StringVar(&o.SkillDir, "skill-dir", "", "a skill package directory (SKILL.md, references/, scripts/) to train whole instead of --skill-path's one SKILL.md")
+	fs.StringVar(&o.SkillRoot, "skill-root", "", "a directory of skills (each subdirectory with a SKILL.md, e.g. ~/.claude/skills): train every skill the sessions exercise, one gated proposal each (skill_root)")
 	fs.BoolVar(&o.NoMemory, "no-memory", false, "do not evolve the memory file")
 	fs.IntVar(&o.MaxTasks, "max-tasks", 0, "tasks replayed per night (default 40)")
 	fs.IntVar(&o.MaxSessions, "max-sessions", 0, "sessions mined per night (default 3 × max tasks)")
@@ -280,6 +282,8 @@ func (o *Options) Resolve(fs *flag.FlagSet) (n Night, persona string, err error)
 		n.AdoptCmd = "skillfleet sleep adopt --persona " + o.Persona + " --state-dir " + o.StateDir
 	case n.SkillDir != "" && (o.set["skill-dir"] || o.set["skill-path"] || o.set["memory-path"]):
 		n.AdoptCmd += " --skill-dir " + n.SkillDir + " --memory-path " + n.MemoryPath
+	case n.SkillRoot != "":
+		n.AdoptCmd += " --skill-root " + n.SkillRoot + " --all-skills"
 	case o.set["skill-path"] || o.set["memory-path"]:
 		n.AdoptCmd += " --skill-path " + n.SkillPath + " --memory-path " + n.MemoryPath
 	}
@@ -349,6 +353,7 @@ func (o *Options) config() (nightly.Config, error) {
 		}
 	})
 	set("memory-path", func() { cfg.MemoryPath = o.MemoryPath })
+	set("skill-root", func() { cfg.SkillRoot = o.SkillRoot })
 	set("max-tasks", func() { cfg.MaxTasks = o.MaxTasks })
 	set("max-sessions", func() { cfg.MaxSessions = o.MaxSessions })
 	set("max-tokens", func() { cfg.MaxTokens = o.MaxTokens })

@@ -44,6 +44,12 @@ func (n *Night) ResolvePaths(home string) error {
 	}
 	n.StagingRoot = filepath.Join(n.Project, ".skillfleet-sleep", "staging")
 	n.AllowedRoots = []string{n.Project, filepath.Dir(n.SkillPath), filepath.Dir(n.MemoryPath)}
+	if c.SkillRoot != "" {
+		if n.SkillRoot, err = filepath.Abs(c.SkillRoot); err != nil {
+			return err
+		}
+		n.AllowedRoots = append(n.AllowedRoots, n.SkillRoot)
+	}
 	return nil
 }
 

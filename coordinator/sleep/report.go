@@ -40,6 +40,11 @@ type Report struct {
 	// out, as not exercising the skill.
 	Projects  []string      `json:"projects,omitempty"`
 	OffTarget []TaskSummary `json:"off_target,omitempty"`
+	// Skills are a multi-skill night's parts, one per skill of skill_root
+	// with tasks; Unresolved the tasks no skill took.
+	Skills     []SkillNight  `json:"skills,omitempty"`
+	Unresolved []TaskSummary `json:"unresolved,omitempty"`
+	pins       []string
 	// Adopted counts the files an auto-adopt installed.
 	Adopted int `json:"-"`
 }
@@ -93,6 +98,27 @@ func (rep *Report) Summary() string {
 	}
 	if out.GateOff {
 		fmt.Fprintln(&b, gateOffWarning)
+	}
+	if len(rep.Skills) > 0 || out.Action == ActionMultiSkill {
+		for _, sn := range rep.Skills {
+			o := sn.Outcome
+			fmt.Fprintf(&b, "skill %s: %d tasks, val %.3f", sn.Name, sn.Tasks, o.Baseline.Value)
+			if o.Final != nil {
+				fmt.Fprintf(&b, " → %.3f fresh", o.Final.Value)
+			}
+			fmt.Fprintf(&b, ", %s (%s)\n", o.Action, o.Reason)
+			if sn.Staging != "" {
+				fmt.Fprintf(&b, "  staged: %s\n", sn.Staging)
+			}
+		}
+		if len(rep.Unresolved) > 0 {
+			fmt.Fprintf(&b, "%d tasks exercise no skill of the root (left out)\n", len(rep.Unresolved))
+		}
+		fmt.Fprintf(&b, "action: %s (%s)\nspent: %d tokens, %d calls\n", out.Action, out.Reason, out.Spend.Tokens, out.Spend.Calls)
+		if out.Accepted {
+			fmt.Fprintf(&b, "adopt with: %s (or --skill NAME)\n", rep.AdoptCmd)
+		}
+		return b.String()
 	}
 	fmt.Fprintf(&b, "val score: baseline %.3f", out.Baseline.Value)
 	if out.Final != nil {

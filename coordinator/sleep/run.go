@@ -51,6 +51,10 @@ type Night struct {
 	AdoptCmd string
 	// AllowedRoots are the directories auto-adopt may write under.
 	AllowedRoots []string
+	// SkillRoot, when set, is a directory of skills: the night trains
+	// each skill its tasks exercise, one consolidation and one staged
+	// proposal per skill (under StagingRoot/skill-<name>).
+	SkillRoot string
 	// AgentTarget says the target is an agent CLI (the exec backend): the
 	// replays give it the skill as a package to install, and a replay it
 	// fails stops the night ([AgentFailure]).
@@ -108,6 +112,9 @@ func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if n.SkillRoot != "" {
+		return n.runSkills(ctx, d, st, rep, tasks, spent)
 	}
 	docs, err := n.readDocs(d.Logger)
 	if err != nil {

@@ -118,6 +118,11 @@ type Config struct {
 	// named (not the managed one), only the tasks that exercise it (see
 	// [FilterForSkill]).
 	TargetTaskFilter *bool `yaml:"target_task_filter"`
+	// SkillRoot, instead of SkillPath or SkillDir, is a directory of
+	// skills (each subdirectory with a SKILL.md): the night resolves the
+	// skill each task exercises and runs one gated consolidation, and
+	// stages one proposal, per skill (see [AssignSkills]).
+	SkillRoot string `yaml:"skill_root"`
 }
 
 // Gate modes and scopes.
@@ -202,6 +207,10 @@ func (c Config) Validate() error {
 		return errors.New("gate_mode off with auto_adopt: an ungated night must be reviewed before it is adopted; turn one of them off")
 	case c.Scope != ScopeProject && c.Scope != ScopeAll:
 		return fmt.Errorf("scope: %q: want project or all", c.Scope)
+	case c.SkillRoot != "" && (c.SkillPath != "" || c.SkillDir != ""):
+		return fmt.Errorf("skill_root %q with skill_path %q or skill_dir %q: set one (skill_root trains every skill below it)", c.SkillRoot, c.SkillPath, c.SkillDir)
+	case c.SkillRoot != "" && c.AutoAdopt:
+		return errors.New("skill_root with auto_adopt: adopt a multi-skill night's proposals with sleep adopt --skill NAME or --all-skills")
 	case c.SkillPath != "" && c.SkillDir != "":
 		return fmt.Errorf("skill_path %q and skill_dir %q: set one (skill_dir trains the whole package, skill_path one SKILL.md)", c.SkillPath, c.SkillDir)
 	}

@@ -1,6 +1,8 @@
 package nightly
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -68,5 +70,45 @@ func TestLessonsAreBoundedRedactedAndDeduplicated(t *testing.T) {
 	}
 	if len(st.Lessons) != MaxLessons || st.Lessons[MaxLessons-1].Night != 10+3*MaxLessons-1 {
 		t.Fatalf("%d lessons, last %+v", len(st.Lessons), st.Lessons[len(st.Lessons)-1])
+	}
+}
+
+func TestAssignSkillsByHintThenWords(t *testing.T) {
+	root := t.TempDir()
+	for name, entry := range map[string]string{
+		"papers":  "---\nname: papers\ndescription: cite research articles\n---\n\n# Papers\n",
+		"commits": "# Commit messages\n",
+		"empty":   "",
+	} {
+		if err := os.MkdirAll(filepath.Join(root, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, name, "SKILL.md"), []byte(entry), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(root, "no-skill-here"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	skills, err := ListSkills(root)
+	if err != nil || len(skills) != 3 || skills[0].Name != "commits" || skills[2].Name != "papers" {
+		t.Fatalf("ListSkills = %+v, %v", skills, err)
+	}
+	task := func(id, intent, hint string) Task { return Task{ID: id, Intent: intent, SkillHint: hint} }
+	by, none, how := AssignSkills([]Task{
+		task("a", "What is the arXiv id of the paper BERT?", ""),
+		task("b", "Write the commit message for this change", ""),
+		task("c", "Do the usual", "empty"),
+		task("d", "Suggest a recipe", ""),
+		task("e", "What is the arXiv id of the paper Adam?", "commits"), // the session loaded commits
+	}, skills)
+	if len(by["papers"]) != 1 || len(by["commits"]) != 2 || len(by["empty"]) != 1 || len(none) != 1 || none[0].ID != "d" {
+		t.Fatalf("by %v, none %v", by, none)
+	}
+	if how["a"] != "words" || how["c"] != "hint" || how["e"] != "hint" {
+		t.Fatalf("how %v", how)
+	}
+	if _, err := ListSkills(filepath.Join(root, "no-skill-here")); err == nil {
+		t.Fatal("a root without skills is not an error")
 	}
 }
