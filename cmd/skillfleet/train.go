@@ -51,6 +51,8 @@ type trainOpts struct {
 	// registry, set when a shared store is in use, is listed by /status.
 	registry store.Registry
 	ui       uiFlags // --ui, --ui-insecure (ui.go)
+	// progressFile keeps progress.json for a dashboard in another process.
+	progressFile bool
 	// exposure is --http-tls-* and --insecure-* (exposure.go).
 	exposure exposureFlags
 	// advertise is the gRPC address workers are told to dial.
@@ -101,6 +103,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.BoolVar(&o.leaseWait, "lease-wait", false, "with --redis: wait for another coordinator's lease on this run instead of exiting 7")
 	fs.StringVar(&o.prices, "prices", "", "price table YAML for budget.max_usd (default: the built-in table, see configs/prices.yaml)")
 	o.ui.register(fs)
+	fs.BoolVar(&o.progressFile, "progress-file", false, "keep progress.json in the run dir up to date (as --ui does) for a dashboard in another process: skillfleet ui DIR shows the wave's tasks and time left")
 }
 
 func runTrain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -246,7 +249,7 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 			log.Info("health endpoint listening", "addr", addr.String())
 			stopHealth = stop
 		}
-		if err := view.Attach(ctx, r, rc.Progress, runview.Options{Prices: rc.Prices, Dashboard: o.ui.options(nil, nil, log), Announce: stderr,
+		if err := view.Attach(ctx, r, rc.Progress, runview.Options{Prices: rc.Prices, Dashboard: o.ui.options(nil, nil, log), Announce: stderr, ProgressFile: o.progressFile,
 			Registry: o.registry, Levels: fleet.RedisLevels(shared)}); err != nil {
 			return usageError{err}
 		}

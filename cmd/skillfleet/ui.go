@@ -146,6 +146,8 @@ func (l launchFlags) args(job ui.Job) []string {
 	if job.Kind == "campaign" {
 		return append(args, l.campaignFlags...)
 	}
+	// The run page shows the wave's tasks and time left from progress.json.
+	args = append(args, "--progress-file")
 	return append(args, l.extraFlags...)
 }
 

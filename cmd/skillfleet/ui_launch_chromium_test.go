@@ -159,6 +159,14 @@ func TestUILaunchFromBrowser(t *testing.T) {
 	if err := b.WaitFor(`Number(document.documentElement.dataset.step) >= 1`, 3*time.Minute); err != nil {
 		t.Fatalf("%v\nlaunch.log:\n%s", err, fileText(t, filepath.Join(runDir, "launch.log")))
 	}
+	// The launched run keeps progress.json: the live view shows the
+	// wave's tasks.
+	if err := b.WaitFor(`!!document.querySelector("#status .bar")`, time.Minute); err != nil {
+		t.Errorf("no progress bar on the launched run's page: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(runDir, "progress.json")); err != nil {
+		t.Errorf("the launched run keeps no progress.json: %v", err)
+	}
 	shoot(t, b, "dashboard-launched-run-live.png", false)
 
 	// Stop it from the new-run page's list, then resume it.

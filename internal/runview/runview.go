@@ -47,6 +47,10 @@ type Options struct {
 	// run's fleet and Prices; Announce gets its address.
 	Dashboard ui.Options
 	Announce  io.Writer
+	// ProgressFile keeps progress.json in the run dir up to date without a
+	// dashboard in this process (for one in another: skillfleet ui, or
+	// the dashboard that launched the run).
+	ProgressFile bool
 	// Registry and Levels are the workers and shared rate limits the
 	// dashboard's fleet page shows (see [fleet.Status]); both may be nil.
 	Registry store.Registry
@@ -68,10 +72,12 @@ func (v *View) Attach(ctx context.Context, r *coordinator.Run, prog *coordinator
 			return tok, &b.Total
 		})
 	}
-	if o.Dashboard.Addr != "" {
+	if o.Dashboard.Addr != "" || o.ProgressFile {
 		v.file = ui.NewProgressFile(r.Dir(), 0)
 		v.file.SetSpend(func() any { return progressRows(acct) })
 		v.listeners = append(v.listeners, v.file.Update)
+	}
+	if o.Dashboard.Addr != "" {
 		d := o.Dashboard
 		d.Prices, d.Fleet = prices, fleet.Status(r.Hub(), o.Registry, o.Levels)
 		srv, err := ui.ServeAnnounced(ctx, d, o.Announce, r.Dir())
