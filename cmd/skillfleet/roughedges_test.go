@@ -59,7 +59,7 @@ func TestBudgetMessageNamesTheBudgetReached(t *testing.T) {
 		"budget.max_usd":    "budget reached: budget.max_usd ($1.20 spent, limit $1.00)",
 		"budget.max_tokens": "budget reached: budget.max_tokens (5 tokens spent, limit 4)",
 	} {
-		err := classifyRunError(fmt.Errorf("%w: %s", trainer.ErrBudget, strings.TrimPrefix(msg, "budget reached: ")), "runs/x")
+		err := classifyRunError(fmt.Errorf("%w: %s", trainer.ErrBudget, strings.TrimPrefix(msg, "budget reached: ")), "runs/x", false)
 		if got := err.Error(); !strings.Contains(got, "raise "+key+" (--set "+key+"=N)") {
 			t.Errorf("%s: %q", key, got)
 		}
@@ -88,5 +88,36 @@ func TestSleepPersonaDefaultStateDir(t *testing.T) {
 	code, out, errOut := runCLI(t, "sleep", "status", "--persona", "researcher")
 	if code != exitOK || !strings.Contains(out, "night 1") {
 		t.Fatalf("status exit %d, want night 1:\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestResumeHintNamesTheChosenDir: a run without --out gets a new dir, so
+// its start names the dir to pass with --out to resume it, and a stop
+// (here its budget) says to re-run with that --out; with --out the hint
+// is the same command.
+func TestResumeHintNamesTheChosenDir(t *testing.T) {
+	root := repoRoot(t)
+	t.Chdir(t.TempDir())
+	args := []string{"train", "--config", filepath.Join(root, "configs", "demo.yaml"), "--no-fsync",
+		"--set", "env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md"), "--set", "budget.max_calls=30"}
+	var stdout, stderr bytes.Buffer
+	if code := run(args, &stdout, &stderr); code != exitBudget {
+		t.Fatalf("exit %d, want %d (budget)\n%s", code, exitBudget, stderr.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join("runs", "sim-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run dirs %v, want one", dirs)
+	}
+	dir, _ := filepath.Abs(dirs[0])
+	msg := stderr.String()
+	if !strings.Contains(msg, "no --out: this run's dir is "+dir+"; to resume it after a stop, re-run with --out "+dir) {
+		t.Errorf("start lacks the dir to resume:\n%s", msg)
+	}
+	if !strings.Contains(msg, "re-run the same command with --out "+dir+" to resume") {
+		t.Errorf("budget stop lacks --out DIR:\n%s", msg)
+	}
+	err := classifyRunError(trainer.ErrStopped, "runs/x", false)
+	if !strings.Contains(err.Error(), "re-run the same command to resume") || strings.Contains(err.Error(), "--out") {
+		t.Errorf("with --out: %q", err)
 	}
 }

@@ -258,13 +258,19 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 		}
 		return r.WriteStart(stdout)
 	}
+	// Without --out (or env.out_root) each run gets a new timestamped dir,
+	// so resuming one needs its dir named.
+	chosen := o.out == "" && cfg.Env.OutRoot == ""
 	run, err := coordinator.Start(ctx, rc, o.runDeps(log))
 	if err != nil {
 		return startError(err)
 	}
+	if chosen {
+		fmt.Fprintf(stderr, "no --out: this run's dir is %s; to resume it after a stop, re-run with --out %s\n", run.Dir(), run.Dir())
+	}
 	res, err := run.Wait()
 	if err != nil {
-		return classifyRunError(err, run.Dir())
+		return classifyRunError(err, run.Dir(), chosen)
 	}
 	if err := res.WriteText(stdout, run.Dir()); err != nil {
 		return err
@@ -281,8 +287,14 @@ func train(ctx context.Context, o trainOpts, stdout, stderr io.Writer) error {
 // budgetKey finds the budget a budget error names.
 var budgetKey = regexp.MustCompile(`budget\.max_[a-z]+`)
 
-func classifyRunError(err error, runDir string) error {
+// chosen says the run dir was chosen for this run (no --out, no
+// env.out_root): the same command would start a new run in a new dir, so
+// the hint to resume names --out.
+func classifyRunError(err error, runDir string, chosen bool) error {
 	resume := fmt.Sprintf("; the run is checkpointed in %s: re-run the same command to resume", runDir)
+	if chosen {
+		resume = fmt.Sprintf("; the run is checkpointed in %s: re-run the same command with --out %s to resume", runDir, runDir)
+	}
 	switch {
 	case errors.Is(err, trainer.ErrBudget):
 		key := "budget.max_tokens"
