@@ -413,3 +413,33 @@ func TestLaunchServedOverTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPageStopWithLaunchOnly: with --ui-launch and no token the run
+// page's stop is on, for same-origin pages on a loopback name only.
+func TestRunPageStopWithLaunchOnly(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r")
+	newFakeRun(t, dir, 3)
+	l := &Launch{ConfigsDir: t.TempDir(), RunsDir: t.TempDir(), Load: config.Load}
+	s := serve(t, Options{Launch: l}, dir)
+	for _, hdr := range [][]string{{"Host", "rebound.example"}, {"Sec-Fetch-Site", "cross-site"}, {"Origin", "http://evil.example"}} {
+		if code, out := postJSON(t, s.URL()+"run/r/stop", `{}`, hdr...); code != http.StatusForbidden {
+			t.Errorf("stop with %s %s: %d %s, want 403", hdr[0], hdr[1], code, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "STOP")); err == nil {
+		t.Fatal("a refused stop wrote the STOP file")
+	}
+	if code, out := postJSON(t, s.URL()+"run/r/stop", `{}`, "Sec-Fetch-Site", "same-origin"); code != 200 {
+		t.Fatalf("stop: %d %s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "STOP")); err != nil {
+		t.Errorf("no STOP file after the stop: %v", err)
+	}
+	// Without launching (and without a token) the stop stays off.
+	dir2 := filepath.Join(t.TempDir(), "r2")
+	newFakeRun(t, dir2, 3)
+	s2 := serve(t, Options{}, dir2)
+	if code, _ := postJSON(t, s2.URL()+"run/r2/stop", `{}`); code != http.StatusForbidden {
+		t.Errorf("stop without launching or a token: %d, want 403", code)
+	}
+}
