@@ -24,6 +24,7 @@ Commands:
   status      nights so far, the latest staged proposal, adoptions, the schedule
   harvest     harvest and mine into a tasks file you can review (--output)
   adopt       install the latest (or --staging) accepted proposal; --undo reverts
+  transfer    measure the latest (or --staging) proposal's skill on another model (--backend, --model)
   schedule    run a night every day (crontab line, systemd user timer, launchd agent or Task Scheduler task)
   unschedule  remove it
   install     install a /skillfleet-sleep command into Claude Code (claude-code) or Codex (codex)
@@ -54,13 +55,14 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch cmd {
 	case "install", "uninstall", "record":
 		return sleepAgentCommand(cmd, rest, stdout, stderr)
-	case "run", "dry-run", "status", "harvest", "adopt", "schedule", "unschedule":
+	case "run", "dry-run", "status", "harvest", "adopt", "transfer", "schedule", "unschedule":
 	default:
-		return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, schedule, unschedule, install, uninstall)", cmd)}
+		return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, transfer, schedule, unschedule, install, uninstall)", cmd)}
 	}
 	var o sleepdrv.Options
 	night := cmd == "run" || cmd == "dry-run"
 	synopsis := map[string]string{"status": "sleep status [--project DIR] [--state-dir DIR]", "harvest": "sleep harvest --output tasks.json [flags]",
+		"transfer": "sleep transfer --backend B --model M [--staging DIR] [flags]",
 		"adopt": "sleep adopt [--staging DIR | --skill-root DIR --skill NAME | --skill-root DIR --all-skills] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
 		"unschedule": "sleep unschedule [--scheduler cron|systemd|launchd|schtasks] [flags]"}[cmd]
 	if night {
@@ -76,6 +78,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch cmd {
 	case "harvest":
 		fs.StringVar(&output, "output", "", "write the mined tasks here, with \"reviewed\": false (required)")
+	case "transfer":
+		fs.StringVar(&staging, "staging", "", "staging dir whose proposal to measure (default: the project's latest)")
 	case "adopt":
 		fs.StringVar(&staging, "staging", "", "staging dir to adopt (default: the project's latest)")
 		fs.BoolVar(&undo, "undo", false, "revert the latest adoption (or --staging's)")
@@ -114,6 +118,8 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		err = sleepdrv.StatusCommand(n, o.JSON, stdout)
 	case "harvest":
 		err = sleepdrv.HarvestCommand(ctx, n, output, newModel, stdout)
+	case "transfer":
+		err = sleepdrv.TransferCommand(ctx, n, staging, newModel, o.JSON, stdout)
 	case "adopt":
 		err = sleepdrv.AdoptSkills(n, staging, undo, roots, skillName, allSkills, stdout)
 	case "schedule", "unschedule":

@@ -637,7 +637,7 @@ func TestSleepHelpListsEveryCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("sleep --help: exit %d", code)
 	}
-	for _, c := range []string{"run", "dry-run", "status", "harvest", "adopt", "schedule", "unschedule", "install", "uninstall"} {
+	for _, c := range []string{"run", "dry-run", "status", "harvest", "adopt", "transfer", "schedule", "unschedule", "install", "uninstall"} {
 		if !regexp.MustCompile(`(?m)^  ` + c + ` `).MatchString(out) {
 			t.Errorf("sleep --help does not list %s:\n%s", c, out)
 		}
@@ -945,5 +945,46 @@ func TestSleepMultiSkillNight(t *testing.T) {
 	// Without a skill choice a multi-skill adopt is a usage error.
 	if code, _, errOut := runCLI(t, append([]string{"sleep", "adopt"}, args...)...); code != exitUsage || !strings.Contains(errOut, "--skill NAME") {
 		t.Fatalf("adopt without --skill: exit %d, %s", code, errOut)
+	}
+}
+
+// TestSleepTransfer measures a night's proposal on a second sim model,
+// before and after the proposal is adopted (the starting skill then comes
+// from the adoption's backup), and refuses a night with no proposal.
+func TestSleepTransfer(t *testing.T) {
+	state := t.TempDir()
+	if code, out, errOut := runCLI(t, personaArgs(state, "--assert-improves")...); code != exitOK {
+		t.Fatalf("night exit %d\n%s\n%s", code, out, errOut)
+	}
+	transfer := func() map[string]any {
+		t.Helper()
+		code, out, errOut := runCLI(t, "sleep", "transfer", "--persona", "researcher", "--backend", "sim", "--model", "sim-large", "--state-dir", state, "--json")
+		if code != exitOK {
+			t.Fatalf("transfer exit %d\n%s\n%s", code, out, errOut)
+		}
+		var tr map[string]any
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &tr); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		before, after := tr["before"].(map[string]any)["score"].(float64), tr["after"].(map[string]any)["score"].(float64)
+		if tr["model"] != "sim-large" || !(tr["tasks"].(float64) >= 1) || !(after > before) || after != 1 {
+			t.Fatalf("transfer %v", tr)
+		}
+		return tr
+	}
+	first := transfer()
+	if code, out, errOut := runCLI(t, "sleep", "adopt", "--persona", "researcher", "--state-dir", state); code != exitOK {
+		t.Fatalf("adopt exit %d\n%s\n%s", code, out, errOut)
+	}
+	if second := transfer(); second["before"].(map[string]any)["score"] != first["before"].(map[string]any)["score"] {
+		t.Fatalf("after adopt the starting skill differs: %v vs %v", second, first)
+	}
+	// A second night has no new sessions: nothing to transfer.
+	if code, out, errOut := runCLI(t, personaArgs(state)...); code != exitOK {
+		t.Fatalf("night 2 exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut := runCLI(t, "sleep", "transfer", "--persona", "researcher", "--backend", "sim", "--model", "sim-large", "--state-dir", state)
+	if code == exitOK || !strings.Contains(errOut, "no skill proposal to transfer") {
+		t.Fatalf("transfer of a night without a proposal: exit %d, %s", code, errOut)
 	}
 }

@@ -17,6 +17,11 @@
 // files, refusing every other file edit with a counted reason.
 // [State] keeps the per-project cursors, the task archive and the night
 // history in a state file written atomically under an exclusive lock.
+// [DreamTasks] and [Recall] add train-only tasks of origin dream and
+// recall (never val or test); [State.Learn] keeps the slow memory of gate
+// decisions ([Lesson]); [FilterForSkill] keeps the tasks that exercise a
+// named skill, and [ListSkills] and [AssignSkills] resolve each task to
+// one skill of a skill root for a multi-skill night.
 // [Stage] writes a night's proposal with a manifest pinning the live files'
 // hashes (every file of a package directory); [Adopt] checks those pins and
 // installs the proposal (a package as one tree, swapped in with one
