@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -46,50 +47,84 @@ var spreadsheetWorld = world{
 			(spreadsheetLookup.MatchString(u) || strings.Contains(u, synth.SpreadsheetTotalAsk))
 	},
 	answer: func(m *Model, req *llm.Request, seed int64) (string, []llm.ToolCall) {
-		user := worldUser(req.Messages)
-		task := user[:strings.Index(user+"\n\nThe answer goes in", "\n\nThe answer goes in")]
-		ids := synth.CuesIn(task, allRuleIDs())
-		v := m.judge(skillIn(worldSystem(req.Messages)), task, ids, req.Model, seed)
-		var code strings.Builder
-		code.WriteString(spreadsheetHead)
-		lead := ""
-		if l := spreadsheetLookup.FindStringSubmatch(user); l != nil {
-			key := v.bad
-			if v.typo {
-				key = "typo"
-			}
-			expr, ok := spreadsheetExpr[key]
-			if !ok {
-				expr = "v"
-			}
-			fmt.Fprintf(&code, "v = None\nfor name, figure in ws.iter_rows(min_row=2, max_col=2, values_only=True):\n    if name == %q:\n        v = figure\nws[\"D2\"] = %s\n", l[1], expr)
-			lead = "The program looks the register up by its label and writes its figure into D2."
-		} else {
-			gap := 1
-			if v.bad != "" || v.typo {
-				gap = 2 // a blank row before the total
-			}
-			fmt.Fprintf(&code, "last = ws.max_row\ntotal = sum(row[0] for row in ws.iter_rows(min_row=2, max_row=last, min_col=2, max_col=2, values_only=True))\nrow = last + %d\nws.cell(row=row, column=1, value=\"Total\")\nws.cell(row=row, column=2, value=total)\n", gap)
-			lead = "The program sums the Figure column and writes the total row."
+		lead, code := spreadsheetProgram(m, req, seed)
+		if !offersTool(req, "submit_solution") {
+			return lead + "\n\n```python\n" + code + "```\n", nil
 		}
-		code.WriteString("wb.save(OUTPUT_PATH)\n")
-		return lead + "\n\n```python\n" + code.String() + "```\n", nil
+		// ReAct mode: look at the sheet once, then submit the program.
+		for _, msg := range req.Messages {
+			if msg.Role == llm.RoleTool {
+				args, _ := json.Marshal(map[string]string{"code": code})
+				return lead, []llm.ToolCall{{ID: "call_submit", Name: "submit_solution", Arguments: string(args)}}
+			}
+		}
+		args, _ := json.Marshal(map[string]string{"code": spreadsheetInspect})
+		return "I look at the Data sheet first.", []llm.ToolCall{{ID: "call_inspect", Name: "run_python", Arguments: string(args)}}
 	},
-	identify: func(tr prompts.Trajectory) (string, bool) {
-		if strings.Contains(tr.Answer, "row = last + 2") {
-			return synth.SpreadsheetTotal, true
+	identify: spreadsheetIdentify,
+}
+
+// spreadsheetInspect is the program the sim runs to look at a workbook
+// before it submits (ReAct mode).
+const spreadsheetInspect = "import openpyxl\n\nwb = openpyxl.load_workbook(INPUT_PATH)\nws = wb[\"Data\"]\nfor row in ws.iter_rows(values_only=True):\n    print(row)\n"
+
+// offersTool reports whether req offers a tool of that name.
+func offersTool(req *llm.Request, name string) bool {
+	for _, t := range req.Tools {
+		if t.Name == name {
+			return true
 		}
-		d := spreadsheetDiff.FindStringSubmatch(tr.FailReason)
-		if d == nil {
-			return "", false
+	}
+	return false
+}
+
+// spreadsheetProgram is the sim's program for a SpreadsheetBench task and
+// a line saying what it does.
+func spreadsheetProgram(m *Model, req *llm.Request, seed int64) (lead, program string) {
+	user := worldUser(req.Messages)
+	task := user[:strings.Index(user+"\n\nThe answer goes in", "\n\nThe answer goes in")]
+	ids := synth.CuesIn(task, allRuleIDs())
+	v := m.judge(skillIn(worldSystem(req.Messages)), task, ids, req.Model, seed)
+	var code strings.Builder
+	code.WriteString(spreadsheetHead)
+	if l := spreadsheetLookup.FindStringSubmatch(user); l != nil {
+		key := v.bad
+		if v.typo {
+			key = "typo"
 		}
-		clean := func(s string) string {
-			s = strings.TrimSpace(s)
-			if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-				s = s[1 : len(s)-1]
-			}
-			return s
+		expr, ok := spreadsheetExpr[key]
+		if !ok {
+			expr = "v"
 		}
-		return identifyValue(clean(d[2]), clean(d[1]))
-	},
+		fmt.Fprintf(&code, "v = None\nfor name, figure in ws.iter_rows(min_row=2, max_col=2, values_only=True):\n    if name == %q:\n        v = figure\nws[\"D2\"] = %s\n", l[1], expr)
+		lead = "The program looks the register up by its label and writes its figure into D2."
+	} else {
+		gap := 1
+		if v.bad != "" || v.typo {
+			gap = 2 // a blank row before the total
+		}
+		fmt.Fprintf(&code, "last = ws.max_row\ntotal = sum(row[0] for row in ws.iter_rows(min_row=2, max_row=last, min_col=2, max_col=2, values_only=True))\nrow = last + %d\nws.cell(row=row, column=1, value=\"Total\")\nws.cell(row=row, column=2, value=total)\n", gap)
+		lead = "The program sums the Figure column and writes the total row."
+	}
+	code.WriteString("wb.save(OUTPUT_PATH)\n")
+	return lead, code.String()
+}
+
+// spreadsheetIdentify names the rule a failed trajectory broke.
+func spreadsheetIdentify(tr prompts.Trajectory) (string, bool) {
+	if strings.Contains(tr.Answer, "row = last + 2") {
+		return synth.SpreadsheetTotal, true
+	}
+	d := spreadsheetDiff.FindStringSubmatch(tr.FailReason)
+	if d == nil {
+		return "", false
+	}
+	clean := func(s string) string {
+		s = strings.TrimSpace(s)
+		if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+			s = s[1 : len(s)-1]
+		}
+		return s
+	}
+	return identifyValue(clean(d[2]), clean(d[1]))
 }

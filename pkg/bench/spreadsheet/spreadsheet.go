@@ -35,8 +35,9 @@ const (
 // Config is the benchmark's env keys.
 type Config struct {
 	bench.Common
-	// Mode is single (one code-generation call) or multi (rounds with
-	// execution feedback). Default single.
+	// Mode is single (one code-generation call), multi (rounds with
+	// execution feedback) or react (a tool loop: run Python against the
+	// input, then submit a program). Default single.
 	Mode string `json:"mode"`
 	// DataRoot holds the items' spreadsheet_path directories (default: the
 	// split dir's parent, else the split dir itself, as in ratio mode where
@@ -175,11 +176,14 @@ var _ bench.Env = (*Env)(nil)
 // New validates the config and returns the environment.
 func New(cfg Config) (*Env, error) {
 	cfg.Mode = cmp.Or(cfg.Mode, ModeSingle)
-	if cfg.Mode != ModeSingle && cfg.Mode != ModeMulti {
-		return nil, fmt.Errorf("env.mode: %q is not single or multi", cfg.Mode)
+	if cfg.Mode != ModeSingle && cfg.Mode != ModeMulti && cfg.Mode != ModeReact {
+		return nil, fmt.Errorf("env.mode: %q is not single, multi or react", cfg.Mode)
 	}
 	if cfg.Mode == ModeMulti && cfg.MaxTurns <= 0 {
 		cfg.MaxTurns = 5
+	}
+	if cfg.Mode == ModeReact && cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = reactMaxTurns
 	}
 	for _, f := range []struct {
 		name string
@@ -351,6 +355,9 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	preview, err := Preview(cases[0].Input)
 	if err != nil {
 		return nil, fmt.Errorf("spreadsheet item %s: %s: %w", req.Item.ID, cases[0].Input, err)
+	}
+	if e.cfg.Mode == ModeReact {
+		return e.reactEpisode(ctx, m, req, it, cases, preview, ep)
 	}
 	msgs := []llm.Message{
 		{Role: llm.RoleSystem, Content: system + "\n\n" + bench.SkillSection(req.Skill)},
