@@ -63,7 +63,7 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	night := cmd == "run" || cmd == "dry-run"
 	synopsis := map[string]string{"status": "sleep status [--project DIR] [--state-dir DIR]", "harvest": "sleep harvest --output tasks.json [flags]",
 		"transfer": "sleep transfer --backend B --model M [--staging DIR] [flags]",
-		"adopt": "sleep adopt [--staging DIR | --skill-root DIR --skill NAME | --skill-root DIR --all-skills] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
+		"adopt":    "sleep adopt [--staging DIR | --skill-root DIR --skill NAME | --skill-root DIR --all-skills] [--undo] [flags]", "schedule": "sleep schedule [--at HH:MM] [--scheduler cron|systemd|launchd|schtasks] [flags]",
 		"unschedule": "sleep unschedule [--scheduler cron|systemd|launchd|schtasks] [flags]"}[cmd]
 	if night {
 		synopsis = fmt.Sprintf(sleepRunSynopsis, cmd)
