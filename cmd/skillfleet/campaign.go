@@ -164,7 +164,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return usageError{err}
 	}
-	grpcOpts, err := o.grpcTLS.options()
+	grpcOpts, err := o.grpcTLS.options(log)
 	if err != nil {
 		return err
 	}

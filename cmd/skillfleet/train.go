@@ -149,7 +149,7 @@ func (o trainOpts) runConfig(cfg *config.Config, log *slog.Logger) (coordinator.
 		return rc, usageError{fmt.Errorf("--grpc-tls-* secure external workers; run with --workers 0 (in-process workers need no network)")}
 	}
 	var err error
-	if rc.GRPCServerOptions, err = o.grpcTLS.options(); err != nil {
+	if rc.GRPCServerOptions, err = o.grpcTLS.options(log); err != nil {
 		return rc, err
 	}
 	if o.natsURL != "" {
