@@ -182,6 +182,11 @@ func New(cfg Config, deps Deps) (*Campaign, error) {
 	if cfg.Out == nil {
 		cfg.Out = io.Discard
 	}
+	if cfg.Store != nil && cfg.LeaseTTL-fenceMargin(cfg.LeaseTTL) < electionBound {
+		cfg.Log.Warn("campaign: the lease TTL makes a member fence its cells sooner than a NATS cluster elects a leader: on a cluster, every election of the campaign bucket's leader stops this member's running cells and lets another member take them over",
+			"lease_ttl", cfg.LeaseTTL.String(), "fences_after", (cfg.LeaseTTL - fenceMargin(cfg.LeaseTTL)).String(), "election_up_to", electionBound.String(),
+			"hint", "use --lease-ttl 15s or more on a NATS cluster")
+	}
 	c := &Campaign{cfg: cfg, deps: deps, cells: cells, byName: map[string]Cell{}, store: cfg.Store, log: cfg.Log,
 		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}, busy: map[string]time.Time{},
 		beats: map[string]*beatEntry{}}
@@ -773,6 +778,13 @@ var errFenced = errors.New("campaign: this member could not renew its lease in t
 // could not renew it stops its cells: past the TTL another member may
 // take them, so this one must have stopped by then.
 func fenceMargin(ttl time.Duration) time.Duration { return ttl / 3 }
+
+// electionBound is how long a NATS cluster may take to elect the leader of
+// a stream or bucket whose leader was lost (its raft election timeout, 4
+// to 9 s, and a loaded machine). No member can renew a lease in that time:
+// a lease whose fence comes sooner stops every running cell at each such
+// election.
+const electionBound = 10 * time.Second
 
 // fence stops every cell this member runs whose lease it has not renewed
 // for the lease TTL less the margin, and says so.
