@@ -12,26 +12,26 @@ import (
 // runDataMaterialize turns an ID-only split manifest of SkillOpt's and a
 // local copy of its source dataset into a runnable split directory.
 func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
-	const synopsis = "data materialize searchqa --manifest DIR --source PATH [--source PATH...] --out DIR"
+	const synopsis = "data materialize searchqa|officeqa|spreadsheet --manifest DIR --source PATH [--source PATH...] --out DIR"
 	flags := newFlagSet("data materialize", synopsis, stderr)
-	manifest := flags.String("manifest", "", "the ID-only manifest directory (SkillOpt's data/searchqa_id_split)")
+	manifest := flags.String("manifest", "", "the ID-only manifest directory (SkillOpt's data/<benchmark>_id_split)")
 	out := flags.String("out", "", "directory to write the runnable split into (train/, val/, test/, split_manifest.json)")
 	var sources multiFlag
-	flags.Var(&sources, "source", "a file or directory of the source dataset as published (.parquet, .jsonl[.gz], .json); repeatable")
+	flags.Var(&sources, "source", "a file or directory of the source dataset as published (.parquet, .jsonl[.gz], .json, .csv; SpreadsheetBench: the unpacked Verified 400); repeatable")
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			fmt.Fprintln(stderr, "Usage: skillfleet "+synopsis)
 			return nil
 		}
-		return usageError{errors.New("data materialize: name the benchmark first: searchqa")}
+		return usageError{errors.New("data materialize: name the benchmark first: searchqa, officeqa or spreadsheet")}
 	}
 	bench := args[0]
 	if err := flags.Parse(args[1:]); err != nil {
 		return usageError{err}
 	}
 	switch {
-	case bench != "searchqa":
-		return usageError{fmt.Errorf("data materialize: no materializer for %q (have searchqa; the other benchmarks' manifests carry their items or need gated sources: docs/benchmarks.md)", bench)}
+	case materializers[bench].run == nil:
+		return usageError{fmt.Errorf("data materialize: no materializer for %q (have searchqa, officeqa and spreadsheet; docs/benchmarks.md says why the others have none)", bench)}
 	case flags.NArg() != 0:
 		return usageError{fmt.Errorf("data materialize: unexpected argument %q", flags.Arg(0))}
 	case *manifest == "":
@@ -41,11 +41,23 @@ func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
 	case *out == "":
 		return usageError{errors.New("data materialize: --out is required")}
 	}
-	counts, err := materialize.SearchQA(*manifest, sources, *out)
+	mt := materializers[bench]
+	counts, err := mt.run(*manifest, sources, *out)
 	if err != nil {
-		return fmt.Errorf("data materialize searchqa: %w", err)
+		return fmt.Errorf("data materialize %s: %w", bench, err)
 	}
-	fmt.Fprintf(stdout, "wrote SearchQA to %s: %d train, %d val, %d test items\n", *out, counts["train"], counts["val"], counts["test"])
-	fmt.Fprintf(stdout, "check it with: skillfleet data check --bench searchqa %s\n", *out)
+	fmt.Fprintf(stdout, "wrote %s to %s: %d train, %d val, %d test items\n", mt.name, *out, counts["train"], counts["val"], counts["test"])
+	fmt.Fprintf(stdout, "check it with: skillfleet data check --bench %s %s\n", bench, *out)
 	return nil
+}
+
+// materializers are the benchmarks whose ID-only manifests skillfleet
+// fills, by the name `data check --bench` knows them by.
+var materializers = map[string]struct {
+	name string
+	run  func(manifestDir string, sources []string, out string) (materialize.Counts, error)
+}{
+	"searchqa":    {"SearchQA", materialize.SearchQA},
+	"officeqa":    {"OfficeQA", materialize.OfficeQA},
+	"spreadsheet": {"SpreadsheetBench", materialize.SpreadsheetBench},
 }

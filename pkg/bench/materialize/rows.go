@@ -3,6 +3,7 @@ package materialize
 import (
 	"bufio"
 	"compress/gzip"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ func sourceFiles(paths []string) ([]string, error) {
 }
 
 func isData(p string) bool {
-	for _, ext := range []string{".parquet", ".jsonl", ".jsonl.gz", ".json", ".json.gz"} {
+	for _, ext := range []string{".parquet", ".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv"} {
 		if strings.HasSuffix(p, ext) {
 			return true
 		}
@@ -89,6 +90,9 @@ func eachRow(path string, fn func(where string, row map[string]any) error) error
 		r = gz
 	}
 	base := strings.TrimSuffix(path, ".gz")
+	if strings.HasSuffix(base, ".csv") {
+		return eachCSVRow(path, r, fn)
+	}
 	if strings.HasSuffix(base, ".jsonl") {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 1<<20), 256<<20)
@@ -234,4 +238,37 @@ func listOf(m map[string]any) ([]any, bool) {
 		out[i] = v
 	}
 	return out, true
+}
+
+// eachCSVRow reads a CSV file with a header row: each row is a map from
+// the header's names to the cells' text (line numbers count the header).
+func eachCSVRow(path string, r io.Reader, fn func(where string, row map[string]any) error) error {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = -1
+	head, err := cr.Read()
+	if err != nil {
+		return fmt.Errorf("%s: header: %w", path, err)
+	}
+	for i := range head {
+		head[i] = strings.TrimSpace(strings.TrimPrefix(head[i], "\ufeff"))
+	}
+	for n := 2; ; n++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(rec) != len(head) {
+			return fmt.Errorf("%s: row %d: %d fields, the header has %d", path, n, len(rec), len(head))
+		}
+		row := make(map[string]any, len(head))
+		for i, h := range head {
+			row[h] = rec[i]
+		}
+		if err := fn(fmt.Sprintf("%s:row %d", path, n), row); err != nil {
+			return err
+		}
+	}
 }

@@ -14,45 +14,11 @@ import (
 // found twice in the source, or an id the source lacks is an error naming
 // it; nothing is written then.
 func SearchQA(manifestDir string, sources []string, out string) (Counts, error) {
-	m, err := ReadManifest(manifestDir)
-	if err != nil {
-		return nil, err
-	}
-	if m.Benchmark != "" && !strings.EqualFold(m.Benchmark, "searchqa") {
-		return nil, fmt.Errorf("manifest %s is for %s, not SearchQA", manifestDir, m.Benchmark)
-	}
-	keyField := m.SourceID
-	if keyField == "" {
-		keyField = "key"
-	}
-	files, err := sourceFiles(sources)
-	if err != nil {
-		return nil, err
-	}
-	wanted := m.Wanted()
-	rows := map[string]map[string]any{}
-	where := map[string]string{}
-	for _, file := range files {
-		err := eachRow(file, func(at string, row map[string]any) error {
-			key, ok := idString(row[keyField])
-			if !ok || !wanted[key] {
-				return nil
-			}
-			if prev, dup := where[key]; dup {
-				return fmt.Errorf("%s: key %s is also at %s", at, key, prev)
-			}
-			item, err := searchQAItem(key, row)
-			if err != nil {
-				return fmt.Errorf("%s: key %s: %w", at, key, err)
-			}
-			rows[key], where[key] = item, at
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return m.write(out, rows, []string{"id", "question", "context", "answers"}, files, "SearchQA")
+	return byID(manifestDir, sources, out, byIDSpec{
+		benchmark: "SearchQA", keyField: "key",
+		fields: []string{"id", "question", "context", "answers"},
+		item:   searchQAItem,
+	})
 }
 
 func searchQAItem(key string, row map[string]any) (map[string]any, error) {
