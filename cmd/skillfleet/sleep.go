@@ -27,7 +27,7 @@ Commands:
   transfer    measure the latest (or --staging) proposal's skill on another model (--backend, --model)
   schedule    run a night every day (crontab line, systemd user timer, launchd agent or Task Scheduler task)
   unschedule  remove it
-  install     install a /skillfleet-sleep command into Claude Code (claude-code) or Codex (codex)
+  install     install skillfleet sleep into an agent: claude-code, codex, cursor, copilot, pi or opencode
   uninstall   remove what install put there
 
 Run ` + "`skillfleet sleep <command> --help`" + ` for a command's flags. docs/sleep.md has examples.`
