@@ -25,6 +25,7 @@ Commands:
   harvest     harvest and mine into a tasks file you can review (--output)
   adopt       install the latest (or --staging) accepted proposal; --undo reverts
   transfer    measure the latest (or --staging) proposal's skill on another model (--backend, --model)
+  sweep       nights over a matrix of personas × settings × seeds, with a scorecard (--file, --output)
   schedule    run a night every day (crontab line, systemd user timer, launchd agent or Task Scheduler task)
   unschedule  remove it
   install     install skillfleet sleep into an agent: claude-code, codex, cursor, copilot, pi or opencode
@@ -55,9 +56,11 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch cmd {
 	case "install", "uninstall", "record":
 		return sleepAgentCommand(cmd, rest, stdout, stderr)
+	case "sweep":
+		return sleepSweep(ctx, rest, stdout, stderr)
 	case "run", "dry-run", "status", "harvest", "adopt", "transfer", "schedule", "unschedule":
 	default:
-		return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, transfer, schedule, unschedule, install, uninstall)", cmd)}
+		return usageError{fmt.Errorf("sleep: unknown command %q (run, dry-run, status, harvest, adopt, transfer, sweep, schedule, unschedule, install, uninstall)", cmd)}
 	}
 	var o sleepdrv.Options
 	night := cmd == "run" || cmd == "dry-run"
@@ -134,6 +137,26 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Run: trainOpts{logLevel: o.LogLevel}.runDeps(log), Logger: log}, stdout)
 	}
 	return sleepError(err)
+}
+
+// sleepSweep is `sleep sweep`: the file's nights, each a `sleep run` in
+// its own sandbox under --output, then the scorecard.
+func sleepSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sleep sweep", "sleep sweep --file sweep.yaml --output DIR", stderr)
+	file := fs.String("file", "", "the sweep: personas, seeds, backend, model and named settings (required; configs/sleep/sweep.yaml)")
+	out := fs.String("output", "", "directory for the cells' sandboxes and scorecard.md / .html (required)")
+	if help, err := parse(fs, args); help || err != nil {
+		return err
+	}
+	if *file == "" || *out == "" {
+		return usageError{errors.New("sleep sweep: --file and --output are required")}
+	}
+	f, err := sleepdrv.LoadSweepFile(*file)
+	if err != nil {
+		return usageError{err}
+	}
+	run := func(args []string) error { return runSleep(ctx, append([]string{"run"}, args...), io.Discard, stderr) }
+	return sleepError(sleepdrv.SweepCommand(f, *out, run, stdout))
 }
 
 // sleepError maps a sleep command's error to its exit code.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -637,7 +638,7 @@ func TestSleepHelpListsEveryCommand(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("sleep --help: exit %d", code)
 	}
-	for _, c := range []string{"run", "dry-run", "status", "harvest", "adopt", "transfer", "schedule", "unschedule", "install", "uninstall"} {
+	for _, c := range []string{"run", "dry-run", "status", "harvest", "adopt", "transfer", "sweep", "schedule", "unschedule", "install", "uninstall"} {
 		if !regexp.MustCompile(`(?m)^  ` + c + ` `).MatchString(out) {
 			t.Errorf("sleep --help does not list %s:\n%s", c, out)
 		}
@@ -986,5 +987,52 @@ func TestSleepTransfer(t *testing.T) {
 	code, _, errOut := runCLI(t, "sleep", "transfer", "--persona", "researcher", "--backend", "sim", "--model", "sim-large", "--state-dir", state)
 	if code == exitOK || !strings.Contains(errOut, "no skill proposal to transfer") {
 		t.Fatalf("transfer of a night without a proposal: exit %d, %s", code, errOut)
+	}
+}
+
+// TestSleepSweep runs the shipped sweep (2 personas × 2 settings × 3
+// seeds, 12 nights) and reads its scorecard; a sweep file that sets what
+// the sweep sets, or names an unknown persona, is refused naming it.
+func TestSleepSweep(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, errOut := runCLI(t, "sleep", "sweep", "--file", "../../configs/sleep/sweep.yaml", "--output", out)
+	if code != exitOK {
+		t.Fatalf("sweep exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	var cells []map[string]any
+	b, _ := os.ReadFile(filepath.Join(out, "cells.json"))
+	if err := json.Unmarshal(b, &cells); err != nil || len(cells) != 12 {
+		t.Fatalf("cells.json: %d cells, %v", len(cells), err)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "scorecard.md"))
+	for _, want := range []string{"| researcher | off | 3 | 3 | 0.167 | 1.000 | +0.833 |", "| researcher | dream | 3 | 3 |", "| programmer | off | 3 | 3 |", "| programmer | dream | 3 | 3 |"} {
+		if !strings.Contains(string(md), want) {
+			t.Fatalf("scorecard.md lacks %q:\n%s", want, md)
+		}
+	}
+	// The dream setting costs more tokens than off, cell by cell.
+	tokens := map[string]float64{}
+	for _, c := range cells {
+		tokens[fmt.Sprint(c["persona"], c["setting"], c["seed"])] = c["tokens"].(float64)
+	}
+	for _, c := range cells {
+		if c["setting"] == "dream" && !(c["tokens"].(float64) > tokens[fmt.Sprint(c["persona"], "off", c["seed"])]) {
+			t.Fatalf("dream cell %v spent no more than off", c)
+		}
+	}
+	if h, _ := os.ReadFile(filepath.Join(out, "scorecard.html")); !strings.Contains(string(h), "<td>researcher</td><td>dream</td>") {
+		t.Fatalf("scorecard.html:\n%s", h)
+	}
+	for body, want := range map[string]string{
+		"personas: [researcher]\nseeds: [1]\nsettings: [{name: x, args: [--backend, openai]}]\n": "--backend is the sweep's to set",
+		"personas: [astronaut]\nseeds: [1]\nsettings: [{name: x}]\n":                             `"astronaut"`,
+	} {
+		f := filepath.Join(t.TempDir(), "sweep.yaml")
+		if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, _, errOut := runCLI(t, "sleep", "sweep", "--file", f, "--output", t.TempDir()); code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("sweep of %q: exit %d, %s", body, code, errOut)
+		}
 	}
 }
