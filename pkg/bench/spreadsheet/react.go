@@ -112,18 +112,10 @@ func (e *Env) reactEpisode(ctx context.Context, m llm.Model, req bench.EpisodeRe
 	default:
 		reason = "no solution submitted and no program run"
 	}
-	ep.Soft = float64(passed) / float64(len(cases))
 	if passed == len(cases) {
-		ep.Hard, reason = 1, ""
+		reason = ""
 	}
-	sandbox := ""
-	if isolation != "" {
-		sandbox = fmt.Sprintf(" (sandbox: %s)", isolation)
-	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed%s%s", passed, len(cases), sandbox, suffix(reason))})
-	ep.Answer, ep.FailReason, ep.Messages, ep.NTurns = code, reason, msgs, assistantTurns(msgs)
-	rec.Fill(ep)
-	return ep, nil
+	return finishEpisode(ep, &rec, msgs, code, reason, isolation, passed, len(cases)), nil
 }
 
 // reactTool carries out one tool call: the observation for the model and

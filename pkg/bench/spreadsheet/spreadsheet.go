@@ -410,18 +410,24 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 			msgs = append(msgs, llm.Message{Role: llm.RoleUser, Content: run.feedback + "\n\nFix the program and reply with the complete corrected version."})
 		}
 	}
-	ep.Soft = float64(passed) / float64(len(cases))
-	if passed == len(cases) {
+	return finishEpisode(ep, &rec, msgs, code, reason, isolation, passed, len(cases)), nil
+}
+
+// finishEpisode scores an episode from its passing cases and closes its
+// conversation with the evaluation result.
+func finishEpisode(ep *bench.Episode, rec *bench.Recorder, msgs []llm.Message, code, reason, isolation string, passed, cases int) *bench.Episode {
+	ep.Soft = float64(passed) / float64(cases)
+	if passed == cases {
 		ep.Hard = 1
 	}
 	sandbox := ""
 	if isolation != "" {
 		sandbox = fmt.Sprintf(" (sandbox: %s)", isolation)
 	}
-	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed%s%s", passed, len(cases), sandbox, suffix(reason))})
+	msgs = append(msgs, llm.Message{Role: llm.RoleSystem, Content: fmt.Sprintf("evaluation result: %d of %d test cases passed%s%s", passed, cases, sandbox, suffix(reason))})
 	ep.Answer, ep.FailReason, ep.Messages, ep.NTurns = code, reason, msgs, assistantTurns(msgs)
 	rec.Fill(ep)
-	return ep, nil
+	return ep
 }
 
 func assistantTurns(msgs []llm.Message) int {
