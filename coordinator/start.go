@@ -57,6 +57,10 @@ type Config struct {
 	// stream and the run directory (0: runtime.nats_replicas of Run, else
 	// their current count, 1 when new).
 	NATSReplicas int
+	// NATSGiveUp, when positive, stops the run with [ErrNATSLost] once
+	// its external NATS has been unreachable this long, at start or later
+	// (0: a first connection is retried for a minute, a lost one forever).
+	NATSGiveUp time.Duration
 	// Endpoint, when set, is the gRPC endpoint the run shares with the
 	// other runs of this process (a campaign's cells), and its NATS
 	// connection, which must be to NATSURL. GRPCAddr, GRPCServerOptions
@@ -112,6 +116,10 @@ type Config struct {
 	// Logger (default: discard).
 	Logger *slog.Logger
 }
+
+// ErrNATSLost stops a run whose NATS stayed unreachable past
+// [Config.NATSGiveUp].
+var ErrNATSLost = errors.New("NATS unreachable past --nats-give-up")
 
 // EvalSplitAll is the [Eval] split that scores every split that has
 // items (train, val, test), as SkillOpt's eval_only.py does by default.
@@ -201,6 +209,11 @@ type Run struct {
 	tel      *telemetry.Telemetry
 	cache    *dispatch.Cache
 	log      *slog.Logger
+
+	// nats is the run's NATS connection and natsGiveUp how long it may be
+	// lost before the run stops (0: never).
+	nats       *nats.Conn
+	natsGiveUp time.Duration
 
 	// cleanup runs in reverse order once the work ends.
 	cleanup []func()
@@ -430,7 +443,7 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 	}
 	if cfg.NATSURL != "" {
 		connect = func(name string) (*nats.Conn, error) {
-			return queue.Connect(ctx, cfg.NATSURL, queue.ConnectOptions{Name: name, Logger: log, Extra: cfg.NATSOptions})
+			return queue.Connect(ctx, cfg.NATSURL, queue.ConnectOptions{Name: name, Logger: log, Extra: cfg.NATSOptions, RetryFor: cfg.NATSGiveUp})
 		}
 	} else {
 		embedded, err := queue.StartEmbedded(queue.EmbeddedOptions{StoreDir: filepath.Join(r.dir, "nats")})
@@ -451,6 +464,9 @@ func (r *Run) startFleet(ctx context.Context, cfg Config, deps Deps) error {
 			return err
 		}
 		r.add(nc.Close)
+	}
+	if cfg.NATSURL != "" {
+		r.nats, r.natsGiveUp = nc, cfg.NATSGiveUp
 	}
 
 	var ln net.Listener
@@ -602,6 +618,8 @@ func (r *Run) work(ctx, runCtx context.Context, cfg Config) {
 	}
 	r.close()
 	switch {
+	case err != nil && errors.Is(cause, ErrNATSLost):
+		r.err = fmt.Errorf("run dir %s: %w; the run is checkpointed: re-run the same command to resume once NATS is back", r.dir, cause)
 	case err != nil && cause != nil && ctx.Err() == nil && !errors.Is(cause, trainer.ErrStopped):
 		r.err = fmt.Errorf("run dir %s: %w; the run is checkpointed: free space and re-run the same command to resume", r.dir, cause)
 	case err != nil && errors.Is(cause, trainer.ErrStopped) && !errors.Is(err, trainer.ErrStopped):
@@ -622,10 +640,22 @@ func (r *Run) watch(ctx context.Context) (context.Context, context.CancelCauseFu
 	go func() {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
+		var lost time.Time // since when NATS has been unreachable
 		for {
 			if err := diskSpaceLeft(r.dir); err != nil {
 				cancel(err)
 				return
+			}
+			if r.natsGiveUp > 0 {
+				switch {
+				case r.nats.IsConnected():
+					lost = time.Time{}
+				case lost.IsZero():
+					lost = time.Now()
+				case time.Since(lost) >= r.natsGiveUp:
+					cancel(ErrNATSLost)
+					return
+				}
 			}
 			select {
 			case err := <-r.fatal:

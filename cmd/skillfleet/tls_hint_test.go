@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
 	"github.com/skillfleet/skillfleet/pkg/tlsconf/tlstest"
 )
 
@@ -105,5 +107,43 @@ func TestTLSMismatchHints(t *testing.T) {
 	}
 	if err := call(t, plainAddr, grpcClientTLS{}); err != nil {
 		t.Errorf("plaintext worker against plaintext: %v", err)
+	}
+}
+
+// TestCoordinatorNATSGiveUp: a coordinator whose NATS goes away stops its
+// run once --nats-give-up has passed (checkpointed, exit 1) and says why,
+// instead of waiting for NATS forever.
+func TestCoordinatorNATSGiveUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a coordinator")
+	}
+	root := repoRoot(t)
+	ns := queuetest.Start(t)
+	dir := t.TempDir()
+	args := []string{"coordinator", "--config", filepath.Join(root, "configs", "demo.yaml"), "--out", dir, "--no-fsync",
+		"--nats", ns.URL(), "--nats-give-up", "2s", "--grpc-addr", "127.0.0.1:0",
+		"--set", "env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md")}
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(args, &stdout, &stderr) }()
+	// Once the run is up (waiting for workers), NATS goes.
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stderr.String(), "start workers with"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the coordinator did not start:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	ns.Shutdown()
+	lost := time.Now()
+	select {
+	case code := <-done:
+		if code == exitOK || !strings.Contains(stderr.String(), "NATS unreachable past --nats-give-up") || !strings.Contains(stderr.String(), "re-run the same command to resume") {
+			t.Errorf("exit %d:\n%s", code, stderr.String())
+		}
+		if waited := time.Since(lost); waited < 2*time.Second {
+			t.Errorf("gave up after %v, before --nats-give-up 2s", waited)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the coordinator still runs a minute after NATS went:\n%s", stderr.String())
 	}
 }

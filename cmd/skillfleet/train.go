@@ -61,6 +61,8 @@ type trainOpts struct {
 	ackWait time.Duration
 	// weight is the run's share of a shared fleet.
 	weight float64
+	// natsGiveUp stops the run once --nats has been unreachable this long.
+	natsGiveUp time.Duration
 	// noPreflight skips the credential check before the first call.
 	noPreflight bool
 	// progressEvery is the interval of progress lines when the output is
@@ -73,6 +75,7 @@ func (o *trainOpts) register(fs *flag.FlagSet, coordinatorOnly bool) {
 	fs.Var(&o.sets, "set", "override a config key, section.key=value (repeatable)")
 	fs.StringVar(&o.out, "out", "", "run directory (default env.out_root, else runs/<env>-<time>); re-run with the same --out to resume")
 	fs.StringVar(&o.natsURL, "nats", "", "NATS URL of an external server (default: start an embedded one)")
+	fs.DurationVar(&o.natsGiveUp, "nats-give-up", 0, "with --nats: stop the run (checkpointed, exit 1) once NATS has been unreachable this long, at start or later (0: retry a first connection for a minute, a lost one forever)")
 	fs.StringVar(&o.grpcAddr, "grpc-addr", "127.0.0.1:0", "address the coordinator's gRPC service listens on")
 	fs.StringVar(&o.advertise, "advertise-addr", "", "gRPC address workers dial, announced in the run directory (default: the listen address; give it when listening on 0.0.0.0 or behind a service name)")
 	fs.DurationVar(&o.ackWait, "ack-wait", 0, "how long a task delivered to a worker that stopped heart-beating (a dead worker) waits before it goes to another worker (default: the fleet's task consumers', "+queue.DefaultAckWait.String()+" when this run creates them; another value than the fleet's refuses the run)")
@@ -141,7 +144,7 @@ func loadConfig(path string, sets []string) (*config.Config, error) {
 // runConfig is the coordinator.Config the flags give a run of cfg.
 func (o trainOpts) runConfig(cfg *config.Config, log *slog.Logger) (coordinator.Config, error) {
 	rc := coordinator.Config{
-		Run: cfg, Dir: o.out, RetryFailed: o.retryFailed, NATSURL: o.natsURL, NATSReplicas: o.nats.replicas, GRPCAddr: o.grpcAddr, Advertise: o.advertise,
+		Run: cfg, Dir: o.out, RetryFailed: o.retryFailed, NATSURL: o.natsURL, NATSReplicas: o.nats.replicas, NATSGiveUp: o.natsGiveUp, GRPCAddr: o.grpcAddr, Advertise: o.advertise,
 		AckWait: o.ackWait, Weight: o.weight, NoSync: o.noSync, Workers: o.workers, Concurrency: o.concurrency,
 		NoRolloutCache: o.noRolloutCache, LeaseWait: o.leaseWait, Logger: log,
 	}
