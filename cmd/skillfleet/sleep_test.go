@@ -943,6 +943,9 @@ func TestSleepMultiSkillNight(t *testing.T) {
 	if !maps.Equal(treeOf(t, home), before) {
 		t.Fatalf("after --undo --all-skills the home differs:\n%v\nwant\n%v", treeOf(t, home), before)
 	}
+	if code, out, _ := runCLI(t, append([]string{"sleep", "status"}, args[2:]...)...); code != exitOK || !strings.Contains(out, "multi_skill, ") || strings.Contains(out, "val 0.000") {
+		t.Fatalf("status of a multi-skill night: exit %d\n%s", code, out)
+	}
 	// Without a skill choice a multi-skill adopt is a usage error.
 	if code, _, errOut := runCLI(t, append([]string{"sleep", "adopt"}, args...)...); code != exitUsage || !strings.Contains(errOut, "--skill NAME") {
 		t.Fatalf("adopt without --skill: exit %d, %s", code, errOut)

@@ -62,6 +62,11 @@ func (s *Status) Text() string {
 		fmt.Fprintf(&b, "cursor: %s harvested up to %s\n", p, s.Cursors[p])
 	}
 	for _, h := range s.Recent {
+		if h.Action == ActionMultiSkill {
+			// A multi-skill night has one score per skill, in each skill's report.
+			fmt.Fprintf(&b, "night %d %s: %s, %d tokens (%s)\n", h.Night, h.Started.Format(time.RFC3339), h.Action, h.Tokens, h.Reason)
+			continue
+		}
 		fmt.Fprintf(&b, "night %d %s: %s, val %.3f → %.3f, %d tokens (%s)\n", h.Night, h.Started.Format(time.RFC3339), h.Action, h.Baseline, h.Final, h.Tokens, h.Reason)
 	}
 	if s.Latest != "" {
