@@ -57,8 +57,8 @@ func (e *PreflightError) Error() string {
 // key variable is set (or the Azure sign-in yields a token), and one cheap
 // authenticated request (GET /models) is accepted where the provider has
 // one. Each distinct (backend, endpoint, credentials) is checked once,
-// concurrently. The simulated model and agent CLIs (their own sign-in) are
-// not checked. A problem names the variable to set or the sign-in to
+// concurrently. The simulated model is not checked; an agent CLI (its own
+// sign-in) only for its binary answering --version. A problem names the variable to set or the sign-in to
 // fix; the error is a *[PreflightError] listing every one.
 //
 // A server that is busy (429, 5xx) or has no model list passes: only a
@@ -172,6 +172,12 @@ func checkOne(ctx context.Context, spec Spec, deps Deps, getenv func(string) str
 			return fmt.Sprintf("%s is not set: export the API key (or name another variable with model.<role>_api_key_env)", keyVar)
 		}
 		return checkAnthropic(ctx, spec, deps, key, o.str("anthropic_version", anthropic.DefaultVersion), keyVar)
+	case BackendExec:
+		// The agent signs in by itself; what can be checked is that its
+		// binary is there and answers --version.
+		if _, _, err := buildExec(ctx, spec, deps, getenv, o); err != nil {
+			return err.Error()
+		}
 	}
 	return ""
 }

@@ -139,3 +139,26 @@ func TestPreflightAzureSignIn(t *testing.T) {
 		t.Errorf("Preflight(az signed in) = %v after %d requests, want nil after 1", err, api.calls.Load())
 	}
 }
+
+// An agent CLI target is checked for what can be checked without its
+// sign-in: its binary is there and answers --version.
+func TestPreflightFindsAMissingAgentBinary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-codex")
+	present := filepath.Join(dir, "codex")
+	if err := os.WriteFile(present, []byte("#!/bin/sh\necho 'codex-cli 0.169.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := func(bin string) backends.Spec {
+		return backends.Spec{Backend: backends.BackendExec, Model: "gpt-5.5", Options: map[string]string{"agent": "codex", "sandbox": "none", "bin": bin}}
+	}
+	err := backends.Preflight(t.Context(), []backends.RoleSpec{{Role: "target", Spec: spec(missing)}}, backends.Deps{})
+	pe := preflightErr(t, err)
+	if len(pe.Problems) != 1 || !strings.Contains(err.Error(), missing) {
+		t.Fatalf("missing agent binary: %v", err)
+	}
+	if err := backends.Preflight(t.Context(), []backends.RoleSpec{{Role: "target", Spec: spec(present)}}, backends.Deps{}); err != nil {
+		t.Errorf("an agent binary that answers --version: %v", err)
+	}
+}

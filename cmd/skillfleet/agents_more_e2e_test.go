@@ -91,10 +91,19 @@ func TestMoreFailingAgentsAreNotAScore(t *testing.T) {
 			missing := filepath.Join(binDir, "no-such-"+tc.agent)
 			args := append([]string{"eval", "--skill", "configs/skills/sim_demo_seed.md", "--out", filepath.Join(dir, "missing")}, common...)
 			args = append(args, "--set", tc.pathKey+"="+missing)
-			if r, err = runAgentCLI(t, args...); err != nil {
-				t.Fatalf("eval with a missing binary: %v\n%s", err, tailLines(r.out, 10))
+			// The preflight finds the missing binary before any item runs.
+			r, err = runAgentCLI(t, args...)
+			if err == nil || !strings.Contains(r.out, "preflight") || !strings.Contains(r.out, missing+" --version") {
+				t.Errorf("eval with a missing binary: %v; want the preflight to refuse it, naming %s:\n%s", err, missing, tailLines(r.out, 10))
 			}
-			// Every item is a bad task naming the binary, none scored.
+			if _, err := os.Stat(filepath.Join(dir, "missing", "eval_skill")); err == nil {
+				t.Errorf("eval refused by its preflight still ran items")
+			}
+			// Without the preflight every item is a bad task naming the
+			// binary, none scored.
+			if r, err = runAgentCLI(t, append(args, "--no-preflight")...); err != nil {
+				t.Fatalf("eval --no-preflight with a missing binary: %v\n%s", err, tailLines(r.out, 10))
+			}
 			var rows []struct{ Outcome, Error string }
 			for _, l := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(dir, "missing", "eval_skill", "results.jsonl")))), "\n") {
 				var row struct{ Outcome, Error string }

@@ -41,16 +41,18 @@ func (o trainOpts) preflight(ctx context.Context, cfgs map[string]*config.Config
 // preflightConfigs checks the credentials of every model the configs
 // call, each distinct model once, keyed by a prefix naming the run in
 // messages ("" for a lone run; a campaign passes "cell NAME " for each
-// cell before starting any). Configs with runtime.sim_llm call the
-// in-process sim-llm and are skipped.
+// cell before starting any). With runtime.sim_llm the API roles call the
+// in-process sim-llm and are skipped; an agent CLI role is still checked
+// (its binary answers --version).
 func preflightConfigs(ctx context.Context, cfgs map[string]*config.Config) error {
 	var roles []backends.RoleSpec
 	for _, prefix := range slices.Sorted(maps.Keys(cfgs)) {
 		cfg := cfgs[prefix]
-		if cfg.Runtime.SimLLM {
-			continue
+		for _, r := range preflightRoles(cfg, prefix) {
+			if !cfg.Runtime.SimLLM || r.Spec.Backend == backends.BackendExec {
+				roles = append(roles, r)
+			}
 		}
-		roles = append(roles, preflightRoles(cfg, prefix)...)
 	}
 	if len(roles) == 0 {
 		return nil
