@@ -572,19 +572,30 @@ func (s *Server) newCheck(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, p.res)
 }
 
-// newPreflight checks the credentials of the models the run would call.
-func (s *Server) newPreflight(w http.ResponseWriter, r *http.Request) {
+// preparedRequest reads a write request and loads the config it names
+// with its fields; a request that may not write, cannot be read or names
+// a config that does not load has been answered (ok false).
+func (s *Server) preparedRequest(w http.ResponseWriter, r *http.Request) (LaunchRequest, prepared, bool) {
 	if !s.writable(w, r) {
-		return
+		return LaunchRequest{}, prepared{}, false
 	}
 	req, ok := readRequest(w, r)
 	if !ok {
-		return
+		return LaunchRequest{}, prepared{}, false
 	}
 	p := s.prepare(req)
 	if !p.res.OK {
 		w.WriteHeader(http.StatusUnprocessableEntity)
 		writeJSON(w, p.res)
+		return req, p, false
+	}
+	return req, p, true
+}
+
+// newPreflight checks the credentials of the models the run would call.
+func (s *Server) newPreflight(w http.ResponseWriter, r *http.Request) {
+	_, p, ok := s.preparedRequest(w, r)
+	if !ok {
 		return
 	}
 	if p.cfg == nil {
@@ -613,17 +624,8 @@ var runName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
 // newLaunch starts the run or campaign and answers where its live view is.
 func (s *Server) newLaunch(w http.ResponseWriter, r *http.Request) {
-	if !s.writable(w, r) {
-		return
-	}
-	req, ok := readRequest(w, r)
+	req, p, ok := s.preparedRequest(w, r)
 	if !ok {
-		return
-	}
-	p := s.prepare(req)
-	if !p.res.OK {
-		w.WriteHeader(http.StatusUnprocessableEntity)
-		writeJSON(w, p.res)
 		return
 	}
 	name := req.Name
