@@ -160,12 +160,33 @@ echo "== tests"
 # them, so that package runs beside the others without the detector.
 filter='^(=== RUN|=== PAUSE|=== CONT|    --- PASS)'
 log=/tmp/skillfleet-test.log
-go test -count=1 -timeout 25m ./cmd/skillfleet/ >"$log.cmd" 2>&1 &
-cmdpid=$!
+# They mostly wait on the processes they start, so they run as
+# $SKILLFLEET_CMD_SHARDS test processes at once (default 3), the tests
+# dealt out by name; each process builds its own skillfleet binary.
+shards=${SKILLFLEET_CMD_SHARDS:-3}
+mapfile -t cmdtests < <(grep -hoE '^func (Test|Example)[A-Za-z0-9_]*\(' cmd/skillfleet/*_test.go |
+  sed -E 's/^func //; s/\($//' | grep -vx TestMain | sort)
+if [[ ${#cmdtests[@]} -eq 0 ]]; then
+  echo "no tests found in cmd/skillfleet/*_test.go"
+  exit 1
+fi
+rm -f "$log".cmd.*
+cmdpids=()
+for ((i = 0; i < shards; i++)); do
+  names=()
+  for ((j = i; j < ${#cmdtests[@]}; j += shards)); do names+=("${cmdtests[j]}"); done
+  [[ ${#names[@]} -gt 0 ]] || continue
+  run="^($(IFS='|'; echo "${names[*]}"))\$"
+  go test -count=1 -timeout 25m -run "$run" ./cmd/skillfleet/ >"$log.cmd.$i" 2>&1 &
+  cmdpids+=($!)
+done
 set +e
 go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/cmd/skillfleet$') 2>&1 | tee "$log.lib" | grep -Ev "$filter"
 status=${PIPESTATUS[0]}
-wait "$cmdpid" || status=1
+for pid in "${cmdpids[@]}"; do
+  wait "$pid" || status=1
+done
+cat "$log".cmd.* >"$log.cmd"
 lintstatus=0
 wait "$lintpid" || lintstatus=$?
 set -e
