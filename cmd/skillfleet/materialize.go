@@ -12,7 +12,7 @@ import (
 // runDataMaterialize turns an ID-only split manifest of SkillOpt's and a
 // local copy of its source dataset into a runnable split directory.
 func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
-	const synopsis = "data materialize searchqa|officeqa|spreadsheet --manifest DIR --source PATH [--source PATH...] --out DIR"
+	const synopsis = "data materialize searchqa|officeqa|spreadsheet|docvqa|livemath --manifest DIR --source PATH [--source PATH...] --out DIR"
 	flags := newFlagSet("data materialize", synopsis, stderr)
 	manifest := flags.String("manifest", "", "the ID-only manifest directory (SkillOpt's data/<benchmark>_id_split)")
 	out := flags.String("out", "", "directory to write the runnable split into (train/, val/, test/, split_manifest.json)")
@@ -23,7 +23,7 @@ func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintln(stderr, "Usage: skillfleet "+synopsis)
 			return nil
 		}
-		return usageError{errors.New("data materialize: name the benchmark first: searchqa, officeqa or spreadsheet")}
+		return usageError{errors.New("data materialize: name the benchmark first: searchqa, officeqa, spreadsheet, docvqa or livemath")}
 	}
 	bench := args[0]
 	if err := flags.Parse(args[1:]); err != nil {
@@ -31,7 +31,7 @@ func runDataMaterialize(args []string, stdout, stderr io.Writer) error {
 	}
 	switch {
 	case materializers[bench].run == nil:
-		return usageError{fmt.Errorf("data materialize: no materializer for %q (have searchqa, officeqa and spreadsheet; docs/benchmarks.md says why the others have none)", bench)}
+		return usageError{fmt.Errorf("data materialize: no materializer for %q (have searchqa, officeqa, spreadsheet, docvqa and livemath; SkillOpt's ALFWorld manifest is runnable as it is)", bench)}
 	case flags.NArg() != 0:
 		return usageError{fmt.Errorf("data materialize: unexpected argument %q", flags.Arg(0))}
 	case *manifest == "":
@@ -60,4 +60,6 @@ var materializers = map[string]struct {
 	"searchqa":    {"SearchQA", materialize.SearchQA},
 	"officeqa":    {"OfficeQA", materialize.OfficeQA},
 	"spreadsheet": {"SpreadsheetBench", materialize.SpreadsheetBench},
+	"docvqa":      {"DocVQA", materialize.DocVQA},
+	"livemath":    {"LiveMathematicianBench", materialize.LiveMath},
 }

@@ -125,7 +125,7 @@ func TestMaterializeNamesWhatIsMissing(t *testing.T) {
 		want string
 	}{
 		{[]string{"data", "materialize"}, "name the benchmark first"},
-		{[]string{"data", "materialize", "docvqa", "--manifest", "x", "--source", "y", "--out", "z"}, `no materializer for "docvqa"`},
+		{[]string{"data", "materialize", "alfworld", "--manifest", "x", "--source", "y", "--out", "z"}, `no materializer for "alfworld"`},
 		{[]string{"data", "materialize", "searchqa", "--source", "y", "--out", "z"}, "--manifest is required"},
 		{[]string{"data", "materialize", "searchqa", "--manifest", "x", "--out", "z"}, "--source is required"},
 		{[]string{"data", "materialize", "searchqa", "--manifest", "x", "--source", "y"}, "--out is required"},

@@ -12,8 +12,11 @@ type byIDSpec struct {
 	// keyField is the source's field the ids match (the manifest's
 	// source_id_field wins).
 	keyField string
-	fields   []string
-	item     func(id string, row map[string]any) (map[string]any, error)
+	// key, when set, makes a row's id instead (from the file it is in and
+	// the row); ok false skips the row.
+	key    func(file string, row map[string]any) (id string, ok bool)
+	fields []string
+	item   func(id string, row map[string]any) (map[string]any, error)
 }
 
 // byID selects, for every id of the manifest, the one source row whose
@@ -25,6 +28,12 @@ func byID(manifestDir string, sources []string, out string, b byIDSpec) (Counts,
 	if err != nil {
 		return nil, err
 	}
+	return byIDOf(m, sources, out, b)
+}
+
+// byIDOf is byID on a manifest already read.
+func byIDOf(m *Manifest, sources []string, out string, b byIDSpec) (Counts, error) {
+	manifestDir := m.Dir
 	if m.Benchmark != "" && !strings.EqualFold(m.Benchmark, b.benchmark) {
 		return nil, fmt.Errorf("manifest %s is for %s, not %s", manifestDir, m.Benchmark, b.benchmark)
 	}
@@ -42,6 +51,9 @@ func byID(manifestDir string, sources []string, out string, b byIDSpec) (Counts,
 	for _, file := range files {
 		err := eachRow(file, func(at string, row map[string]any) error {
 			key, ok := idString(row[keyField])
+			if b.key != nil {
+				key, ok = b.key(file, row)
+			}
 			if !ok || !wanted[key] {
 				return nil
 			}

@@ -27,13 +27,16 @@ type Manifest struct {
 	Benchmark string
 	SourceID  string // the source dataset's field that holds the ids
 	IDs       map[string][]string
+	// Items holds each id's manifest entry (its lookup hints, such as
+	// DocVQA's image_path).
+	Items map[string]map[string]any
 }
 
 // ReadManifest reads DIR/{train,val,test}/items.json (lists of objects
 // with an "id") and DIR/split_manifest.json. It refuses an id that appears
 // in two splits or twice in one, naming the first few.
 func ReadManifest(dir string) (*Manifest, error) {
-	m := &Manifest{Dir: dir, IDs: map[string][]string{}}
+	m := &Manifest{Dir: dir, IDs: map[string][]string{}, Items: map[string]map[string]any{}}
 	if b, err := os.ReadFile(filepath.Join(dir, "split_manifest.json")); err == nil {
 		var head struct {
 			Benchmark     string `json:"benchmark"`
@@ -74,6 +77,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 			}
 			seen[id] = split
 			ids = append(ids, id)
+			m.Items[id] = it
 		}
 		m.IDs[split] = ids
 	}
