@@ -146,9 +146,10 @@ type loser struct {
 	lingerUntil time.Time
 }
 
-// maxLinger bounds the wait for a lingering loser whose task states no
-// timeout.
-const maxLinger = 10 * time.Minute
+// maxLinger bounds the wait for a lingering loser: its call ends by the
+// worker's stall deadline or the task's timeout, whichever is first, and a
+// worker that died after its note never reports at all.
+const maxLinger = 90 * time.Second
 
 // linger marks a withdrawn attempt as still running at its worker. A note
 // for an attempt already accounted (or never withdrawn) changes nothing.
@@ -159,7 +160,7 @@ func (h *hedger) linger(id string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if l, ok := h.losers[id]; ok {
-		l.lingerUntil = h.t.now().Add(cmp.Or(l.timeout, maxLinger))
+		l.lingerUntil = h.t.now().Add(min(cmp.Or(l.timeout, maxLinger), maxLinger))
 	}
 }
 
