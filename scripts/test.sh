@@ -162,7 +162,8 @@ filter='^(=== RUN|=== PAUSE|=== CONT|    --- PASS)'
 log=/tmp/skillfleet-test.log
 # They mostly wait on the processes they start, so they run as
 # $SKILLFLEET_CMD_SHARDS test processes at once (default 3), the tests
-# dealt out by name; each process builds its own skillfleet binary.
+# dealt out by name, plus one for the nemesis test; each process builds
+# its own skillfleet binary.
 shards=${SKILLFLEET_CMD_SHARDS:-3}
 mapfile -t cmdtests < <(grep -hoE '^func (Test|Example)[A-Za-z0-9_]*\(' cmd/skillfleet/*_test.go |
   sed -E 's/^func //; s/\($//' | grep -vx TestMain | sort)
@@ -172,9 +173,19 @@ if [[ ${#cmdtests[@]} -eq 0 ]]; then
 fi
 rm -f "$log".cmd.*
 cmdpids=()
+# The nemesis test (a cluster, a fleet and two campaigns under faults)
+# is the longest by far: it gets a process of its own from the start.
+rest=()
+for name in "${cmdtests[@]}"; do
+  [[ $name == TestNemesis ]] || rest+=("$name")
+done
+if [[ ${#rest[@]} -lt ${#cmdtests[@]} ]]; then
+  go test -count=1 -timeout 25m -run '^TestNemesis$' ./cmd/skillfleet/ >"$log.cmd.nemesis" 2>&1 &
+  cmdpids+=($!)
+fi
 for ((i = 0; i < shards; i++)); do
   names=()
-  for ((j = i; j < ${#cmdtests[@]}; j += shards)); do names+=("${cmdtests[j]}"); done
+  for ((j = i; j < ${#rest[@]}; j += shards)); do names+=("${rest[j]}"); done
   [[ ${#names[@]} -gt 0 ]] || continue
   run="^($(IFS='|'; echo "${names[*]}"))\$"
   go test -count=1 -timeout 25m -run "$run" ./cmd/skillfleet/ >"$log.cmd.$i" 2>&1 &
