@@ -164,6 +164,18 @@ func (h *hedger) linger(id string) {
 	}
 }
 
+// reported forgets a withdrawn attempt whose report came in as a
+// duplicate (its task was recorded before it): accounted, nothing to wait
+// for.
+func (h *hedger) reported(id string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.losers, id)
+}
+
 // settleBound is how long after its withdrawal a losing attempt may
 // still report: the longest task time observed, within [2s, 1m].
 func (h *hedger) settleBound() time.Duration {

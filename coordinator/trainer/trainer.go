@@ -165,6 +165,9 @@ func (t *Trainer) AccountDuplicate(res *pb.Result, stage string) {
 		role, model = "target", t.s.Target.GetModel()
 	}
 	t.acct.AddSpend(cmp.Or(stage, "unknown"), role, model, res)
+	if !res.GetSpendOnly() {
+		t.hedge.reported(res.GetTaskId())
+	}
 }
 
 // SetStopCheck installs a function consulted at every phase boundary; a
