@@ -92,6 +92,21 @@ func (o *HarvestOptions) since(project string) time.Time {
 	return o.Now.Add(-o.Lookback)
 }
 
+// inScope reports whether a session of project that ended at end is to
+// be harvested, counting it in sk when it is not (another project, or
+// harvested already).
+func (o *HarvestOptions) inScope(project string, end time.Time, sk *Skipped) bool {
+	switch {
+	case !o.wantProject(project):
+		sk.OtherProject++
+	case !end.After(o.since(project)):
+		sk.Old++
+	default:
+		return true
+	}
+	return false
+}
+
 func (o *HarvestOptions) wantProject(project string) bool {
 	if len(o.Projects) == 0 {
 		return true
@@ -122,15 +137,9 @@ func Harvest(o HarvestOptions) ([]Digest, Skipped, error) {
 				}
 			}
 		}
-		if !o.wantProject(d.Project) {
-			sk.OtherProject++
-			return
+		if o.inScope(d.Project, d.EndedAt, &sk) {
+			out = append(out, *d)
 		}
-		if !d.EndedAt.After(o.since(d.Project)) {
-			sk.Old++
-			return
-		}
-		out = append(out, *d)
 	}
 	run := func(src string, files func() ([]string, error), parse func(path string, o *HarvestOptions) (*Digest, Skipped, error)) error {
 		if o.Source != "all" && o.Source != src {

@@ -60,11 +60,7 @@ func readCopilotCLI(o *HarvestOptions) ([]*Digest, Skipped, error) {
 		switch {
 		case m.id == "" || m.cwd == "" || m.end.IsZero():
 			sk.Unreadable++ // a session that cannot be scoped or dated
-		case !o.wantProject(filepath.Clean(m.cwd)):
-			sk.OtherProject++
-		case !m.end.After(o.since(filepath.Clean(m.cwd))):
-			sk.Old++
-		default:
+		case o.inScope(filepath.Clean(m.cwd), m.end, &sk):
 			sessions = append(sessions, m)
 		}
 	}

@@ -98,11 +98,7 @@ func readOpencode(o *HarvestOptions) ([]*Digest, Skipped, error) {
 			sk.SubAgent++
 		case m.id == "" || !filepath.IsAbs(m.dir) || m.end.IsZero():
 			sk.Unreadable++
-		case !o.wantProject(filepath.Clean(m.dir)):
-			sk.OtherProject++
-		case !m.end.After(o.since(filepath.Clean(m.dir))):
-			sk.Old++
-		default:
+		case o.inScope(filepath.Clean(m.dir), m.end, &sk):
 			sessions = append(sessions, m)
 		}
 	}
