@@ -389,7 +389,11 @@ func TestFailingAgentIsNotAScore(t *testing.T) {
 				// on a heavily loaded machine (over 5 s at load 64, so the
 				// failing stand-ins time out instead of exiting). Sandboxed
 				// failures and timeouts: backends/exec's sandbox tests.
-				"--set", "model.target_options.sandbox=none"}
+				"--set", "model.target_options.sandbox=none",
+				// No circuit breaker: with the healthy items done, the failing
+				// ones alone would open it and the hung one would fail fast
+				// ("circuit open") instead of reaching its timeout.
+				"--set", "model.target_options.circuit=off"}
 			out := filepath.Join(dir, "eval")
 			r, err := runAgentCLI(t, append([]string{"eval", "--skill", "configs/skills/sim_demo_seed.md", "--out", out}, common...)...)
 			if err != nil {
