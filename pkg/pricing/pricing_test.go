@@ -230,8 +230,13 @@ func TestDefaultTable(t *testing.T) {
 		{"claude-opus-4-20250514", "claude-opus-4"},
 		{"claude-3-5-haiku-20241022", "claude-3-5-haiku"},
 		{"gemini-2.5-flash-lite", "gemini-2.5-flash-lite"},
+		{"gpt-5.2-2025-12-11", "gpt-5.2"},
+		{"gpt-5.3-codex", "gpt-5.3-codex"},
+		{"gpt-5.1-codex-mini", "gpt-5.1-codex-mini"},
+		{"claude-sonnet-4-6", "claude-sonnet-4-6"},
+		{"claude-sonnet-5", "claude-sonnet-5"},
 	}
-	for _, model := range []string{"gpt-5.2", "gpt-5.5-mini", "gpt-5.5-codex", "claude-opus-4-6", "my-azure-deployment"} {
+	for _, model := range []string{"gpt-5.3", "gpt-5.5-mini", "gpt-5.5-codex", "claude-opus-4-6", "my-azure-deployment"} {
 		if key, _, ok := tab.Lookup(model); ok {
 			t.Errorf("Default().Lookup(%q) = %q, want no match (an unlisted model is not guessed)", model, key)
 		}
