@@ -163,15 +163,36 @@ done
 curl -s "$url/stats" | python3 -c 'import json,sys; s=json.load(sys.stdin); print("sim-llm: requests", s.get("requests"), "served", s.get("served"), "429s", s.get("rate_limited"), "input tokens", s.get("input_tokens"))' 2>/dev/null || true
 # The run's own bill (tokens.json) against what the model server billed:
 # replies it made, served or not (a cancelled attempt's reply included).
+# Calls and tokens must be equal; every reply the server finished after
+# its client left (abandoned: a hedge's loser or a cancelled call) must be
+# a failed attempt of tokens.json with a cause that cuts a call short, and
+# the stage "hedged" must hold exactly the attempts of cause hedged that
+# wave hedging withdrew. A mismatch makes the bench fail.
 curl -s "$url/stats" >"$tmp/stats.json" 2>/dev/null || true
-python3 - "$tmp/run/tokens.json" "$tmp/stats.json" <<'PY' || true
+bill_ok=0
+python3 - "$tmp/run/tokens.json" "$tmp/stats.json" <<'PY' || bill_ok=1
 import json, sys
-t = json.load(open(sys.argv[1]))["total"]
+tok = json.load(open(sys.argv[1]))
+t = tok["total"]
 s = json.load(open(sys.argv[2]))
-mine = (t["input_tokens"], t["output_tokens"])
-theirs = (s.get("billed_input_tokens", 0), s.get("billed_output_tokens", 0))
-causes = ", ".join("%s %d" % kv for kv in sorted(t.get("failure_causes", {}).items())) or "none"
+mine = (t["calls"], t["input_tokens"], t["output_tokens"])
+theirs = (s.get("billed", 0), s.get("billed_input_tokens", 0), s.get("billed_output_tokens", 0))
+c = t.get("failure_causes", {})
+causes = ", ".join("%s %d" % kv for kv in sorted(c.items())) or "none"
+hedged_rows = sum(r["calls"] for r in tok.get("rows", []) if r["stage"] == "hedged")
+hedged_row_causes = sum(r.get("failure_causes", {}).get("hedged", 0) for r in tok.get("rows", []) if r["stage"] == "hedged")
+cut = sum(c.get(k, 0) for k in ("hedged", "cancelled", "stall", "timeout"))
+abandoned = s.get("abandoned", 0)
+checks = [("calls and tokens", mine == theirs),
+          ("abandoned replies with a cause", abandoned <= cut),
+          ("stage hedged all of cause hedged", hedged_rows == hedged_row_causes)]
 print("bill: tokens.json %d calls, %d in + %d out tokens (failed-attempt causes: %s); sim-llm billed %d replies (%d abandoned), %d in + %d out: %s"
-      % (t["calls"], mine[0], mine[1], causes, s.get("billed", 0), s.get("abandoned", 0), theirs[0], theirs[1], "equal" if mine == theirs else "DIFFERENT"))
+      % (mine + (causes,) + theirs[:1] + (abandoned,) + theirs[1:] + ("equal" if mine == theirs else "DIFFERENT",)))
+print("bill: stage hedged %d calls, %d of cause hedged; %d abandoned replies against %d attempts cut short (hedged, cancelled, stall, timeout)"
+      % (hedged_rows, hedged_row_causes, abandoned, cut))
+bad = [name for name, ok in checks if not ok]
+print("bill check: " + ("ok" if not bad else "FAILED: " + ", ".join(bad)))
+sys.exit(1 if bad else 0)
 PY
 echo "events.jsonl sha256 $(sha256sum <"$tmp/run/events.jsonl" | cut -c1-16), wall ${wall}s"
+exit "$bill_ok"
