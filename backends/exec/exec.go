@@ -465,8 +465,11 @@ type Client struct {
 	// prompt goes on the agent's stdin.
 	chat, chatStdin bool
 	// rgPath is the ripgrep opencode gets (ripgrep()).
-	rgOnce    sync.Once
-	rgPath    string
+	rgOnce sync.Once
+	rgPath string
+	// pkgDir is the Copilot CLI's shared package cache (copilotPkgCache).
+	pkgOnce   sync.Once
+	pkgDir    string
 	calls     atomic.Int64
 	estimated atomic.Int64
 	sb        sandboxState

@@ -264,6 +264,11 @@ func (c *Client) wireAgent(dir, model string) (env []string, err error) {
 		}
 	case AgentCopilot:
 		env = append(env, "COPILOT_HOME="+filepath.Join(dir, ".copilot"), "COPILOT_AUTO_UPDATE=false")
+		if !c.sandboxed() {
+			if pkg := c.copilotPkgCache(); pkg != "" {
+				env = append(env, "COPILOT_PKG_CACHE_HOME="+pkg)
+			}
+		}
 		if c.cfg.BaseURL != "" {
 			env = append(env, "COPILOT_OFFLINE=true", "COPILOT_PROVIDER_BASE_URL="+c.cfg.BaseURL,
 				"COPILOT_PROVIDER_WIRE_API=responses", "COPILOT_PROVIDER_API_KEY="+c.keyValue())
