@@ -867,15 +867,20 @@ func TestSleepMultiSkillNight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, tk := range tf.Tasks {
+		// The researcher's tasks go to papers and citations in turn within
+		// each split, so that each skill has train and val tasks whatever
+		// splits the harvest drew.
+		bySplit := map[string]int{}
+		for _, tk := range tf.Tasks {
 			switch {
 			case p == "programmer":
 				tk.SkillHint = "commits"
-			case i < 6:
+			case bySplit[tk.Split]%2 == 0:
 				tk.SkillHint = "papers"
 			default:
 				tk.SkillHint = "citations"
 			}
+			bySplit[tk.Split]++
 			tasks = append(tasks, tk)
 		}
 	}
