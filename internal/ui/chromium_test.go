@@ -55,3 +55,68 @@ func TestUntrustedContentRendersAsText(t *testing.T) {
 		t.Errorf("requests beyond loopback: %v", nl)
 	}
 }
+
+// TestFinalPromotionOnTheLiveChart: a run that ends by promoting its final
+// skill over its best shows, on the served run page, the promotion as a
+// marker half a step after the last step where the current line rises to
+// the new best, a final row in the steps table, and a "best so far"
+// header with the same score and step. The spend chart's axes are titled
+// (tokens, $) and wide enough for their widest tick label.
+func TestFinalPromotionOnTheLiveChart(t *testing.T) {
+	b := uitest.New(t)
+	dir := filepath.Join(t.TempDir(), "promoted")
+	r := newFakeRun(t, dir, 4)
+	r.inputScale = 40 // the rollout's tokens reach hundreds of thousands
+	for range 4 {
+		r.step()
+	}
+	r.finishPromoted(0.975)
+	s := serve(t, Options{Poll: 100 * time.Millisecond}, dir)
+	if err := b.Navigate(s.URL()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(`document.getElementById("chart-selection").dataset.promoted && document.querySelector("#chart-spend canvas") && document.getElementById("best-so-far")`, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]string{
+		"marker half a step after the last": `document.getElementById("chart-selection").dataset.promoted === "4.5"`,
+		"marker in the legend":              `document.querySelector("#chart-selection .u-legend").textContent.includes("★ final promotion")`,
+		// The plotted data: x ends at 4.5 where current, best and the
+		// marker are all the promoted score.
+		"current rises to the best": `(function () { var d = document.getElementById("chart-selection").uplot.data; var n = d[0].length - 1;
+			return d[0][n] === 4.5 && d[1][n] === 0.975 && d[2][n] === 0.975 && d[4][n] === 0.975 && d[4].slice(0, n).every(function (x) { return x == null; }); })()`,
+		"best so far header": `document.getElementById("best-so-far").textContent === "best so far 0.975 (step 4, the final skill promoted at the end: 0.300 → 0.975)"`,
+		"final row":          `document.getElementById("final-row").textContent.includes("final: best skill promoted") && document.getElementById("final-row").textContent.includes("0.975")`,
+		"final row on top":   `document.querySelector("#steps tbody tr").id === "final-row"`,
+		// uPlot draws axis titles on the canvas, in the room it reserves.
+		"spend axes titled": `document.getElementById("chart-spend").uplot.axes.map(function (a) { return a.label + ":" + (a.label ? a.labelSize > 0 : ""); }).join("|") === "step:true|tokens spent:true|$ spent:true"`,
+		"score axis titled": `document.getElementById("chart-selection").uplot.axes[1].label === "selection score"`,
+		"no script errors":  `!document.documentElement.dataset.errors`,
+	}
+	for name, expr := range checks {
+		ok, err := uitest.Eval[bool](b, expr)
+		if err != nil || !ok {
+			t.Errorf("%s: %s is false (err %v)", name, expr, err)
+		}
+	}
+	// Each y axis of the spend chart is at least as wide as its widest
+	// tick label plus its ticks: nothing is cut at the canvas edge.
+	fit, err := uitest.Eval[string](b, `(function () {
+		var u = document.getElementById("chart-spend").uplot, c = document.createElement("canvas").getContext("2d"), out = [];
+		u.axes.forEach(function (a, i) {
+			if (i === 0 || !a._values) return;
+			c.font = a.font[0];
+			var w = 0;
+			a._values.forEach(function (v) { if (v != null) w = Math.max(w, c.measureText(String(v)).width / (window.devicePixelRatio || 1)); });
+			out.push(a._values.join(",") + ":" + (a._size >= w + a.ticks.size + a.gap ? "fits" : "cut " + a._size + "<" + (w + a.ticks.size + a.gap)));
+		});
+		return out.join(" | ");
+	})()`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(fit, "cut") || strings.Count(fit, "fits") != 2 || !strings.Contains(fit, "k") {
+		t.Errorf("spend axes: %s; want two axes (tokens, $) whose labels fit", fit)
+	}
+	t.Logf("spend axes: %s", fit)
+}

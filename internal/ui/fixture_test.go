@@ -17,6 +17,8 @@ type fakeRun struct {
 	// skill is the text of every skill snapshot; edit the content of
 	// every edit (both may hold markup: they are untrusted).
 	skill, edit string
+	// inputScale multiplies each step's rollout input tokens (1 if 0).
+	inputScale int
 }
 
 func newFakeRun(t testing.TB, dir string, total int) *fakeRun {
@@ -86,10 +88,11 @@ func (r *fakeRun) step() {
 	r.writeJSON(dir+"edit_apply_report.json", []map[string]any{{"index": 0, "op": "append", "target": "", "content_preview": r.edit, "status": "applied_append"}})
 	r.write(dir+"candidate_skill.md", r.skill+r.edit+"\n")
 	cand := r.score(g)
+	scale := max(r.inputScale, 1)
 	r.writeJSON(dir+"record.json", map[string]any{"step": g, "epoch": 1, "action": action, "rollout_hard": 0.2 + 0.01*float64(g), "rollout_soft": 0.3,
 		"rollout_n": 8, "candidate_gate_score": cand, "current_score": cand, "best_score": cand, "wall_time_s": 2.0,
 		"n_edits_merged": 2, "n_edits_ranked": 1, "edit_apply_summary": map[string]int{"applied_append": 1},
-		"tokens": map[string]any{"rollout": map[string]int{"calls": 8, "tasks": 8, "input_tokens": 1000 * g, "output_tokens": 100},
+		"tokens": map[string]any{"rollout": map[string]int{"calls": 8, "tasks": 8, "input_tokens": 1000 * g * scale, "output_tokens": 100},
 			"merge": map[string]int{"calls": 1, "tasks": 1, "input_tokens": 500, "output_tokens": 50, "retries": 1}}})
 	r.write(fmt.Sprintf("skills/skill_v%04d.md", g), r.skill+r.edit+"\n")
 	r.write("best_skill.md", r.skill+r.edit+"\n")
@@ -98,9 +101,17 @@ func (r *fakeRun) step() {
 }
 
 // finish writes what a finished run adds.
-func (r *fakeRun) finish() {
+func (r *fakeRun) finish() { r.finishPromoted(0) }
+
+// finishPromoted finishes the run; a promoted score above 0 ends it with
+// the final skill, measured again, promoted over the best at that score.
+func (r *fakeRun) finishPromoted(promoted float64) {
+	best, bestStep := r.score(r.steps), r.steps
+	if promoted > 0 {
+		best, bestStep = promoted, r.total
+	}
 	r.writeJSON("summary.json", map[string]any{"run_id": "fake-run-1", "benchmark": "sim", "total_steps": r.total, "baseline_selection_score": 0.1,
-		"best_selection_score": r.score(r.steps), "test_hard": map[string]float64{"baseline": 0.2, "best": 0.5, "final": 0.45},
+		"best_selection_score": best, "best_step": bestStep, "final_promoted_to_best": promoted > 0, "test_hard": map[string]float64{"baseline": 0.2, "best": 0.5, "final": 0.45},
 		"test_soft": map[string]float64{"baseline": 0.3, "best": 0.6, "final": 0.55}})
 	r.writeJSON("tokens.json", map[string]any{"rows": []map[string]any{
 		{"stage": "rollout", "role": "target", "model": "gpt-4o-mini", "calls": 8 * r.steps, "input_tokens": 1000, "output_tokens": 100},

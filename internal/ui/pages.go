@@ -58,9 +58,9 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!DOCTYPE html>
 <h1 id="title"></h1>
 <section class="status" id="status"></section>
 <section class="charts">
-<figure><figcaption>Selection score per step (current, best, candidate)</figcaption><div id="chart-selection" class="chart"></div></figure>
+<figure><figcaption>Selection score per step (current, best, candidate; ★ the final promotion of the best skill)</figcaption><div id="chart-selection" class="chart"></div></figure>
 <figure><figcaption>Train rollout accuracy per step</figcaption><div id="chart-rollout" class="chart"></div></figure>
-<figure><figcaption>Spend over steps (cumulative tokens per stage; $ on the right)</figcaption><div id="chart-spend" class="chart"></div></figure>
+<figure><figcaption>Spend over steps (cumulative tokens spent per stage; $ spent on the right)</figcaption><div id="chart-spend" class="chart"></div></figure>
 <figure><figcaption>Test split: baseline, best, final</figcaption><div id="test"></div></figure>
 </section>
 <section><h2>Steps</h2><table id="steps" class="grid"></table></section>

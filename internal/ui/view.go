@@ -40,7 +40,10 @@ type RunBase struct {
 	// Finished is true once summary.json exists.
 	Finished bool `json:"finished"`
 
-	Selection Series            `json:"selection"`
+	Selection Series `json:"selection"`
+	// Promoted is the final promotion of the best skill, when the run
+	// ended by promoting its final skill over its best (summary.json).
+	Promoted  *Promotion        `json:"promoted,omitempty"`
 	Rollout   Series            `json:"rollout"`
 	Test      map[string]TestAt `json:"test,omitempty"`
 	SpendOver SpendCurve        `json:"spend_curve"`
@@ -86,6 +89,19 @@ type Series struct {
 	X      []int                 `json:"x"`
 	Values map[string][]*float64 `json:"values"`
 	Labels map[string][]string   `json:"labels,omitempty"`
+}
+
+// Promotion is the end of a run whose final skill, measured again on the
+// selection split, beat the best: the chart draws it half a step after the
+// last step, where the current line rises to the new best.
+type Promotion struct {
+	// X is where it is drawn: the last step plus one half.
+	X float64 `json:"x"`
+	// Step is the step the promoted skill is recorded at (the best step).
+	Step  int     `json:"step"`
+	Score float64 `json:"score"`
+	// From is the current score before the final measure.
+	From float64 `json:"from"`
 }
 
 // TestAt is one test-split score.
@@ -428,6 +444,15 @@ func (v *RunBase) buildCurves(rep *report.Report) {
 	for _, row := range rep.Rows() {
 		switch row.Kind {
 		case "baseline", "step":
+		case "final":
+			v.Promoted = &Promotion{X: float64(row.Step) + 0.5, Step: row.Step, Score: row.Best, From: 0}
+			if n := len(v.Selection.X); n > 0 {
+				v.Promoted.From = *v.Selection.Values["current"][n-1]
+			}
+			if s := rep.Summary; s != nil {
+				v.Promoted.Step = s.BestStep
+			}
+			continue
 		default:
 			continue
 		}

@@ -72,6 +72,35 @@ func TestLoadRunLiveThenFinished(t *testing.T) {
 	if len(v.SpendOver.USD) != 2 || v.SpendOver.USD[1] == nil || *v.SpendOver.USD[1] <= *v.SpendOver.USD[0] {
 		t.Errorf("cumulative $ = %v, want two rising values", v.SpendOver.USD)
 	}
+	if v.Promoted != nil {
+		t.Errorf("promoted = %+v for a run that ended on its best", v.Promoted)
+	}
+}
+
+// TestLoadRunFinalPromotion: a run whose final skill was promoted over its
+// best has the promotion in its view, after the last step, from the last
+// current score to the summary's best, and the header's best is that one.
+func TestLoadRunFinalPromotion(t *testing.T) {
+	dir := t.TempDir()
+	r := newFakeRun(t, dir, 3)
+	for range 3 {
+		r.step()
+	}
+	r.finishPromoted(0.9)
+	v, err := LoadRun(dir, pricing.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Promotion{X: 3.5, Step: 3, Score: 0.9, From: r.score(3)}
+	if v.Promoted == nil || *v.Promoted != want {
+		t.Fatalf("promoted = %+v, want %+v", v.Promoted, want)
+	}
+	if v.Best != 0.9 || v.BestStep != 3 {
+		t.Errorf("best %v at step %d, want the promoted 0.9 at 3", v.Best, v.BestStep)
+	}
+	if n := len(v.Selection.X); n != 4 || v.Selection.X[n-1] != 3 {
+		t.Errorf("selection x = %v: the promotion is not a step", v.Selection.X)
+	}
 }
 
 func TestLoadRunNotARunDir(t *testing.T) {

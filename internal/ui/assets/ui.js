@@ -129,6 +129,7 @@
       c.plot.setData(data);
     }
     box.dataset.points = String(data[0].length);
+    box.uplot = c.plot;
     return c.plot;
   }
   var palette = ["#1f77b4", "#2ca02c", "#d62728", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"];
@@ -139,6 +140,24 @@
   }
   function pointsOnly(label, color) {
     return { label: label, stroke: color, fill: color, width: 0, paths: function () { return null; }, points: { show: true, size: 7, fill: color } };
+  }
+  // marker is a series drawn as one large point (the final promotion).
+  function marker(label, color) {
+    return { label: label, stroke: "#000", fill: color, width: 0, paths: function () { return null; }, points: { show: true, size: 14, width: 1.5, stroke: "#000", fill: color } };
+  }
+  function axisUSD(x) { return x == null ? "" : "$" + (x >= 100 ? x.toFixed(0) : x >= 1 ? x.toFixed(2) : String(+x.toFixed(4))); }
+  // fitAxis sizes a y axis to its widest tick label (uPlot's fixed default
+  // cut labels such as "500.0k" to "00.0k"), plus the ticks and the gap;
+  // uPlot adds the axis title's room itself.
+  var measure = document.createElement("canvas").getContext("2d");
+  function fitAxis(u, values, axisIdx, cycleNum) {
+    var axis = u.axes[axisIdx];
+    if (cycleNum > 1) return axis._size;
+    measure.font = axis.font[0]; // scaled by the device pixel ratio
+    var w = 0;
+    (values || []).forEach(function (t) { if (t != null) w = Math.max(w, measure.measureText(String(t)).width); });
+    w /= window.devicePixelRatio || 1;
+    return Math.max(40, Math.ceil(w + (axis.ticks.show ? axis.ticks.size : 0) + axis.gap + 6));
   }
   var stepAxis = { label: "step", values: function (u, vals) { return vals.map(function (v) { return Number.isInteger(v) ? String(v) : ""; }); } };
 
@@ -168,7 +187,9 @@
     } else if (v.phase) {
       st.appendChild(el("span", null, "phase " + v.phase));
     }
-    st.appendChild(el("span", null, "current " + num(v.current_score) + " · best " + num(v.best_score) + " (step " + v.best_step + ")"));
+    st.appendChild(el("span", null, "current " + num(v.current_score)));
+    st.appendChild(el("span", { id: "best-so-far" }, "best so far ", el("b", null, num(v.best_score)), " (step " + v.best_step +
+      (v.promoted ? ", the final skill promoted at the end: " + num(v.promoted.from) + " → " + num(v.promoted.score) : "") + ")"));
     st.appendChild(el("span", null, "ETA " + (v.finished ? "done" : dur(v.eta_s))));
     st.appendChild(el("span", null, "spend " + tokens(v.spend.total_tokens) + " tokens · " + usd(v.spend.total_usd)));
     st.appendChild(el("span", { class: "dim" }, v.decided.accepted + " accepted · " + v.decided.rejected + " rejected · " + v.decided.skipped + " skipped"));
@@ -195,12 +216,20 @@
   }
 
   function drawDecisions(v) {
-    var sx = v.selection.x || [];
-    chart("chart-selection", "sel", {
+    var sx = (v.selection.x || []).slice(), cur = (v.selection.values.current || []).slice(), best = (v.selection.values.best || []).slice();
+    var cand = (v.selection.values.candidate || []).slice(), promo = sx.map(function () { return null; });
+    var pr = v.promoted;
+    if (pr) {
+      // Half a step after the last: the current line rises to the best.
+      sx.push(pr.x); cur.push(pr.score); best.push(pr.score); cand.push(null); promo.push(pr.score);
+    }
+    chart("chart-selection", "sel" + (pr ? "+promoted" : ""), {
       scales: { x: { time: false } },
-      axes: [stepAxis, {}],
+      axes: [stepAxis, { label: "selection score", size: fitAxis }],
       series: [{ label: "step" }, line("current", palette[0]), line("best", palette[1], { dash: [6, 4] }), pointsOnly("candidate", palette[2])]
-    }, [sx, v.selection.values.current, v.selection.values.best, v.selection.values.candidate]);
+        .concat(pr ? [marker("★ final promotion", "#e6a100")] : [])
+    }, [sx, cur, best, cand].concat(pr ? [promo] : []));
+    $("chart-selection").dataset.promoted = pr ? String(pr.x) : "";
 
     chart("chart-rollout", "roll", {
       scales: { x: { time: false } },
@@ -215,7 +244,8 @@
     if (hasUSD) { series.push(line("$", "#000", { scale: "usd", dash: [2, 3] })); data.push(v.spend_curve.usd); }
     chart("chart-spend", stages.join("|") + (hasUSD ? "$" : ""), {
       scales: { x: { time: false } },
-      axes: [stepAxis, { scale: "tok", values: function (u, vals) { return vals.map(tokens); } }].concat(hasUSD ? [{ scale: "usd", side: 1, grid: { show: false }, values: function (u, vals) { return vals.map(function (x) { return "$" + x; }); } }] : []),
+      axes: [stepAxis, { scale: "tok", label: "tokens spent", size: fitAxis, values: function (u, vals) { return vals.map(tokens); } }]
+        .concat(hasUSD ? [{ scale: "usd", side: 1, label: "$ spent", size: fitAxis, grid: { show: false }, values: function (u, vals) { return vals.map(axisUSD); } }] : []),
       series: series
     }, data);
 
@@ -234,14 +264,18 @@
       test.appendChild(el("p", { class: "dim" }, "The test split is evaluated when training ends."));
     }
 
+    var finalRow = pr ? [{
+      attrs: { class: "final", id: "final-row" },
+      cells: ["final", "", "final: best skill promoted", "from " + num(pr.from), num(pr.score), num(pr.score), "", "", "", "", "", ""]
+    }] : [];
     table($("steps"), ["step", "epoch", "action", "candidate", "current", "best", "merged", "ranked", "applied", "not applied", "tokens", "wall"],
-      v.steps.slice().reverse().map(function (s) {
+      finalRow.concat(v.steps.slice().reverse().map(function (s) {
         return {
           attrs: { class: "row " + (s.verdict || "") + (shownStep === s.step ? " sel" : ""), "data-step": String(s.step), onclick: function () { followLatest = false; showStep(s.step); } },
           cells: [String(s.step), String(s.epoch), s.action, s.candidate != null ? num(s.candidate) : (s.note || "–"), num(s.current), num(s.best),
             String(s.merged), String(s.ranked), String(s.applied), String(s.skipped_edits), tokens(s.tokens), dur(s.wall_s)]
         };
-      }));
+      })));
 
     var rej = clear($("rejected"));
     if (!v.rejected.length) rej.appendChild(el("p", { class: "dim" }, "No rejected edits in this epoch."));
