@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/skillfleet/skillfleet/coordinator"
@@ -267,8 +268,19 @@ func campaignExit(ctx context.Context, runErr error, f *campaign.File) error {
 		}
 		return codedError{exitStopped, fmt.Errorf("campaign %s; re-run the same command to resume every cell", why)}
 	}
-	if n := f.Counts()[campaign.StateFailed]; n > 0 {
+	counts := f.Counts()
+	if n := counts[campaign.StateFailed]; n > 0 {
 		return codedError{exitCampaignFailed + min(n, 100), fmt.Errorf("campaign: %d of %d cells failed (see each cell's cell.log)", n, len(f.Cells))}
+	}
+	if n := counts[campaign.StateStopped]; n > 0 {
+		// Cells that stopped on their own budget or a stop request.
+		var why []string
+		for _, c := range f.Cells {
+			if c.State == campaign.StateStopped {
+				why = append(why, "cell "+c.Name+": "+c.Error)
+			}
+		}
+		return codedError{exitStopped, fmt.Errorf("campaign: %d of %d cells stopped (%s); raise the budget in the cell's config if it was reached, and re-run the same command to resume them", n, len(f.Cells), strings.Join(why, "; "))}
 	}
 	return nil
 }

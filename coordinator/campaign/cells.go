@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"sync/atomic"
 
 	"github.com/skillfleet/skillfleet/coordinator"
+	"github.com/skillfleet/skillfleet/coordinator/trainer"
+	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
@@ -51,8 +55,28 @@ func (c *Cells) Run(ctx context.Context, r CellRun) error {
 		}
 		rc.Eval = &coordinator.Eval{Split: r.Eval.Split, Names: []string{"skill"}, Skills: []string{string(text)}, WithBaselines: r.Eval.Baseline}
 	} else {
-		rc.Stop = r.Stop
+		// A role whose credentials are refused fails the cell at the
+		// next phase boundary, before the campaign's own rules.
+		models := map[string]roleModel{}
+		for _, role := range []string{config.RoleOptimizer, config.RoleTarget} {
+			m := cfg.Model.Role(role)
+			models[role] = roleModel{Model: m.Model, BaseURL: safeURL(m.BaseURL), KeyEnv: m.APIKeyEnv}
+		}
+		var acct atomic.Pointer[trainer.Accounting]
+		rc.Stop = func() error {
+			if a := acct.Load(); a != nil {
+				rows, _ := a.Report()["rows"].([]trainer.Row)
+				if err := credentialsRefused(rows, models); err != nil {
+					return err
+				}
+			}
+			if r.Stop != nil {
+				return r.Stop()
+			}
+			return nil
+		}
 		rc.OnStart = func(run *coordinator.Run) error {
+			acct.Store(run.Trainer().Accounting())
 			r.Started(run.Trainer().Accounting())
 			fmt.Fprintf(r.Log, "coordinator listening on %s\n", run.Hub().Addr())
 			return run.WriteStart(r.Log)
@@ -70,4 +94,14 @@ func (c *Cells) Run(ctx context.Context, r CellRun) error {
 		return err
 	}
 	return res.WriteText(r.Log, run.Dir())
+}
+
+// safeURL is u without its credentials and query, for messages.
+func safeURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || u == "" {
+		return ""
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
 }

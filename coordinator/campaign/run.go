@@ -124,6 +124,9 @@ type Campaign struct {
 	// busy holds cells whose run dir another process held, until when
 	// this process leaves them alone.
 	busy map[string]time.Time
+	// halted holds the cells this process saw stop on their own (their
+	// budget, a stop request) while the campaign went on: see halt.
+	halted map[string]bool
 	// beats are the other members' last beats.
 	beats map[string]*beatEntry
 	// beaten is when this member's last beat was written.
@@ -189,7 +192,7 @@ func New(cfg Config, deps Deps) (*Campaign, error) {
 	}
 	c := &Campaign{cfg: cfg, deps: deps, cells: cells, byName: map[string]Cell{}, store: cfg.Store, log: cfg.Log,
 		wake: make(chan struct{}, 1), board: map[string]*entry{}, mine: map[string]*running{}, busy: map[string]time.Time{},
-		beats: map[string]*beatEntry{}}
+		halted: map[string]bool{}, beats: map[string]*beatEntry{}}
 	for _, cell := range cells {
 		c.byName[cell.Name] = cell
 	}
@@ -480,7 +483,7 @@ func (c *Campaign) stopErr() error {
 func (c *Campaign) claimable(e *entry) bool {
 	r := e.rec
 	switch {
-	case r.State == StateDone || r.State == StateFailed:
+	case r.State == StateDone || r.State == StateFailed, c.halted[r.Name]:
 		return false
 	case c.mine[r.Name] != nil, time.Now().Before(c.busy[r.Name]):
 		return false
@@ -610,7 +613,7 @@ func (c *Campaign) finished(ctx context.Context) bool {
 		if e == nil {
 			return false
 		}
-		if e.rec.State != StateDone && e.rec.State != StateFailed {
+		if e.rec.State != StateDone && e.rec.State != StateFailed && !c.halted[cell.Name] {
 			ended = false
 		}
 		if c.live(e) {
@@ -1038,6 +1041,7 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 	})
 	c.mu.Lock()
 	delete(c.mine, cell.Name)
+	c.halt(ctx, cell.Name, state)
 	if state == StateQueued {
 		// Another member takes it first (a fenced cell: once its lease lapses).
 		c.busy[cell.Name] = time.Now().Add(max(c.cfg.LeaseTTL, time.Second))
