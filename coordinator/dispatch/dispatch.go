@@ -696,6 +696,10 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 		done(pb.ReportAck_STATUS_RETRY, nil)
 		return
 	}
+	if res.GetOutcome() == pb.Outcome_OUTCOME_CANCELLED {
+		d.recordCancelled(res, done)
+		return
+	}
 	d.mu.Lock()
 	t, status, stage := d.beginRecordLocked(id)
 	spent := d.spent
@@ -711,6 +715,43 @@ func (d *Dispatcher) Record(res *pb.Result, done func(pb.ReportAck_Status, error
 	default:
 		d.writeRecord(t, res, done)
 	}
+}
+
+// recordCancelled takes the report of an attempt its worker stopped on a
+// cancel (outcome CANCELLED, sent for the calls it had made): spend, never
+// the task's result. Recorded as one, it would answer the task's next
+// submission with a cancellation instead of a score: in this process (a
+// wave that withdrew a task and asks for it again), or from the journal
+// in a resumed run (a cell stopped by its member's self-fencing, whose
+// workers reported the tasks the stop cancelled). The spend goes to the
+// cancel's late hook, else to OnDuplicateSpend; the task itself stays
+// where it was. A submission still waiting for the task is told RETRY, so
+// that the task runs (again) if this was its last attempt.
+func (d *Dispatcher) recordCancelled(res *pb.Result, done func(pb.ReportAck_Status, error)) {
+	id := res.GetTaskId()
+	status, stage := pb.ReportAck_STATUS_RECORDED, ""
+	var late func(*pb.Result)
+	d.mu.Lock()
+	if r, ok := d.recorded[id]; ok {
+		status, stage = pb.ReportAck_STATUS_DUPLICATE, r.stage
+	} else if t := d.tasks[id]; t != nil {
+		stage = t.stage
+		switch {
+		case t.state.live():
+			status = pb.ReportAck_STATUS_RETRY
+		case t.state == cancelled:
+			late = t.late
+		}
+	}
+	spent := d.spent
+	d.mu.Unlock()
+	switch {
+	case late != nil:
+		late(res)
+	case spent != nil && res.GetUsage().GetCalls() > 0:
+		spent(res, stage)
+	}
+	done(status, nil)
 }
 
 // writeRecord writes the result of t, which is recording, to the journal

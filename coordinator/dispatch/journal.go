@@ -131,7 +131,8 @@ func (j *Journal) takeRecovered() []Ref {
 
 // readJournal reads the good records from the start, handing each result
 // to each (if set); it stops at the first torn or corrupt one and returns
-// where the records are and the length they span.
+// where the records of task results are (a cancelled attempt's report is
+// left out) and the length the good records span.
 func readJournal(f *os.File, each func(*pb.Result)) ([]Ref, int64) {
 	r := bufio.NewReaderSize(f, 1<<20)
 	var (
@@ -162,7 +163,12 @@ func readJournal(f *os.File, each func(*pb.Result)) ([]Ref, int64) {
 		if each != nil {
 			each(res)
 		}
-		out = append(out, Ref{TaskID: res.GetTaskId(), Off: good + 8, Size: n})
+		// A cancelled attempt's report is no task's result (see
+		// Dispatcher.recordCancelled); journals written before that rule
+		// may hold some, which a resumed run must not take as answers.
+		if res.GetOutcome() != pb.Outcome_OUTCOME_CANCELLED {
+			out = append(out, Ref{TaskID: res.GetTaskId(), Off: good + 8, Size: n})
+		}
 		good += int64(8 + n)
 	}
 }

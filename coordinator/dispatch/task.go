@@ -49,7 +49,9 @@ const (
 	// recorded: the result is durable; the record has left d.tasks for
 	// the compact d.recorded.
 	recorded
-	// cancelled: Cancel stopped it; a result still reported is recorded.
+	// cancelled: Cancel stopped it; a result a worker still finishes is
+	// recorded, the report of an attempt stopped by the cancel (outcome
+	// CANCELLED) only goes to late (Dispatcher.recordCancelled).
 	cancelled
 	// failed: it could not be published; submitting it again retries.
 	failed
