@@ -633,10 +633,14 @@ func TestNemesis(t *testing.T) {
 		}
 		dir := filepath.Join(f.out, "cells", cell.name)
 		before := t.Failed()
-		sameDecisions(t, cell.name, dir, aloneRef(t, cell.sets...))
+		ref := aloneRef(t, cell.sets...)
+		sameDecisions(t, cell.name, dir, ref)
 		recordedOnce(t, cell.name, dir)
 		if !t.Failed() || before {
 			identical++
+		} else {
+			t.Logf("cell %s: %s", cell.name, firstDifference(t, filepath.Join(dir, "events.jsonl"), filepath.Join(ref, "events.jsonl")))
+			keepCell(t, seed, cell.name, dir, ref)
 		}
 	}
 	// The bill.
@@ -701,4 +705,43 @@ func (n *nemesis) counts() string {
 		parts = append(parts, fmt.Sprintf("%s x%d", k, n.count[k]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// firstDifference says where the events of a cell and of the cell alone
+// part: the first line that differs, with both versions.
+func firstDifference(t *testing.T, got, ref string) string {
+	t.Helper()
+	g := strings.Split(string(readFile(t, got)), "\n")
+	r := strings.Split(string(readFile(t, ref)), "\n")
+	for i := 0; i < max(len(g), len(r)); i++ {
+		var a, b string
+		if i < len(g) {
+			a = g[i]
+		}
+		if i < len(r) {
+			b = r[i]
+		}
+		if a != b {
+			return fmt.Sprintf("events.jsonl differs first at line %d of %d (alone: %d lines):\n campaign: %s\n alone:    %s", i+1, len(g), len(r), a, b)
+		}
+	}
+	return "events.jsonl is the same"
+}
+
+// keepCell copies a differing cell's run dir and its reference under
+// $SKILLFLEET_NEMESIS_KEEP (when set), for a look after the test.
+func keepCell(t *testing.T, seed uint64, cell, dir, ref string) {
+	t.Helper()
+	root := os.Getenv("SKILLFLEET_NEMESIS_KEEP")
+	if root == "" {
+		return
+	}
+	to := filepath.Join(root, fmt.Sprintf("seed%d-%s", seed, cell))
+	for _, c := range [][2]string{{dir, filepath.Join(to, "campaign")}, {ref, filepath.Join(to, "alone")}} {
+		if err := os.CopyFS(c[1], os.DirFS(c[0])); err != nil {
+			t.Logf("keep %s: %v", c[0], err)
+			return
+		}
+	}
+	t.Logf("cell %s kept in %s (campaign/ and alone/)", cell, to)
 }
