@@ -161,18 +161,38 @@ echo "== tests"
 filter='^(=== RUN|=== PAUSE|=== CONT|    --- PASS)'
 log=/tmp/skillfleet-test.log
 # They mostly wait on the processes they start, so they run as
-# $SKILLFLEET_CMD_SHARDS test processes at once (default 3), the tests
-# dealt out by name, plus one for the nemesis test; each process builds
-# its own skillfleet binary.
+# $SKILLFLEET_CMD_SHARDS test processes at once (default 3), plus one for
+# the nemesis test; each process builds its own skillfleet binary. The
+# tests are dealt out longest first, each to the shard with the least
+# work so far, by the seconds scripts/cmd-test-seconds.txt gives them
+# (a test it does not name counts as $default_secs s). gotestsum prints
+# what `go test` would and keeps every test's time in $log.cmd.*.json;
+# the slowest are listed after the run, to refresh that file from.
 shards=${SKILLFLEET_CMD_SHARDS:-3}
+default_secs=30
+gotestsum_version=v1.13.0
+gotestsum=.tools/bin/gotestsum
+if ! "$gotestsum" --version 2>/dev/null | grep -qx "gotestsum version $gotestsum_version"; then
+  echo "installing gotestsum $gotestsum_version into .tools/bin (once)"
+  GOBIN="$PWD/.tools/bin" go install "gotest.tools/gotestsum@$gotestsum_version"
+fi
 mapfile -t cmdtests < <(grep -hoE '^func (Test|Example)[A-Za-z0-9_]*\(' cmd/skillfleet/*_test.go |
   sed -E 's/^func //; s/\($//' | grep -vx TestMain | sort)
 if [[ ${#cmdtests[@]} -eq 0 ]]; then
   echo "no tests found in cmd/skillfleet/*_test.go"
   exit 1
 fi
+declare -A secs=()
+while read -r name s _; do
+  [[ -n $name && $name != \#* ]] && secs[$name]=$s
+done <scripts/cmd-test-seconds.txt
 rm -f "$log".cmd.*
 cmdpids=()
+gotest() { # shard-name go-test-args...
+  local out=$log.cmd.$1
+  shift
+  "$gotestsum" --format standard-quiet --jsonfile "$out.json" -- -count=1 -timeout 25m "$@" ./cmd/skillfleet/ >"$out" 2>&1
+}
 # The nemesis test (a cluster, a fleet and two campaigns under faults)
 # is the longest by far: it gets a process of its own from the start.
 rest=()
@@ -180,47 +200,62 @@ for name in "${cmdtests[@]}"; do
   [[ $name == TestNemesis ]] || rest+=("$name")
 done
 if [[ ${#rest[@]} -lt ${#cmdtests[@]} ]]; then
-  go test -count=1 -timeout 25m -run '^TestNemesis$' ./cmd/skillfleet/ >"$log.cmd.nemesis" 2>&1 &
+  gotest nemesis -run '^TestNemesis$' &
   cmdpids+=($!)
 fi
+load=()
+shardnames=()
+for ((i = 0; i < shards; i++)); do load[i]=0; shardnames[i]=; done
+while read -r _ name; do
+  k=0
+  for ((i = 1; i < shards; i++)); do ((load[i] < load[k])) && k=$i; done
+  ((load[k] += ${secs[$name]:-$default_secs}))
+  shardnames[k]+="${shardnames[k]:+|}$name"
+done < <(for name in "${rest[@]}"; do echo "${secs[$name]:-$default_secs} $name"; done | sort -k1,1nr -k2)
 for ((i = 0; i < shards; i++)); do
-  names=()
-  for ((j = i; j < ${#rest[@]}; j += shards)); do names+=("${rest[j]}"); done
-  [[ ${#names[@]} -gt 0 ]] || continue
-  run="^($(IFS='|'; echo "${names[*]}"))\$"
-  go test -count=1 -timeout 25m -run "$run" ./cmd/skillfleet/ >"$log.cmd.$i" 2>&1 &
+  [[ -n ${shardnames[i]} ]] || continue
+  gotest "$i" -run "^(${shardnames[i]})\$" &
   cmdpids+=($!)
 done
 set +e
 go test -race -count=1 -timeout 25m $(go list ./... | grep -v '/cmd/skillfleet$') 2>&1 | tee "$log.lib" | grep -Ev "$filter"
 status=${PIPESTATUS[0]}
+# ---- container test (scripts/container-test.sh; docs/deploy.md) ----
+# The shipped Dockerfile and docker-compose.yml on a real Docker engine:
+# installs docker.io and starts dockerd if needed, builds offline stand-ins
+# for the base images when no registry answers, and removes all it made.
+# It starts once the library packages (the CPU-heavy race-detector runs)
+# are done, beside the cmd/skillfleet tests, which mostly wait on the
+# processes they start. SKILLFLEET_CONTAINER_TEST=0 skips it.
+containerpid=
+if [[ "${SKILLFLEET_CONTAINER_TEST:-}" != 0 ]]; then
+  echo "== container test: started beside the cmd/skillfleet tests (output follows theirs)"
+  scripts/container-test.sh >"$log.container" 2>&1 &
+  containerpid=$!
+fi
+# ---- end container test ----
 for pid in "${cmdpids[@]}"; do
   wait "$pid" || status=1
 done
-cat "$log".cmd.* >"$log.cmd"
+cat $(ls "$log".cmd.* | grep -v '\.json$') >"$log.cmd"
 lintstatus=0
 wait "$lintpid" || lintstatus=$?
 set -e
 grep -Ev "$filter" "$log.cmd" || true
+echo "== the slowest cmd/skillfleet tests (seconds; scripts/cmd-test-seconds.txt)"
+cat "$log".cmd.*.json | "$gotestsum" tool slowest --threshold 60s | awk '$2 !~ /\//{print $2, $3}' | head -25 || true
 cat "$lintlog"
 if [[ $lintstatus != 0 ]]; then
   echo "lint or exports check failed (exit $lintstatus): see above"
   status=1
 fi
 cat "$log.lib" "$log.cmd" >"$log"
-# ---- container test (scripts/container-test.sh; docs/deploy.md) ----
-# The shipped Dockerfile and docker-compose.yml on a real Docker engine:
-# installs docker.io and starts dockerd if needed, builds offline stand-ins
-# for the base images when no registry answers, and removes all it made.
-# SKILLFLEET_CONTAINER_TEST=0 skips it.
-if [[ "${SKILLFLEET_CONTAINER_TEST:-}" != 0 ]]; then
+if [[ -n $containerpid ]]; then
+  wait "$containerpid" || status=1
   echo "== container test"
-  if ! scripts/container-test.sh 2>&1 | tee "$log.container"; then
-    status=1
-  fi
+  cat "$log.container"
   cat "$log.container" >>"$log"
 fi
-# ---- end container test ----
 passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
 echo "packages: ${passed} passed, ${failed} failed"
