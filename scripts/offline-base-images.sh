@@ -23,6 +23,15 @@
 #                              compose healthcheck's wget
 #   redis:<v>-alpine           Debian's redis-server and redis-cli with
 #                              their shared libraries
+#   jaegertracing/jaeger:2.13.0
+#                              with --tracing only (the compose `tracing`
+#                              profile; a cold build takes minutes): the Jaeger
+#                              v2 binary scripts/jaeger.sh builds from the
+#                              module v1.76.0, which is 2.13.0, laid out
+#                              as the official image: all-in-one config,
+#                              in-memory storage, listening on 0.0.0.0,
+#                              user 10001; its UI is the module's
+#                              placeholder page (the query API is whole)
 #
 # Images of any other name are reported and left alone (compose starts
 # them only in opt-in profiles). Every stand-in carries the label
@@ -30,17 +39,19 @@
 #
 #   docker image rm $(docker image ls -q -f label=skillfleet.offline-stand-in=true)
 #
-# Usage: scripts/offline-base-images.sh [--force] [--modcache]
+# Usage: scripts/offline-base-images.sh [--force] [--modcache] [--tracing]
 #   --force      build the stand-ins even where a pull would work
 #   --modcache   put go.mod's modules into the golang stand-in
+#   --tracing    the `tracing` profile's Jaeger too
 set -euo pipefail
 cd "$(dirname "$0")/.."
-force= modcache=
+force= modcache= tracing=
 for a in "$@"; do
   case "$a" in
   --force) force=1 ;;
   --modcache) modcache=1 ;;
-  *) echo "usage: scripts/offline-base-images.sh [--force] [--modcache]" >&2; exit 2 ;;
+  --tracing) tracing=1 ;;
+  *) echo "usage: scripts/offline-base-images.sh [--force] [--modcache] [--tracing]" >&2; exit 2 ;;
   esac
 done
 
@@ -236,6 +247,25 @@ EOF
     'ENTRYPOINT ["docker-entrypoint.sh"]' 'CMD ["redis-server"]'
 }
 
+build_jaeger() {
+  local name=$1 d=$work/jaeger bin
+  # Jaeger's v2 image tags pair with the Go module's v1 versions.
+  if [[ "${name##*:}" != 2.13.0 ]]; then
+    echo "offline stand-in: $name: only jaegertracing/jaeger:2.13.0 (module v1.76.0) has a stand-in" >&2
+    return 1
+  fi
+  echo "offline stand-in: $name from github.com/jaegertracing/jaeger v1.76.0 (scripts/jaeger.sh)"
+  bin=$(JAEGER_VERSION=v1.76.0 nice -n 10 scripts/jaeger.sh | tail -n 1)
+  rootfs_base "$d"
+  mkdir -p "$d/cmd/jaeger"
+  cp "$bin" "$d/cmd/jaeger/jaeger-linux"
+  import "$d" "$name" \
+    "ENV JAEGER_LISTEN_HOST=0.0.0.0" \
+    "EXPOSE 4317 4318 13133 16686" \
+    "USER 10001" \
+    'ENTRYPOINT ["/cmd/jaeger/jaeger-linux"]'
+}
+
 if ! docker info >/dev/null 2>&1; then
   echo "offline stand-in: no Docker engine answers (docker info)" >&2
   exit 1
@@ -265,6 +295,13 @@ for name in "${names[@]}"; do
     ;;
   nats:*) build_nats "$name" ;;
   redis:*) build_redis "$name" ;;
+  jaegertracing/jaeger:*)
+    if [[ -n "$tracing" ]]; then
+      build_jaeger "$name"
+    else
+      echo "offline stand-in: no stand-in for $name without --tracing (left alone; compose starts it only in the tracing profile)"
+    fi
+    ;;
   *) echo "offline stand-in: no stand-in for $name (left alone; compose starts it only in an opt-in profile)" ;;
   esac
 done
