@@ -262,6 +262,9 @@ type hedgeEntry struct {
 	known    bool
 	resolved bool
 	hedged   bool
+	// copyTaken: the wave withdrew the copy along with its task and
+	// accounts what the copy spent (see copyIDs).
+	copyTaken bool
 }
 
 // wave starts watching a wave of n tasks of stage run by role on model;
@@ -309,7 +312,10 @@ func (w *hedgeWave) track(tasks []*pb.Task, futs []Future) []Future {
 }
 
 // copyIDs returns the ids of the copies of the given task ids that were
-// hedged (to cancel along with them).
+// hedged, for the caller to cancel along with them and to account: the
+// hedger no longer withdraws those copies itself nor waits for their
+// reports at the run's end (they go to the caller's late hook, not to
+// the hedger's).
 func (w *hedgeWave) copyIDs(ids []string) []string {
 	if w == nil {
 		return nil
@@ -323,6 +329,7 @@ func (w *hedgeWave) copyIDs(ids []string) []string {
 	var out []string
 	for _, e := range w.entries {
 		if e.hedged && want[e.task.GetId()] {
+			e.copyTaken = true
 			out = append(out, e.task.GetId()+hedgeSuffix)
 		}
 	}
@@ -638,9 +645,16 @@ func (f *hedgedFuture) finish(res *pb.Result, loserID string, loser Future) {
 }
 
 // withdraw cancels the losing attempt; until it is accounted it counts
-// as possibly running.
+// as possibly running. A copy its wave withdrew (copyIDs) is the wave's
+// to cancel and account.
 func (f *hedgedFuture) withdraw(id string) {
 	h := f.w.h
+	f.w.mu.Lock()
+	taken := f.e.copyTaken && id == f.e.task.GetId()+hedgeSuffix
+	f.w.mu.Unlock()
+	if taken {
+		return
+	}
 	h.mu.Lock()
 	h.losers[id] = &loser{at: h.t.now(), timeout: time.Duration(f.e.task.GetTimeoutMs()) * time.Millisecond}
 	h.mu.Unlock()

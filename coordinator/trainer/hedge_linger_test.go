@@ -2,9 +2,12 @@ package trainer
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // A withdrawn attempt whose worker said it is finishing a call (a stalled
@@ -44,4 +47,60 @@ func TestSettleWaitsForALingeringLoser(t *testing.T) {
 			t.Fatal("settle did not return once the lingering attempt was accounted")
 		}
 	})
+}
+
+// cancelRecorder is a Dispatcher that records CancelWith calls.
+type cancelRecorder struct {
+	Dispatcher
+	mu        sync.Mutex
+	cancelled []string
+}
+
+func (c *cancelRecorder) CancelWith(_ context.Context, _ func(*pb.Result), ids ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelled = append(c.cancelled, ids...)
+}
+
+// resolved is a Future whose result is in.
+type resolved struct{ res *pb.Result }
+
+func (r resolved) Done() <-chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+func (r resolved) Result() *pb.Result                       { return r.res }
+func (r resolved) Wait(context.Context) (*pb.Result, error) { return r.res, nil }
+
+// A copy its wave withdrew along with its task (a gate's early stop) goes
+// to the wave's own cancel and accounting: the hedger neither cancels it
+// again nor waits for its report at the run's end (a lingering one held
+// the end of a run for up to 90 s). A copy of a task withdrawn otherwise
+// is still the hedger's to cancel and wait for.
+func TestWaveWithdrawnCopyIsNotWaitedFor(t *testing.T) {
+	for _, waveTook := range []bool{true, false} {
+		d := &cancelRecorder{}
+		h := newHedger(&Trainer{now: time.Now, d: d}, HedgePolicy{}, nil)
+		w := &hedgeWave{h: h, ctx: context.Background()}
+		e := &hedgeEntry{task: &pb.Task{Id: "run/rollout/a"}, hedged: true}
+		w.entries = []*hedgeEntry{e}
+		if waveTook {
+			if got := w.copyIDs([]string{"run/rollout/a"}); len(got) != 1 || got[0] != "run/rollout/a~hedge" {
+				t.Fatalf("copyIDs = %v, want the copy's id", got)
+			}
+		}
+		f := &hedgedFuture{w: w, e: e, done: make(chan struct{}), added: make(chan struct{})}
+		cancelled := &pb.Result{TaskId: "run/rollout/a", Outcome: pb.Outcome_OUTCOME_CANCELLED}
+		f.finish(cancelled, "run/rollout/a~hedge", resolved{&pb.Result{TaskId: "run/rollout/a~hedge", Outcome: pb.Outcome_OUTCOME_CANCELLED}})
+		h.mu.Lock()
+		_, waiting := h.losers["run/rollout/a~hedge"]
+		h.mu.Unlock()
+		if waiting == waveTook {
+			t.Errorf("wave took the copy %v: the hedger waits for it %v", waveTook, waiting)
+		}
+		if withdrew := len(d.cancelled) > 0; withdrew == waveTook {
+			t.Errorf("wave took the copy %v: the hedger cancelled it too (%v)", waveTook, d.cancelled)
+		}
+	}
 }
