@@ -5,12 +5,16 @@
 #       [--concurrency 24] [--optimizer-concurrency 16] [--latency 500ms] \
 #       [--latency-median 303ms --latency-p99 3.1s] [--rpm 0] [--tpm 0] \
 #       [--set section.key=value ...] [--profile FILE] [--keep DIR] [--redis] [--bin FILE] \
-#       [--pad SIZE]
+#       [--pad SIZE] [--ack-wait DURATION]
 #
 # --pad pads every target reply, and so every rollout trajectory, to SIZE
 # (sim-llm --trajectory-pad, e.g. 50KB: agent-sized trajectories; the
 # decisions do not change), to measure the coordinator's memory with
 # trajectories of a real agent's size.
+# --ack-wait sets the task consumers' AckWait (the coordinator's
+# --ack-wait): how long a task whose worker stopped heart-beating waits
+# before JetStream delivers it again. On a machine so loaded that a
+# worker's heartbeats come late, a shorter one has tasks run twice.
 # --latency-median and --latency-p99 give every call a log-normal latency
 # instead of the fixed one (median 303ms and p99 3.1s: mean 0.5s, sigma 1,
 # the same mean as the fixed 500ms); the ideal time is then taken at the
@@ -30,7 +34,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 config=configs/sim_paper.yaml workers=1 conc=24 oconc=16 latency=500ms rpm=0 tpm=0
 median="" p99="" prebuilt=""
-sets=() profile="" keep="" redis="" pad=""
+sets=() profile="" keep="" redis="" pad="" coord_extra=()
 while (($#)); do
   case "$1" in
     --config) config=$2; shift 2 ;;
@@ -48,6 +52,7 @@ while (($#)); do
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
     --redis) redis=1; shift ;;
     --pad) pad=$2; shift 2 ;;
+    --ack-wait) coord_extra+=(--ack-wait "$2"); shift 2 ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -87,7 +92,7 @@ fi
 grpc_port=$(fleet_port)
 health_port=$(fleet_port)
 SKILLFLEET_CPUPROFILE="$profile" /usr/bin/time -f "%e %U %S %M" -o "$tmp/coord.time" "$bin" coordinator --config "$config" --out "$tmp/run" \
-  --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --health-addr "127.0.0.1:$health_port" --no-fsync --log-format json \
+  --nats "nats://127.0.0.1:$nats_port" --grpc-addr "127.0.0.1:$grpc_port" --health-addr "127.0.0.1:$health_port" --no-fsync --log-format json "${coord_extra[@]}" \
   --set runtime.sim_llm=false --set model.backend=openai_compatible \
   --set model.optimizer_base_url="$url" --set model.target_base_url="$url" "${sets[@]}" >"$tmp/coord.out" 2>"$tmp/coord.err" &
 coord=$!
