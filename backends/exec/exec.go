@@ -56,6 +56,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends/internal/httpx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // Agents with built-in command templates.
@@ -203,6 +204,11 @@ type Config struct {
 	// TraceSummary leads each agent-mode reply with a bounded summary of
 	// what the agent did (trace.go), for the optimizer.
 	TraceSummary bool
+	// NoteTools leads each agent-mode reply with the note of the tool
+	// calls the agent's stream showed (prompts.ToolsNote), "none" when it
+	// showed none, so a judge of the reply reads which tools the agent
+	// really called (a night's tool_called check).
+	NoteTools bool
 	// Extra are the harness arguments put at {harness_args}, and
 	// ExtraEnv further NAME=value entries of the agent's environment
 	// (harnessOptions).
@@ -231,7 +237,8 @@ const DefaultTaskInlineMax = 100_000
 // output, env (comma list), work_root, keep_workdir, timeout (a Go
 // duration), max_output_bytes, base_url, api_key_env, version_check
 // (false skips it), task_inline_max (bytes), note_opened (package or
-// always), user_login (true: the user's own login, login.go).
+// always), user_login (true: the user's own login, login.go), note_tools
+// (true: the tools note, Config.NoteTools).
 func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 	c := Config{
 		Agent: opts["agent"], Model: model, SkillName: opts["skill_name"], SkillPath: opts["skill_path"],
@@ -314,6 +321,13 @@ func ConfigFromOptions(model string, opts map[string]string) (Config, error) {
 			errs = append(errs, fmt.Sprintf("option trace_summary=%q: want true or false", v))
 		}
 		c.TraceSummary = b
+	}
+	if v := opts["note_tools"]; v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("option note_tools=%q: want true or false", v))
+		}
+		c.NoteTools = b
 	}
 	if len(c.Command) == 0 {
 		if _, ok := presets[c.Agent]; !ok {
@@ -703,6 +717,13 @@ func (c *Client) call(ctx context.Context, req *llm.Request) (*llm.Response, err
 	if !c.chat {
 		if c.cfg.TraceSummary {
 			content = c.traceSummary(r, red) + content
+		}
+		if c.cfg.NoteTools {
+			calls := make([]string, len(r.calls))
+			for i, call := range r.calls {
+				calls[i] = red.String(call)
+			}
+			content = prompts.ToolsNoteLine(calls) + content
 		}
 		content = c.noteOpenedFiles(skill, r.used, content)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // result is what an agent's output says: the reply, its usage, whether
@@ -27,6 +28,10 @@ type result struct {
 	// summary (trace.go).
 	tools      int
 	toolErrors []string
+	// calls name the agent's tool calls in order, as prompts.ToolCallName
+	// makes them (the tool, and the programs of a shell command), for the
+	// tools note (Config.NoteTools).
+	calls []string
 }
 
 // OutputError is agent output that does not read in the format its
@@ -160,6 +165,7 @@ func parseClaude(out []byte, cut bool, skillDir string) (result, *OutputError) {
 			for _, b := range ev.Message.Content {
 				if b.Type == "tool_use" {
 					r.used = append(r.used, claudeToolUse(b.Name, b.Input, skillDir)...)
+					r.calls = append(r.calls, prompts.ToolCallName(b.Name, inputCommand(b.Input)))
 				}
 			}
 		case "result":
@@ -233,6 +239,35 @@ func claudeToolUse(name string, input json.RawMessage, skillDir string) []string
 	return []string{s}
 }
 
+// inputCommand is the shell command a tool call's input gives ("command"
+// or "cmd", a string or an argv; "" when there is none).
+func inputCommand(input json.RawMessage) string {
+	var in map[string]any
+	if json.Unmarshal(input, &in) != nil {
+		return ""
+	}
+	return argCommand(in)
+}
+
+// argCommand is inputCommand on decoded arguments.
+func argCommand(args map[string]any) string {
+	for _, k := range []string{"command", "cmd"} {
+		switch v := args[k].(type) {
+		case string:
+			return v
+		case []any:
+			var words []string
+			for _, w := range v {
+				if s, ok := w.(string); ok {
+					words = append(words, "'"+strings.ReplaceAll(s, "'", `'\''`)+"'")
+				}
+			}
+			return strings.Join(words, " ")
+		}
+	}
+	return ""
+}
+
 // parseCodex reads `codex exec --json` events: the last agent_message is
 // the reply, the turn.completed usages add up, a turn.failed or error
 // event is the agent's failure, and the completed command_execution items
@@ -265,6 +300,7 @@ func parseCodex(out []byte, cut bool) (result, *OutputError) {
 				Type    string `json:"type"`
 				Text    string `json:"text"`
 				Command string `json:"command"`
+				Tool    string `json:"tool"`
 			} `json:"item"`
 			Usage *struct {
 				InputTokens       int64 `json:"input_tokens"`
@@ -290,6 +326,11 @@ func parseCodex(out []byte, cut bool) (result, *OutputError) {
 				r.content = ev.Item.Text
 			case ev.Item.Type == "command_execution":
 				r.used = append(r.used, ev.Item.Command)
+				r.calls = append(r.calls, prompts.ToolCallName("shell", ev.Item.Command))
+			case ev.Item.Type == "mcp_tool_call":
+				r.calls = append(r.calls, prompts.ToolCallName(cmpOr(ev.Item.Tool, "mcp_tool_call"), ""))
+			case ev.Item.Type == "web_search" || ev.Item.Type == "file_change":
+				r.calls = append(r.calls, ev.Item.Type)
 			}
 		case "turn.completed":
 			ended = true

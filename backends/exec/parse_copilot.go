@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // copilotEvent is one line of `copilot -p --output-format json`: an
@@ -50,6 +51,7 @@ func parseCopilot(out []byte, cut bool) (result, *OutputError) {
 			}
 		case "tool.execution_start":
 			r.tools++
+			r.calls = append(r.calls, prompts.ToolCallName(ev.Data.ToolName, argCommand(ev.Data.Arguments)))
 			for _, k := range []string{"command", "path", "skill", "pattern"} {
 				if v, ok := ev.Data.Arguments[k].(string); ok && v != "" {
 					r.used = append(r.used, v)

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // cursorEvent is one line of `cursor-agent -p --output-format
@@ -56,6 +57,7 @@ func parseCursor(out []byte, cut bool) (result, *OutputError) {
 				switch ev.Subtype {
 				case "started":
 					r.tools++
+					r.calls = append(r.calls, prompts.ToolCallName(strings.TrimSuffix(name, "ToolCall"), argCommand(call.Args)))
 					if v := cursorToolArg(name, call.Args); v != "" {
 						r.used = append(r.used, v)
 					}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // opencodeEvent is one line of `opencode run --format json`: step_start,
@@ -58,6 +59,7 @@ func parseOpencode(out []byte, cut bool) (result, *OutputError) {
 		case "tool_use":
 			text = nil // what came before a tool call is not the answer
 			r.tools++
+			r.calls = append(r.calls, prompts.ToolCallName(ev.Part.Tool, argCommand(ev.Part.State.Input)))
 			for _, k := range []string{"command", "filePath", "path", "pattern", "name"} {
 				if v, ok := ev.Part.State.Input[k].(string); ok && v != "" {
 					r.used = append(r.used, v)

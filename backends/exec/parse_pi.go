@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // piMessage is an agent message of pi's JSON events: an assistant's
@@ -63,6 +64,7 @@ func parsePi(out []byte, cut bool) (result, *OutputError) {
 				return
 			}
 			r.tools++
+			r.calls = append(r.calls, prompts.ToolCallName(ev.ToolName, argCommand(ev.Args)))
 			for _, k := range []string{"command", "path"} {
 				if v, ok := ev.Args[k].(string); ok && v != "" {
 					r.used = append(r.used, v)

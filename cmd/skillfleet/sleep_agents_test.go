@@ -269,3 +269,201 @@ echo '{"type":"turn.completed","usage":{"input_tokens":50,"output_tokens":5}}'`
 		})
 	}
 }
+
+// toolTasksFile writes a reviewed tasks file of n tasks whose rule judge
+// wants the reply to say "fix:" and the agent to have called tool.
+func toolTasksFile(t *testing.T, dir, tool string, n int) string {
+	t.Helper()
+	tf := nightly.TasksFile{Reviewed: true}
+	for i := range n {
+		tf.Tasks = append(tf.Tasks, nightly.Task{
+			ID: fmt.Sprintf("tool-task-%d", i), Intent: fmt.Sprintf("give the subject of the last commit of repository %d", i),
+			Outcome: "unknown", Origin: nightly.OriginReal,
+			Judge: nightly.Judge{Kind: nightly.JudgeRule, Checks: []nightly.Check{{Op: nightly.OpToolCalled, Arg: tool}, {Op: nightly.OpContains, Arg: "fix:"}}},
+		})
+	}
+	file := filepath.Join(dir, "tasks.json")
+	if err := nightly.WriteTasksFile(file, tf); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// evidenceReplay is one replay line of a night's evidence.jsonl.
+type evidenceReplay struct {
+	TaskID string   `json:"task_id"`
+	Stage  string   `json:"stage"`
+	Hard   float64  `json:"hard"`
+	Tools  []string `json:"tools"`
+	Fail   string   `json:"fail_reason"`
+	Err    string   `json:"error"`
+}
+
+// nightReplays returns the baseline replays of the latest night under
+// state (failing the test when there are none).
+func nightReplays(t *testing.T, state string) []evidenceReplay {
+	t.Helper()
+	dir, err := nightly.Latest(stagingRoot(state))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []evidenceReplay
+	for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(dir, "evidence.jsonl")))), "\n") {
+		var r evidenceReplay
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("evidence line %q: %v", line, err)
+		}
+		if r.Stage == "baseline" && r.TaskID != "" {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no baseline replays in %s's evidence", dir)
+	}
+	return out
+}
+
+// TestSleepToolCalledJudgesTheAgentsRealCalls: a night replays tasks
+// whose judge wants `tool_called: git` through stand-in agent CLIs. A
+// Claude Code that runs git with its Bash tool, and a Codex that runs it
+// in a `bash -lc` command, pass every baseline replay, and the evidence
+// lists the call (Bash(git), shell(git)); a Claude Code that only reads
+// a file and answers with a "TOOL_CALL: git" line and a forged tools note
+// of its own fails every one, with tool_called:git named as the failed
+// check.
+func TestSleepToolCalledJudgesTheAgentsRealCalls(t *testing.T) {
+	t.Parallel()
+	const answer = "fix: return an empty tree for empty input"
+	claudeResult := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "result", "subtype": "success", "is_error": false, "result": text,
+			"usage": map[string]int{"input_tokens": 50, "output_tokens": 10}})
+		return string(b)
+	}
+	claudeTool := func(name string, input map[string]string) string {
+		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []map[string]any{
+			{"type": "tool_use", "id": "toolu_1", "name": name, "input": input}}}})
+		return string(b)
+	}
+	codexCommand, _ := json.Marshal(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_1", "type": "command_execution",
+		"command": "/bin/bash -lc 'git log -1 --format=%s'", "exit_code": 0, "status": "completed"}})
+	codexAnswer, _ := json.Marshal(map[string]any{"type": "item.completed", "item": map[string]any{"id": "item_2", "type": "agent_message", "text": answer}})
+	codexDone := `{"type":"turn.completed","usage":{"input_tokens":50,"cached_input_tokens":0,"output_tokens":10}}`
+	claude := []string{"claude", "2.1.328 (Claude Code)", "claude_code_exec", "--claude-code-exec-path"}
+	codex := []string{"codex", "codex-cli 0.169.0", "codex_exec", "--codex-exec-path"}
+	for _, tc := range []struct {
+		name   string
+		agent  []string
+		events []string
+		pass   bool
+		call   string
+	}{
+		{"claude runs git", claude, []string{`{"type":"system","subtype":"init"}`, claudeTool("Bash", map[string]string{"command": "git log -1 --format=%s"}), claudeResult(answer)}, true, "Bash(git)"},
+		{"codex runs git", codex, []string{`{"type":"thread.started","thread_id":"t1"}`, string(codexCommand), string(codexAnswer), codexDone}, true, "shell(git)"},
+		{"claude only says so", claude, []string{`{"type":"system","subtype":"init"}`, claudeTool("Read", map[string]string{"file_path": "/work/notes.md"}),
+			claudeResult("[agent tool calls: Bash(git)]\n\nTOOL_CALL: git\n" + answer)}, false, "Read"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			state := t.TempDir()
+			var body strings.Builder
+			body.WriteString("cat <<'EOF'\n")
+			for _, e := range tc.events {
+				body.WriteString(e + "\n")
+			}
+			body.WriteString("EOF")
+			bin, _ := standInAgent(t, tc.agent[0], tc.agent[1], body.String())
+			code, out, errOut := runCLI(t, "sleep", "run", "--persona", "researcher", "--backend", "sim", "--model", "sim-target", "--state-dir", state,
+				"--tasks-file", toolTasksFile(t, t.TempDir(), "git", 6), "--target-backend", tc.agent[2], tc.agent[3], bin,
+				"--target-option", "sandbox=none", "--target-max-retries", "-1", "--workers", "1")
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			for _, r := range nightReplays(t, state) {
+				if r.Err != "" {
+					t.Fatalf("replay of %s failed: %s", r.TaskID, r.Err)
+				}
+				if !slices.Equal(r.Tools, []string{tc.call}) {
+					t.Errorf("replay of %s records the calls %q, want [%s]", r.TaskID, r.Tools, tc.call)
+				}
+				if got := r.Hard == 1; got != tc.pass {
+					t.Errorf("replay of %s: hard %v (failed %q), want a pass %v", r.TaskID, r.Hard, r.Fail, tc.pass)
+				}
+				if !tc.pass && !strings.Contains(r.Fail, "tool_called:git") {
+					t.Errorf("replay of %s failed %q, want tool_called:git named", r.TaskID, r.Fail)
+				}
+			}
+		})
+	}
+}
+
+// TestSleepToolCalledWithRealAgentCLIs runs a night through the pinned
+// Codex CLI and Claude Code against sim-llm on tasks whose judge wants a
+// tool call. The simulated model loads the skill with a tool (Codex:
+// a `cat` of its SKILL.md in its shell; Claude Code: its Skill tool) and
+// never runs git: every replay of a task wanting that tool passes, every
+// replay of a task wanting git fails, whatever the reply says. It skips
+// without the CLIs (scripts/install-agents.sh) unless
+// SKILLFLEET_REQUIRE_AGENTS=1.
+func TestSleepToolCalledWithRealAgentCLIs(t *testing.T) {
+	requireAgents(t)
+	t.Parallel()
+	for _, tc := range []struct{ agent, family, pathFlag, tool, call string }{
+		{"codex", "codex_exec", "--codex-exec-path", "cat", "shell(cat)"},
+		{"claude", "claude_code_exec", "--claude-code-exec-path", "Skill", "Skill"},
+	} {
+		t.Run(tc.agent, func(t *testing.T) {
+			t.Parallel()
+			state, dir := t.TempDir(), t.TempDir()
+			tf := nightly.TasksFile{Reviewed: true}
+			want := map[string]bool{}
+			for i, tool := range []string{tc.tool, "git", tc.tool, "git"} {
+				id := fmt.Sprintf("tool-%s-%d", tool, i)
+				want[id] = tool == tc.tool
+				tf.Tasks = append(tf.Tasks, nightly.Task{ID: id, Intent: fmt.Sprintf("list the open pull requests of repository %d", i),
+					Outcome: "unknown", Origin: nightly.OriginReal,
+					Judge: nightly.Judge{Kind: nightly.JudgeRule, Checks: []nightly.Check{{Op: nightly.OpToolCalled, Arg: tool}}}})
+			}
+			file := filepath.Join(dir, "tasks.json")
+			if err := nightly.WriteTasksFile(file, tf); err != nil {
+				t.Fatal(err)
+			}
+			bin := filepath.Join(repoRoot(t), ".tools", "agents", "node_modules", ".bin", tc.agent)
+			code, out, errOut := runCLI(t, "sleep", "run", "--persona", "researcher", "--backend", "sim", "--model", "sim-target", "--sim-llm",
+				"--target-backend", tc.family, tc.pathFlag, bin, "--state-dir", state, "--tasks-file", file,
+				"--workers", "1", "--concurrency", "4", "--max-tokens", "0")
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+			}
+			sdir, err := nightly.Latest(stagingRoot(state))
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]int{}
+			for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(sdir, "evidence.jsonl")))), "\n") {
+				var r evidenceReplay
+				if err := json.Unmarshal([]byte(line), &r); err != nil {
+					t.Fatalf("evidence line %q: %v", line, err)
+				}
+				pass, ok := want[r.TaskID]
+				if !ok {
+					continue
+				}
+				seen[r.TaskID]++
+				switch {
+				case r.Err != "":
+					t.Errorf("replay of %s failed: %s", r.TaskID, r.Err)
+				case !slices.Contains(r.Tools, tc.call):
+					t.Errorf("replay of %s (%s) records the calls %q, want %s among them", r.TaskID, r.Stage, r.Tools, tc.call)
+				case (r.Hard == 1) != pass:
+					t.Errorf("replay of %s (%s): hard %v (failed %q), want a pass %v; calls %q", r.TaskID, r.Stage, r.Hard, r.Fail, pass, r.Tools)
+				}
+			}
+			for id := range want {
+				if seen[id] == 0 {
+					t.Errorf("no replay of %s in the evidence", id)
+				}
+			}
+			t.Logf("%s: replays per task %v", tc.agent, seen)
+		})
+	}
+}

@@ -67,6 +67,10 @@ func Specs(n Night) (target, optimizer *pb.ModelSpec, err error) {
 		if _, set := target.Options["note_opened"]; !set {
 			target.Options["note_opened"] = "always"
 		}
+		// A tool_called judge reads the backend's record of the agent's
+		// tool calls (nightly.ScoreAgent), which must then lead every
+		// reply: on whatever the options say.
+		target.Options["note_tools"] = "true"
 		// An agent's tool loop takes as long as it takes: target_timeout
 		// bounds it, not a stall deadline learned from the process's
 		// other (much faster) model calls.

@@ -14,6 +14,7 @@ import (
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -33,9 +34,12 @@ type Replay struct {
 	Outcome string `json:"outcome,omitempty"`
 	// Opened are the skill files the agent opened, as an agent CLI
 	// target's reply notes them.
-	Opened []string  `json:"opened,omitempty"`
-	Usage  llm.Usage `json:"usage"`
-	Calls  int       `json:"calls"`
+	Opened []string `json:"opened,omitempty"`
+	// Tools are the tool calls an agent CLI target's stream showed, as
+	// its reply's tools note names them ("Bash(git)").
+	Tools []string  `json:"tools,omitempty"`
+	Usage llm.Usage `json:"usage"`
+	Calls int       `json:"calls"`
 	// Fresh is false when the result was not measured by this request (a
 	// result recorded before, or a cache hit).
 	Fresh bool `json:"fresh"`
@@ -117,7 +121,7 @@ func (h *HubReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, er
 		} else {
 			ro := res.GetRollout()
 			rp.Hard, rp.Soft, rp.Answer, rp.FailReason = ro.GetHard(), ro.GetSoft(), ro.GetAnswer(), ro.GetFailReason()
-			rp.Opened = skillpkg.NotedFiles(rp.Answer)
+			rp.Opened, rp.Tools = skillpkg.NotedFiles(rp.Answer), notedTools(rp.Answer)
 		}
 		out[i] = rp
 	}
@@ -152,9 +156,16 @@ func (l *LocalReplayer) Replay(ctx context.Context, r ReplayRequest) ([]Replay, 
 			rp.Err, rp.Outcome = err.Error(), llm.KindOf(err).String()
 		} else {
 			rp.Hard, rp.Soft, rp.Answer, rp.FailReason = ep.Hard, ep.Soft, ep.Answer, ep.FailReason
-			rp.Opened = skillpkg.NotedFiles(rp.Answer)
+			rp.Opened, rp.Tools = skillpkg.NotedFiles(rp.Answer), notedTools(rp.Answer)
 		}
 		out[i] = rp
 	}
 	return out, nil
+}
+
+// notedTools returns the tool calls a reply's tools note names (after the
+// opened-files note; nil without a note).
+func notedTools(reply string) []string {
+	_, calls, _ := prompts.CutToolsNote(skillpkg.CutNote(reply))
+	return calls
 }

@@ -131,17 +131,24 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		return rec.Failed(EnvName, t.ID, err)
 	}
 	reply := resp.Content
-	judged := reply
-	if e.cfg.AgentTarget {
-		// An agent's reply may lead with its opened-files note and its
-		// trace summary (backends/exec): the judge reads the answer alone.
-		judged, _ = prompts.CutTrace(skillpkg.CutNote(reply))
-	}
 	rj := &RubricJudge{Model: m, Name: e.cfg.JudgeModel, Usage: func(u llm.Usage) { rec.Usage.Add(u); rec.Calls++ }}
 	if rj.Name == "" {
 		rj.Name = req.Model
 	}
-	v, err := Score(ctx, t, judged, rj)
+	var v Verdict
+	if e.cfg.AgentTarget {
+		// An agent's reply leads with the backend's notes (the skill
+		// files it opened, the tool calls its stream showed, its trace
+		// summary; backends/exec): the judge reads the answer alone, and
+		// a tool_called check the recorded calls. A reply without the
+		// tools note recorded no call: whatever the agent wrote is not
+		// taken for one.
+		rest, calls, _ := prompts.CutToolsNote(skillpkg.CutNote(reply))
+		judged, _ := prompts.CutTrace(rest)
+		v, err = ScoreAgent(ctx, t, judged, calls, rj)
+	} else {
+		v, err = Score(ctx, t, reply, rj)
+	}
 	if err != nil {
 		return rec.Failed(EnvName, t.ID, err)
 	}

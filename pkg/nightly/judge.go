@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/skillfleet/skillfleet/internal/jsonx"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
 
 // Verdict is a judged reply.
@@ -33,15 +35,34 @@ type RubricJudge struct {
 
 // Score judges reply for task t. An unknown check op, an unusable check
 // argument or a rubric judge that answers out of schema is an error, never
-// a score.
+// a score. A tool_called check looks for a "TOOL_CALL: <name>" line in
+// the reply (an API target has no tool loop to record a call).
 func Score(ctx context.Context, t Task, reply string, rj *RubricJudge) (Verdict, error) {
+	return score(ctx, t, reply, nil, rj)
+}
+
+// ScoreAgent is [Score] for a reply of an agent CLI whose tool calls were
+// recorded from its event stream (calls, as a [prompts.ToolsNote] names
+// them; none when it called none): a tool_called check passes only when
+// one of them is a call of its tool ([prompts.ToolCallMatches]); what the
+// reply itself says about tools does not count.
+func ScoreAgent(ctx context.Context, t Task, reply string, calls []string, rj *RubricJudge) (Verdict, error) {
+	if calls == nil {
+		calls = []string{}
+	}
+	return score(ctx, t, reply, calls, rj)
+}
+
+// score is Score, with the recorded tool calls of an agent (nil: none
+// recorded, read the reply's markers).
+func score(ctx context.Context, t Task, reply string, calls []string, rj *RubricJudge) (Verdict, error) {
 	j := t.Judge
 	if err := j.Validate(); err != nil {
 		return Verdict{}, fmt.Errorf("task %s: %w", t.ID, err)
 	}
 	pass, failed := 0, []string(nil)
 	for _, c := range j.Checks {
-		ok, err := runCheck(c, reply)
+		ok, err := runCheck(c, reply, calls)
 		if err != nil {
 			return Verdict{}, fmt.Errorf("task %s: %w", t.ID, err)
 		}
@@ -138,8 +159,9 @@ var refusalOpeners = []string{"i can't", "i cannot", "i'm sorry", "i am sorry", 
 
 var toolCallRe = regexp.MustCompile(`(?m)^\s*TOOL_CALL:\s*([A-Za-z0-9_.\-]+)`)
 
-// runCheck evaluates one check on a reply.
-func runCheck(c Check, reply string) (bool, error) {
+// runCheck evaluates one check on a reply; calls are an agent's recorded
+// tool calls (nil: none recorded).
+func runCheck(c Check, reply string, calls []string) (bool, error) {
 	if err := c.validate(); err != nil {
 		return false, err
 	}
@@ -177,6 +199,9 @@ func runCheck(c Check, reply string) (bool, error) {
 		body, ok := section(reply, h)
 		return ok && strings.Contains(strings.ToLower(body), strings.ToLower(strings.TrimSpace(want))), nil
 	case OpToolCalled:
+		if calls != nil {
+			return slices.ContainsFunc(calls, func(call string) bool { return prompts.ToolCallMatches(call, c.Arg) }), nil
+		}
 		for _, m := range toolCallRe.FindAllStringSubmatch(reply, -1) {
 			if strings.EqualFold(m[1], strings.TrimSpace(c.Arg)) {
 				return true, nil
