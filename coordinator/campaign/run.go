@@ -520,6 +520,10 @@ func (c *Campaign) schedule(ctx context.Context) {
 		var src *entry
 		if ok && cell.EvalFrom != "" {
 			src = c.board[cell.EvalFrom]
+			if c.halted[cell.EvalFrom] {
+				// Its source waits for the campaign to be run again: so does it.
+				c.halted[cell.Name], ok = true, false
+			}
 		}
 		c.mu.Unlock()
 		if !ok {
