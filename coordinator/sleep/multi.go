@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
@@ -57,54 +58,150 @@ func (n Night) runSkills(ctx context.Context, d NightDeps, st *nightly.State, re
 			return nil, err
 		}
 		defer stop()
+		var jobs []skillJob
 		for _, sk := range skills {
-			group := by[sk.Name]
-			if len(group) == 0 {
-				continue
-			}
-			sn := SkillNight{Name: sk.Name, Path: sk.Path, Tasks: len(group), Resolved: map[string]int{}}
-			for _, t := range group {
-				sn.Resolved[how[t.ID]]++
-			}
-			text, pin, err := readDoc(sk.Path)
-			if err != nil {
-				return nil, err
-			}
-			skill, err := nightly.EnsureBlock(text, nightly.ScaffoldSkill)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", sk.Path, err)
-			}
-			s := SettingsFromConfig(n.Config)
-			s.Spent, s.Cost, s.StopOnFailure, s.EvolveMemory = total.Spend, n.Cost, n.AgentTarget, false
-			for _, l := range st.Lessons {
-				if l.Document == "skill:"+sk.Name {
-					s.Lessons = append(s.Lessons, l.Text())
-				}
-			}
-			out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger.With("skill", sk.Name)},
-				Input{Tasks: group, Skill: skill, Memory: nightly.ScaffoldMemory()})
-			if err != nil && ctx.Err() != nil {
-				return nil, fmt.Errorf("night %d %w; nothing was staged and the state is unchanged", rep.Night, ErrStopped)
-			}
-			if err != nil && !errors.Is(err, ErrBudget) {
-				return nil, fmt.Errorf("skill %s: %w", sk.Name, err)
-			}
-			sn.Outcome = out
-			total.Spend = out.Spend
-			total.Accepted = total.Accepted || out.Accepted
-			rep.Skills = append(rep.Skills, sn)
-			rep.pins = append(rep.pins, pin)
-			if err != nil {
-				cause = err
-				break
+			if group := by[sk.Name]; len(group) > 0 {
+				jobs = append(jobs, skillJob{ref: sk, tasks: group})
 			}
 		}
+		pool := &SharedSpend{spend: spent}
+		if err := n.consolidateSkills(ctx, d, st, replayer, jobs, how, pool, rep.Night); err != nil {
+			return nil, err
+		}
+		for _, j := range jobs {
+			if j.out == nil {
+				continue // not started: the budget was spent first
+			}
+			rep.Skills = append(rep.Skills, j.night)
+			rep.pins = append(rep.pins, j.pin)
+			if j.err != nil && cause == nil {
+				cause = j.err
+			}
+		}
+		total.Spend = pool.Total()
 		total.Action, total.Reason = ActionMultiSkill, multiReason(rep.Skills)
+		for _, sn := range rep.Skills {
+			total.Accepted = total.Accepted || sn.Outcome.Accepted
+		}
 		if cause != nil {
 			total.Action, total.Reason = ActionStoppedBudget, cause.Error()
 		}
 	}
 	return rep, n.finishSkills(st, rep, tasks, cause)
+}
+
+// maxSkillsAtOnce bounds the skills of a multi-skill night consolidated
+// at once: their replays share the night's fleet, and each holds its
+// documents and replays in memory.
+const maxSkillsAtOnce = 4
+
+// skillJob is one skill of a multi-skill night: its tasks, and what its
+// consolidation left (out nil: it did not start).
+type skillJob struct {
+	ref   nightly.SkillRef
+	tasks []nightly.Task
+	night SkillNight
+	pin   string
+	out   *Outcome
+	err   error // a budget stop
+}
+
+// consolidateSkills runs the jobs' consolidations, at most
+// maxSkillsAtOnce at once, started in the jobs' order, on one replayer
+// and one spend (pool, which every consolidation charges and checks the
+// night's budget against). A budget stop lets the running ones end (each
+// stops at its own next check) and starts no other; any other error stops
+// them all and is returned, naming the skill. A context ended by the
+// caller is [ErrStopped].
+func (n Night) consolidateSkills(ctx context.Context, d NightDeps, st *nightly.State, replayer Replayer, jobs []skillJob,
+	how map[string]string, pool *SharedSpend, night int) error {
+	gctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range jobs {
+			select {
+			case next <- i:
+			case <-gctx.Done():
+				return
+			}
+		}
+	}()
+	var (
+		mu       sync.Mutex
+		budget   bool
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for range min(maxSkillsAtOnce, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				mu.Lock()
+				stop := budget || firstErr != nil
+				mu.Unlock()
+				if stop || gctx.Err() != nil {
+					continue
+				}
+				j := &jobs[i]
+				err := n.consolidateSkill(gctx, d, st, replayer, j, how, pool)
+				mu.Lock()
+				switch {
+				case err == nil:
+				case errors.Is(err, ErrBudget):
+					budget = true
+				case gctx.Err() != nil && ctx.Err() == nil && firstErr != nil:
+					// Stopped by another skill's error.
+				default:
+					if firstErr == nil {
+						firstErr = fmt.Errorf("skill %s: %w", j.ref.Name, err)
+						cancel(firstErr)
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("night %d %w; nothing was staged and the state is unchanged", night, ErrStopped)
+	}
+	return firstErr
+}
+
+// consolidateSkill is one skill's gated consolidation (the memory file
+// not evolved, the skill's own lessons shown), filling in j.
+func (n Night) consolidateSkill(ctx context.Context, d NightDeps, st *nightly.State, replayer Replayer, j *skillJob,
+	how map[string]string, pool *SharedSpend) error {
+	sn := SkillNight{Name: j.ref.Name, Path: j.ref.Path, Tasks: len(j.tasks), Resolved: map[string]int{}}
+	for _, t := range j.tasks {
+		sn.Resolved[how[t.ID]]++
+	}
+	text, pin, err := readDoc(j.ref.Path)
+	if err != nil {
+		return err
+	}
+	skill, err := nightly.EnsureBlock(text, nightly.ScaffoldSkill)
+	if err != nil {
+		return fmt.Errorf("%s: %w", j.ref.Path, err)
+	}
+	s := SettingsFromConfig(n.Config)
+	s.Cost, s.StopOnFailure, s.EvolveMemory, s.Shared = n.Cost, n.AgentTarget, false, pool
+	for _, l := range st.Lessons {
+		if l.Document == "skill:"+j.ref.Name {
+			s.Lessons = append(s.Lessons, l.Text())
+		}
+	}
+	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger.With("skill", j.ref.Name)},
+		Input{Tasks: j.tasks, Skill: skill, Memory: nightly.ScaffoldMemory()})
+	if err != nil && !errors.Is(err, ErrBudget) {
+		return err
+	}
+	sn.Outcome = out
+	j.night, j.pin, j.out, j.err = sn, pin, out, err
+	return err
 }
 
 // ActionMultiSkill is the action of a multi-skill night; each skill's

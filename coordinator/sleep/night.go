@@ -56,6 +56,11 @@ type Settings struct {
 	MaxUSD    float64
 	Spent     Spend
 	Cost      func(role string, u llm.Usage) float64
+	// Shared, when set, is the night's spend shared with consolidations
+	// running at once (a multi-skill night's skills): every charge goes to
+	// it too, and the budget is checked against it instead of this
+	// consolidation's own spend.
+	Shared *SharedSpend
 	// Preferences are the user's house rules, shown to the reflector.
 	Preferences string
 	// StopOnFailure ends the night at the first replay that failed for

@@ -4,20 +4,48 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/pricing"
 )
 
+// SharedSpend is one night's spend shared by the consolidations that run
+// at once in it ([Settings].Shared).
+type SharedSpend struct {
+	mu    sync.Mutex
+	spend Spend
+}
+
+// Total is what the night has spent so far.
+func (p *SharedSpend) Total() Spend {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.spend
+}
+
+func (p *SharedSpend) add(d Spend) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.spend.Tokens += d.Tokens
+	p.spend.Calls += d.Calls
+	p.spend.USD += d.USD
+}
+
 // charge adds a usage of role's model to the night's spend.
 func (n *night) charge(role string, u llm.Usage, calls int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.out.Spend.Tokens += u.InputTokens + u.OutputTokens
-	n.out.Spend.Calls += calls
+	d := Spend{Tokens: u.InputTokens + u.OutputTokens, Calls: calls}
 	if n.s.Cost != nil {
-		n.out.Spend.USD += n.s.Cost(role, u)
+		d.USD = n.s.Cost(role, u)
+	}
+	n.mu.Lock()
+	n.out.Spend.Tokens += d.Tokens
+	n.out.Spend.Calls += d.Calls
+	n.out.Spend.USD += d.USD
+	n.mu.Unlock()
+	if n.s.Shared != nil {
+		n.s.Shared.add(d)
 	}
 }
 
@@ -41,7 +69,12 @@ func (n *night) chargeExtra(kind string, r Replay) {
 // afford refuses work the budget cannot pay for: est is its expected
 // tokens (0 = unknown: only the spend so far is checked).
 func (n *night) afford(stage, role string, est int64) error {
+	n.mu.Lock()
 	sp := n.out.Spend
+	n.mu.Unlock()
+	if n.s.Shared != nil {
+		sp = n.s.Shared.Total()
+	}
 	if n.s.MaxTokens > 0 && sp.Tokens+est > n.s.MaxTokens {
 		return fmt.Errorf("%w: max_tokens_per_night %d: %d tokens spent, the %s stage needs about %d more", ErrBudget, n.s.MaxTokens, sp.Tokens, stage, est)
 	}
