@@ -1,7 +1,9 @@
 package nightly
 
 import (
+	"bytes"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,6 +86,7 @@ func readCopilotCLI(o *HarvestOptions) ([]*Digest, Skipped, error) {
 				return nil, sk, wrapPath(path, err)
 			}
 		}
+		sk.HugeLines += copilotEventTools(filepath.Join(o.CopilotHome, "session-state", m.id, "events.jsonl"), o.MaxLineBytes, s)
 		if d := s.digest(path+"#"+m.id, &sk); d != nil {
 			out = append(out, d)
 		}
@@ -125,4 +128,38 @@ func copilotFiles(db *sql.DB, s *session) error {
 		s.tools = addUnique(s.tools, sanitizeToolName(dbString(tool)))
 	}
 	return rows.Err()
+}
+
+// copilotEventTools adds the tools the session ran from its event log,
+// <COPILOT_HOME>/session-state/<id>/events.jsonl (the store's
+// session_files holds only the files a tool touched, so a shell command
+// that touched none leaves no tool there): the name of each
+// tool.execution_start event. The log is optional: a session without one
+// (or with an id that is not a plain name) adds nothing. It returns the
+// lines skipped as longer than limit.
+func copilotEventTools(path string, limit int, s *session) int {
+	if id := filepath.Base(filepath.Dir(path)); id != s.id || id == "." || id == ".." {
+		return 0
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	huge, _ := readLines(f, limit, func(line []byte) {
+		if !bytes.Contains(line, []byte(`"tool.execution_start"`)) {
+			return
+		}
+		var e struct {
+			Type string `json:"type"`
+			Data struct {
+				ToolName string `json:"toolName"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Type != "tool.execution_start" || e.Data.ToolName == "" || len(s.tools) >= 100 {
+			return
+		}
+		s.tools = addUnique(s.tools, sanitizeToolName(e.Data.ToolName))
+	})
+	return huge
 }
