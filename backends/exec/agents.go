@@ -221,6 +221,10 @@ func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), 
 		switch {
 		case key != "":
 			env = append(env, "ANTHROPIC_API_KEY="+key)
+		case c.cfg.UserLogin:
+			// The copied login signs the calls, at BaseURL too (a
+			// gateway or a proxy in front of the user's subscription):
+			// a key would take its place.
 		case c.cfg.BaseURL != "":
 			// A server that needs no key (sim-llm): Claude Code still
 			// wants one to start.

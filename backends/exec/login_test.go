@@ -191,3 +191,25 @@ exit 1`)
 		t.Errorf("user_login=yes please: %v, want it refused", err)
 	}
 }
+
+// TestUserLoginWithAnEndpointSendsNoKey: Claude Code on the user's login
+// pointed at another endpoint (base_url: a gateway, or sim-llm) gets the
+// endpoint and the login, and no API key, which would sign the calls in
+// the login's place (the stand-in fails when ANTHROPIC_API_KEY is set).
+func TestUserLoginWithAnEndpointSendsNoKey(t *testing.T) {
+	t.Parallel()
+	home := userHome(t, exec.AgentClaude)
+	bin := script(t, `[ "$ANTHROPIC_BASE_URL" = "http://127.0.0.1:9" ] || { echo "endpoint $ANTHROPIC_BASE_URL" >&2; exit 1; }
+`+strings.SplitN(loginStandIns[exec.AgentClaude], "\n", 2)[1])
+	cfg, err := exec.ConfigFromOptions("m", map[string]string{"agent": exec.AgentClaude, "bin": bin, "user_login": "true",
+		"base_url": "http://127.0.0.1:9/v1", "sandbox": "none", "mode": exec.ModeChat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Getenv = env(map[string]string{"HOME": home})
+	cfg.Sandbox.Logf = func(string, ...any) {}
+	resp, err := exec.New(cfg).Chat(t.Context(), req("", "hello"))
+	if err != nil || !strings.HasPrefix(resp.Content, "logged in with ") {
+		t.Fatalf("reply %+v, %v: want the login's answer", resp, err)
+	}
+}

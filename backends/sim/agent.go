@@ -11,6 +11,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
@@ -188,8 +189,18 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 	return r, nil
 }
 
-// plain answers a conversation without tools through Model.Chat.
+// plain answers a conversation without tools through Model.Chat; a
+// prompt of skillfleet sleep's sent by an agent CLI in chat mode is
+// answered as [SleepAware] answers it over the API.
 func (m *Model) plain(ctx context.Context, c *Conversation) (*AgentReply, error) {
+	if req, ok := sleepChatRequest(c); ok {
+		resp, err := NewSleepAware(m).Chat(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return &AgentReply{Text: resp.Content, Action: "chat", Finish: resp.FinishReason,
+			Usage: llm.Usage{InputTokens: c.InputTokens(), OutputTokens: llm.EstimateTokens(resp.Content)}}, nil
+	}
 	req := &llm.Request{Model: c.Model, Seed: c.Seed, MaxTokens: c.MaxTokens}
 	if s := strings.Join(c.System, "\n\n"); s != "" {
 		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleSystem, Content: s})
@@ -712,4 +723,36 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// sleepChatRequest recovers the request a chat role of skillfleet sleep
+// (its miner, reflector or judge) made, when an agent CLI in chat mode
+// carries it: the CLI's own instructions as the system, and the whole
+// request as one user prompt — the request's system text, then each
+// message after a "---" line, one of a role other than user headed by its
+// role in brackets (backends/exec's chat prompt). It reports false for
+// any other conversation.
+func sleepChatRequest(c *Conversation) (*llm.Request, bool) {
+	var prompt string
+	for _, t := range c.Turns {
+		if t.Role == llm.RoleUser {
+			prompt = t.Text
+			break
+		}
+	}
+	i := strings.Index(prompt, nightly.PromptMarker)
+	if i < 0 {
+		return nil, false
+	}
+	parts := strings.Split(strings.TrimSpace(prompt[i:]), "\n\n---\n\n")
+	req := &llm.Request{Model: c.Model, Seed: c.Seed, MaxTokens: c.MaxTokens,
+		Messages: []llm.Message{{Role: llm.RoleSystem, Content: parts[0]}}}
+	for _, p := range parts[1:] {
+		role := llm.RoleUser
+		if r, rest, ok := strings.Cut(p, "\n"); ok && strings.HasPrefix(r, "[") && strings.HasSuffix(r, "]") {
+			role, p = strings.Trim(r, "[]"), rest
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: role, Content: p})
+	}
+	return req, true
 }

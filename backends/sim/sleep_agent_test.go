@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
@@ -35,5 +36,41 @@ func TestSleepAttemptThroughAnAgentCLI(t *testing.T) {
 	r, err = quiet().Agent(t.Context(), bare)
 	if err != nil || r.Action != "answer" || strings.Contains(r.Text, "<answer>") || !strings.Contains(r.Text, "arxiv.org/abs/"+p.ID) {
 		t.Fatalf("without a skill %+v, %v: want the bare URL", r, err)
+	}
+}
+
+// TestSleepChatRoleThroughAnAgentCLI: a sleep prompt an agent CLI carries
+// in chat mode (no tools; the request's system text, then each message
+// after a "---" line, behind the CLI's own instructions and a reminder of
+// its own) is answered as SleepAware answers the request itself; any
+// other tool-less conversation is not taken for one.
+func TestSleepChatRoleThroughAnAgentCLI(t *testing.T) {
+	t.Parallel()
+	p := nightly.ResearcherPapers[0]
+	task := nightly.Task{Intent: "What is the arXiv id of \"" + p.Title + "\"?"}
+	msgs := nightly.AttemptMessages(task, "- "+nightly.HabitWrap+"\n- "+nightly.HabitArxivID+"\n", "")
+	var parts []string
+	for _, m := range msgs {
+		text := m.Text()
+		if m.Role == "assistant" {
+			text = "[assistant]\n" + text
+		}
+		parts = append(parts, text)
+	}
+	prompt := "<system-reminder>the CLI's own note</system-reminder>\n" + strings.Join(parts, "\n\n---\n\n")
+	c := &Conversation{Model: "sim-target", System: []string{"You are the CLI."}, Turns: []Turn{{Role: "user", Text: prompt}}}
+	r, err := quiet().Agent(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewSleepAware(quiet()).Chat(t.Context(), &llm.Request{Model: "sim-target", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Action != "chat" || r.Text != want.Content || !strings.Contains(r.Text, "<answer>arXiv:"+p.ID+"</answer>") {
+		t.Fatalf("through the CLI %+v\nwant %q", r, want.Content)
+	}
+	if _, ok := sleepChatRequest(&Conversation{Turns: []Turn{{Role: "user", Text: "Note the serial code."}}}); ok {
+		t.Fatal("a plain prompt taken for a sleep prompt")
 	}
 }

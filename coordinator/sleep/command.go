@@ -50,6 +50,17 @@ func Specs(n Night) (target, optimizer *pb.ModelSpec, err error) {
 	if c.OptimizerModel != "" {
 		optimizer.Model = c.OptimizerModel
 	}
+	if ChatFamily(c.Backend) {
+		optimizer = chatSpec(n, optimizer.Model)
+		if c.TargetBackend == "" {
+			return nil, nil, UsageError{fmt.Errorf("--backend %s runs the miner, reflector and judge on an agent CLI: name the replay target too (--target-backend, e.g. claude_code_exec)", c.Backend)}
+		}
+	} else if len(n.OptimizerOptions) > 0 {
+		optimizer.Options = map[string]string{}
+		for k, v := range n.OptimizerOptions {
+			optimizer.Options[k] = v
+		}
+	}
 	if c.TargetBackend == "" {
 		target = &pb.ModelSpec{Backend: c.Backend, Model: c.Model, BaseUrl: c.BaseURL, ApiKeyEnv: c.APIKeyEnv, TimeoutMs: timeout.Milliseconds(), MaxRetries: int32(c.TargetMaxRetries)}
 		return target, optimizer, nil
@@ -194,4 +205,48 @@ func (o *Options) fleet(c nightly.Config, target *pb.ModelSpec, d CommandDeps) f
 		stops = append(stops, func() { fleet.Stop(); _, _ = fleet.Wait() })
 		return &HubReplayer{Hub: fleet.Hub(), RunID: runID, Target: target, BenchConfig: benchCfg, Timeout: 10 * time.Minute}, stop, nil
 	}
+}
+
+// ChatFamily reports whether family runs an agent CLI in chat mode for the
+// optimizer's roles (claude_chat, codex_chat, copilot_chat, pi_chat,
+// opencode_chat; codex_exec as SkillOpt's --backend codex).
+func ChatFamily(family string) bool {
+	f, ok := backends.LookupFamily(family)
+	return ok && f.Backend == backends.BackendExec && f.Agent != "" && !f.TargetOnly
+}
+
+func chatFamilies() []string {
+	var out []string
+	for _, f := range backends.Families() {
+		if ChatFamily(f.Name) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// chatSpec is the optimizer's spec on an agent CLI's chat family: the
+// miner, reflector and judge each a call of the CLI in chat mode (no
+// tools), its program from --codex-exec-path or --claude-code-exec-path,
+// on the user's own CLI login when no --base-url names a provider (or
+// with option user_login=true, which signs the calls at --base-url with
+// the login), as a training config's optimizer_backend of that family.
+func chatSpec(n Night, model string) *pb.ModelSpec {
+	c := n.Config
+	opts := map[string]any{"mode": "chat"}
+	if c.BaseURL == "" {
+		opts["user_login"] = "true"
+	}
+	for k, v := range n.OptimizerOptions {
+		opts[k] = v
+	}
+	rc := &config.Config{Model: config.Model{
+		OptimizerBackend: c.Backend, Optimizer: model, OptimizerBaseURL: c.BaseURL, OptimizerAPIKeyEnv: c.APIKeyEnv,
+		OptimizerOptions: opts, CodexExecPath: c.CodexExecPath, ClaudeCodeExecPath: c.ClaudeCodeExecPath, Timeout: DefaultTargetTimeout,
+	}}
+	spec := coordinator.RoleSpec(rc, config.RoleOptimizer)
+	if _, set := spec.Options["stall_deadline"]; !set {
+		spec.Options["stall_deadline"] = "off"
+	}
+	return spec
 }

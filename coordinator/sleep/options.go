@@ -64,6 +64,9 @@ type Options struct {
 	TargetMaxRetries                              int
 	SimLLM                                        bool
 	TargetUserLogin                               bool
+	// OptimizerOptions are the optimizer's backend options (an agent
+	// CLI's chat family: user_login, sandbox, ...).
+	OptimizerOptions optionFlag
 
 	set map[string]bool
 }
@@ -135,6 +138,7 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.IntVar(&o.DreamRollouts, "dream-rollouts", 0, fmt.Sprintf("attempts per train task in each train wave; over 1 the reflector sees the best and the worst attempt (dream_rollouts, 1..%d, default 1)", nightly.MaxDreamRollouts))
 	fs.IntVar(&o.DreamFactor, "dream-factor", 0, fmt.Sprintf("rephrasings of each train task added as train-only dream tasks (dream_factor, 0..%d, default 0)", nightly.MaxDreamFactor))
 	fs.IntVar(&o.RecallK, "recall-k", 0, fmt.Sprintf("archived tasks of earlier nights most similar to tonight's brought back as train tasks (recall_k, 0..%d, default 0)", nightly.MaxRecallK))
+	fs.Var(&o.OptimizerOptions, "optimizer-option", "an option of the miner, reflector and judge's backend key=value, as train's model.optimizer_options (with an agent CLI's chat family as --backend: user_login=true signs its calls with your CLI login also at --base-url, sandbox=none, ...; repeatable)")
 	o.RegisterTarget(fs)
 }
 
@@ -271,7 +275,7 @@ func (o *Options) Resolve(fs *flag.FlagSet) (n Night, persona string, err error)
 		return n, "", err
 	}
 	n = Night{Config: cfg, StatePath: filepath.Join(o.StateDir, "state.json"), Persona: o.Persona, TasksFile: o.TasksFile,
-		ClaudeHome: o.ClaudeHome, CodexHome: o.CodexHome, CursorHome: o.CursorHome, Project: o.Project}
+		ClaudeHome: o.ClaudeHome, CodexHome: o.CodexHome, CursorHome: o.CursorHome, Project: o.Project, OptimizerOptions: o.OptimizerOptions}
 	home, _ := os.UserHomeDir()
 	if err := n.ResolvePaths(home); err != nil {
 		return n, "", UsageError{err}
@@ -404,11 +408,12 @@ func (o *Options) config() (nightly.Config, error) {
 	if err := cfg.Validate(); err != nil {
 		return cfg, UsageError{fmt.Errorf("flags: %w", err)}
 	}
-	if cfg.Backend != "" && !slices.Contains(backends.Implementations(), cfg.Backend) {
+	if cfg.Backend != "" && !slices.Contains(backends.Implementations(), cfg.Backend) && !ChatFamily(cfg.Backend) {
 		if !o.set["backend"] {
 			from = "config " + cp
 		}
-		return cfg, UsageError{fmt.Errorf("%s: backend: %q is not a known backend (want one of %s)", from, cfg.Backend, strings.Join(backends.Implementations(), ", "))}
+		return cfg, UsageError{fmt.Errorf("%s: backend: %q is not a known backend (want one of %s, or an agent CLI's chat family: %s)", from, cfg.Backend,
+			strings.Join(backends.Implementations(), ", "), strings.Join(chatFamilies(), ", "))}
 	}
 	if cfg.TargetBackend != "" {
 		if _, ok := backends.LookupFamily(cfg.TargetBackend); !ok {

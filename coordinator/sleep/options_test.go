@@ -183,3 +183,51 @@ func TestMethodFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecsChatFamilyOptimizer: --backend claude_chat runs the miner,
+// reflector and judge on Claude Code in chat mode, its program from
+// --claude-code-exec-path: on the user's login without --base-url, and
+// with --base-url and --optimizer-option user_login=true on the login at
+// that endpoint. Such a night needs a replay target; a backend neither
+// implemented nor a chat family is refused, naming the chat families.
+func TestSpecsChatFamilyOptimizer(t *testing.T) {
+	n, err := resolve(t, "--backend", "claude_chat", "--model", "sim-target", "--claude-code-exec-path", "/opt/claude",
+		"--target-backend", "claude_code_exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, opt, err := Specs(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opt.GetOptions()
+	if opt.GetBackend() != "exec" || opt.GetModel() != "sim-target" || o["agent"] != "claude" || o["mode"] != "chat" || o["bin"] != "/opt/claude" ||
+		o["user_login"] != "true" || o["stall_deadline"] != "off" || opt.GetBaseUrl() != "" {
+		t.Errorf("optimizer %v", opt)
+	}
+	n, err = resolve(t, "--backend", "claude_chat", "--model", "sim-target", "--base-url", "http://127.0.0.1:9/v1",
+		"--optimizer-option", "user_login=true", "--optimizer-option", "sandbox=none", "--target-backend", "claude_code_exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, opt, err = Specs(n); err != nil || opt.GetBaseUrl() != "http://127.0.0.1:9/v1" || opt.GetOptions()["user_login"] != "true" || opt.GetOptions()["sandbox"] != "none" {
+		t.Errorf("optimizer at an endpoint on the login %v, %v", opt, err)
+	}
+	n, err = resolve(t, "--backend", "claude_chat", "--model", "sim-target", "--base-url", "http://127.0.0.1:9/v1", "--target-backend", "claude_code_exec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, opt, _ = Specs(n); opt.GetOptions()["user_login"] != "" {
+		t.Errorf("with --base-url alone the optimizer %v uses the login", opt)
+	}
+	n, err = resolve(t, "--backend", "codex_chat", "--model", "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Specs(n); err == nil || !strings.Contains(err.Error(), "--target-backend") {
+		t.Errorf("a chat family without a replay target: %v", err)
+	}
+	if _, err := resolve(t, "--backend", "gemini_chat", "--model", "m"); err == nil || !strings.Contains(err.Error(), "claude_chat") {
+		t.Errorf("an unknown backend: %v", err)
+	}
+}

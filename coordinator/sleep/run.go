@@ -55,6 +55,9 @@ type Night struct {
 	// each skill its tasks exercise, one consolidation and one staged
 	// proposal per skill (under StagingRoot/skill-<name>).
 	SkillRoot string
+	// OptimizerOptions are the optimizer's backend options
+	// (--optimizer-option).
+	OptimizerOptions map[string]string
 	// AgentTarget says the target is an agent CLI (the exec backend): the
 	// replays give it the skill as a package to install, and a replay it
 	// fails stops the night ([AgentFailure]).
