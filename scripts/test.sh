@@ -171,7 +171,7 @@ log=/tmp/skillfleet-test.log
 shards=${SKILLFLEET_CMD_SHARDS:-3}
 default_secs=30
 gotestsum_version=v1.13.0
-gotestsum=.tools/bin/gotestsum
+gotestsum=$PWD/.tools/bin/gotestsum
 if ! "$gotestsum" --version 2>/dev/null | grep -qx "gotestsum version $gotestsum_version"; then
   echo "installing gotestsum $gotestsum_version into .tools/bin (once)"
   GOBIN="$PWD/.tools/bin" go install "gotest.tools/gotestsum@$gotestsum_version"
@@ -188,10 +188,22 @@ while read -r name s _; do
 done <scripts/cmd-test-seconds.txt
 rm -f "$log".cmd.*
 cmdpids=()
-gotest() { # shard-name go-test-args...
-  local out=$log.cmd.$1
+# One test binary for all of them (each `go test` would compile and link
+# its own), run in the package's directory as `go test` runs it.
+cmdbin=$(mktemp -d)/skillfleet.test
+go test -c -o "$cmdbin" ./cmd/skillfleet/
+gotest() { # shard-name test-binary-flags...
+  local name=$1 out=$log.cmd.$1 began=$SECONDS rc=0
   shift
-  "$gotestsum" --format standard-quiet --jsonfile "$out.json" -- -count=1 -timeout 25m "$@" ./cmd/skillfleet/ >"$out" 2>&1
+  (cd cmd/skillfleet && "$gotestsum" --format standard-quiet --jsonfile "$out.json" --raw-command -- \
+    go tool test2json -t -p github.com/skillfleet/skillfleet/cmd/skillfleet "$cmdbin" -test.v=test2json \
+    -test.count=1 -test.timeout=25m "$@") >"$out" 2>&1 || rc=$?
+  if [[ $rc == 0 ]]; then
+    printf 'ok  \tgithub.com/skillfleet/skillfleet/cmd/skillfleet\t%ds (shard %s)\n' $((SECONDS - began)) "$name" >>"$out"
+  else
+    printf 'FAIL\tgithub.com/skillfleet/skillfleet/cmd/skillfleet\t%ds (shard %s)\n' $((SECONDS - began)) "$name" >>"$out"
+  fi
+  return "$rc"
 }
 # The nemesis test (a cluster, a fleet and two campaigns under faults)
 # is the longest by far: it gets a process of its own from the start.
@@ -200,7 +212,7 @@ for name in "${cmdtests[@]}"; do
   [[ $name == TestNemesis ]] || rest+=("$name")
 done
 if [[ ${#rest[@]} -lt ${#cmdtests[@]} ]]; then
-  gotest nemesis -run '^TestNemesis$' &
+  gotest nemesis -test.run '^TestNemesis$' &
   cmdpids+=($!)
 fi
 load=()
@@ -214,7 +226,7 @@ while read -r _ name; do
 done < <(for name in "${rest[@]}"; do echo "${secs[$name]:-$default_secs} $name"; done | sort -k1,1nr -k2)
 for ((i = 0; i < shards; i++)); do
   [[ -n ${shardnames[i]} ]] || continue
-  gotest "$i" -run "^(${shardnames[i]})\$" &
+  gotest "$i" -test.run "^(${shardnames[i]})\$" &
   cmdpids+=($!)
 done
 set +e
@@ -256,6 +268,7 @@ if [[ -n $containerpid ]]; then
   cat "$log.container"
   cat "$log.container" >>"$log"
 fi
+rm -rf "$(dirname "$cmdbin")"
 passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
 failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
 echo "packages: ${passed} passed, ${failed} failed"
