@@ -31,7 +31,8 @@ import (
 // the run directory's bucket; a partition of one NATS node and of one
 // worker, made by pausing the process (SIGSTOP, then SIGCONT: its peers
 // see a silent process, as behind a cut link); and a sim-llm answering
-// 500s, malformed replies and stalls throughout. docs/testing.md says how
+// 500s, malformed replies and stalls throughout. docs/deploy.md ("Every
+// fault at once: the nemesis test") says how
 // to replay a seed and how to run a long schedule
 // (scripts/bench/nemesis.sh).
 //

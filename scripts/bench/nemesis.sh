@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The nemesis test (TestNemesis in cmd/skillfleet; docs/testing.md) on a
+# The nemesis test (TestNemesis in cmd/skillfleet; docs/deploy.md, "Every fault at once") on a
 # long schedule: a campaign on a three-node NATS cluster, two campaign
 # members and three workers, under seeded random kills, partitions and
 # sim-llm faults for --duration, then the invariants. It prints the
