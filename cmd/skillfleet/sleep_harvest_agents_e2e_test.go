@@ -244,18 +244,7 @@ func TestHarvestRealAgentSessions(t *testing.T) {
 		t.Skip("tmux not found: apt-get install tmux")
 	}
 	t.Parallel()
-	home, err := os.MkdirTemp("", "sf-harvest-home-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(home) })
-	tmp := filepath.Join(home, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	sim := httptest.NewServer(simmodel.NewServer(simmodel.New(simmodel.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}),
-		simmodel.ServerOptions{APIKey: agentPlantedKey}))
-	t.Cleanup(sim.Close)
+	home, tmp, sim := harvestHome(t, "sf-harvest-home-")
 	projects := []string{filepath.Join(home, "work", "webapp"), filepath.Join(home, "work", "api")}
 	for _, p := range projects {
 		if err := os.MkdirAll(p, 0o755); err != nil {
@@ -542,4 +531,24 @@ func driveCodex(t *testing.T, home, tmp, simURL string, projects []string) *agen
 	u.exit("/quit")
 	s.prompts[projects[1]] = []string{firstPrompt}
 	return s
+}
+
+// harvestHome makes a home directory (under a name starting with prefix,
+// removed after the test) with a tmp directory in it, and a sim model
+// server that takes agentPlantedKey as its API key.
+func harvestHome(t *testing.T, prefix string) (home, tmp string, sim *httptest.Server) {
+	t.Helper()
+	home, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	tmp = filepath.Join(home, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sim = httptest.NewServer(simmodel.NewServer(simmodel.New(simmodel.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}),
+		simmodel.ServerOptions{APIKey: agentPlantedKey}))
+	t.Cleanup(sim.Close)
+	return home, tmp, sim
 }

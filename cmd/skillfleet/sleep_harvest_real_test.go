@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
@@ -150,18 +148,7 @@ func TestHarvestRealMoreAgentSessions(t *testing.T) {
 		t.Run(a.name, func(t *testing.T) {
 			bin := realAgentBin(t, a.name)
 			t.Parallel()
-			home, err := os.MkdirTemp("", "sf-harvest-"+a.name+"-")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(home) })
-			tmp := filepath.Join(home, "tmp")
-			if err := os.Mkdir(tmp, 0o700); err != nil {
-				t.Fatal(err)
-			}
-			sim := httptest.NewServer(simmodel.NewServer(simmodel.New(simmodel.Options{Epsilon: -1, HarmSpill: -1, LengthBudget: -1}),
-				simmodel.ServerOptions{APIKey: agentPlantedKey}))
-			t.Cleanup(sim.Close)
+			home, tmp, sim := harvestHome(t, "sf-harvest-"+a.name+"-")
 			projects := []string{filepath.Join(home, "work", "webapp"), filepath.Join(home, "work", "api")}
 			for _, p := range projects {
 				writeTestFile(t, filepath.Join(p, "task.md"), taskFile)

@@ -95,16 +95,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	before := testfs.Tree(t, home)
 	state := t.TempDir()
 	tmp := t.TempDir()
-	sf := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(binary, args...)
-		cmd.Env = agentEnv(home, tmp)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("skillfleet %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	sf := skillfleetIn(t, binary, home, tmp)
 	night := []string{"--home", home, "--state-dir", state, "--persona", "researcher", "--backend", "sim"}
 	out := sf(append([]string{"sleep", "install", "claude-code", "--session-end-hook"}, night...)...)
 	if !strings.Contains(out, "installed the Claude Code plugin skillfleet-sleep") {
@@ -286,5 +277,20 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, testfs.Tree(t, home)); diff != "" {
 		t.Errorf("the home after uninstall differs from before the install (-before +after):\n%s", diff)
+	}
+}
+
+// skillfleetIn returns a function that runs the skillfleet binary with
+// agentEnv(home, tmp) and returns its output, failing t on an error.
+func skillfleetIn(t *testing.T, binary, home, tmp string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(binary, args...)
+		cmd.Env = agentEnv(home, tmp)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("skillfleet %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
 	}
 }

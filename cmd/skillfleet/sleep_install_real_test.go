@@ -131,16 +131,7 @@ func TestSleepInstallListedByRealCLIs(t *testing.T) {
 				writeTestFile(t, filepath.Join(home, p), s)
 			}
 			before := testfs.Tree(t, home)
-			sf := func(args ...string) string {
-				t.Helper()
-				cmd := exec.Command(binary, args...)
-				cmd.Env = agentEnv(home, tmp)
-				out, err := cmd.CombinedOutput()
-				if err != nil {
-					t.Fatalf("skillfleet %s: %v\n%s", strings.Join(args, " "), err, out)
-				}
-				return string(out)
-			}
+			sf := skillfleetIn(t, binary, home, tmp)
 			install := []string{"sleep", "install", tc.agent, "--home", home, "--skillfleet", binary, "--state-dir", filepath.Join(tmp, "state")}
 			sf(install...)
 			if out := sf(install...); !strings.Contains(out, "already installed, unchanged") {
