@@ -122,3 +122,61 @@ func TestRunsStartingTogetherCreateTheConsumersOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultAckWaitOutlastsLateHeartbeats: under the default consumers a
+// task whose worker beats for it only every 2 s (a worker starved of CPU,
+// its quarter-AckWait beats coming late; twice the AckWait the consumers
+// once had by default) stays with that worker: a second puller standing
+// by never gets it, and the consumer counts no redelivery.
+func TestDefaultAckWaitOutlastsLateHeartbeats(t *testing.T) {
+	ctx := t.Context()
+	js := fleetJS(t)
+	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if s := consumerSettings(t, js)[queue.ClassCritical.Consumer()]; time.Duration(s[1]) != queue.DefaultAckWait {
+		t.Fatalf("consumer created with AckWait %v, want the default %v", time.Duration(s[1]), queue.DefaultAckWait)
+	}
+	if _, err := js.Publish(ctx, queue.TaskSubject(queue.ClassCritical, "rollout", "late-beats"), []byte("task")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, queue.StreamName, queue.ClassCritical.Consumer())
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held jetstream.Msg
+	for m := range batch.Messages() {
+		held = m
+	}
+	if held == nil {
+		t.Fatal("the task was not delivered")
+	}
+	const gap = 2 * time.Second
+	for range 3 {
+		// The standby puller waits out the gap: an expired delivery would
+		// be handed to it.
+		if again, err := cons.Fetch(1, jetstream.FetchMaxWait(gap)); err == nil {
+			for m := range again.Messages() {
+				md, _ := m.Metadata()
+				t.Fatalf("the held task was handed out again (delivery %d) after a %v heartbeat gap", md.NumDelivered, gap)
+			}
+		}
+		if err := held.InProgress(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := held.DoubleAck(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumRedelivered != 0 || info.NumAckPending != 0 {
+		t.Fatalf("consumer: %d redelivered, %d ack pending; want 0, 0", info.NumRedelivered, info.NumAckPending)
+	}
+}

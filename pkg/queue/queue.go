@@ -153,8 +153,12 @@ type ConsumerOptions struct {
 	MaxAckPending int
 }
 
-// DefaultAckWait is the consumers' default AckWait.
-const DefaultAckWait = time.Second
+// DefaultAckWait is the consumers' default AckWait: a dead worker's
+// tasks go to another worker about this long after its last heartbeat.
+// It is several heartbeats (a quarter of it each) long so that a worker
+// on a loaded machine, whose beats come a second or more late, does not
+// have a running task handed out again and its call made twice.
+const DefaultAckWait = 5 * time.Second
 
 // DefaultMaxDeliver is the consumers' default MaxDeliver.
 const DefaultMaxDeliver = 5
