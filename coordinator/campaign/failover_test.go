@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,4 +151,89 @@ func TestMemberThatCannotRenewStopsItsCells(t *testing.T) {
 	a.cancel()
 	wait(t, a)
 	t.Logf("a stopped its cell %s after it was cut off (lease TTL %s, margin %s)", stoppedA.Round(time.Millisecond), ttl, fenceMargin(ttl))
+}
+
+// failingBeats is the campaign's NATS store, except that beats fail while
+// failing is set (the member cannot renew its leases, as when it is
+// starved of CPU or the bucket elects a leader), and every cell end
+// written is kept in order.
+type failingBeats struct {
+	Store
+	failing atomic.Bool
+	mu      sync.Mutex
+	ends    []string
+}
+
+func (f *failingBeats) Beat(ctx context.Context, b Beat) error {
+	if f.failing.Load() {
+		return errNoLeader
+	}
+	return f.Store.Beat(ctx, b)
+}
+
+func (f *failingBeats) Put(ctx context.Context, st CellStatus, rev uint64) (uint64, error) {
+	if st.Ended != nil {
+		f.mu.Lock()
+		f.ends = append(f.ends, st.State)
+		f.mu.Unlock()
+	}
+	return f.Store.Put(ctx, st, rev)
+}
+
+// TestFencedCellIsQueuedNotStopped: a member that cannot renew its lease
+// stops its cell (self-fencing) while the store still takes writes; the
+// run returns context.Canceled. The cell's end is recorded as queued, for
+// a member to take it over, not as stopped (which waits for the campaign
+// to be run again): once the beats come back the cell runs again here and
+// the campaign ends with it done.
+func TestFencedCellIsQueuedNotStopped(t *testing.T) {
+	emb := embeddedNATS(t)
+	spec := writeSpec(t, specOf(1, 1, ""))
+	nc, err := emb.Connect("member")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := NewKVStore(t.Context(), js, spec.Name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &failingBeats{Store: kv}
+	store.failing.Store(true)
+	const ttl = 3 * time.Second
+	runs := newFakeRuns(150, 20*time.Millisecond) // 3 s a run: fenced 2 s in
+	var out syncWriter
+	c, err := New(Config{Spec: spec, Dir: t.TempDir(), Store: store, Member: "a", LeaseTTL: ttl, Out: &out}, Deps{Run: runs.run})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(out.String(), "self-fencing") && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		store.failing.Store(false)
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	f, err := c.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "self-fencing") {
+		t.Fatalf("the member never fenced its cell:\n%s", out.String())
+	}
+	store.mu.Lock()
+	ends := slices.Clone(store.ends)
+	store.mu.Unlock()
+	if len(ends) != 2 || ends[0] != StateQueued || ends[1] != StateDone {
+		t.Errorf("cell ends recorded %v, want [%s %s] (fenced, then run again)\n%s", ends, StateQueued, StateDone, out.String())
+	}
+	if got := f.Counts()[StateDone]; got != 1 {
+		t.Errorf("%d of 1 cell done: %+v", got, f.Cells)
+	}
 }

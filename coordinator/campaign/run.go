@@ -1000,12 +1000,15 @@ func (c *Campaign) finish(ctx context.Context, cell Cell, r *running, start time
 	state, msg := StateDone, ""
 	switch {
 	case err == nil:
+	case errors.Is(context.Cause(ctx), errFenced):
+		// Fenced before anything else: its run ends with whatever the
+		// cancel made of it (context.Canceled, most often), and the cell
+		// is another member's to take over, not stopped.
+		state, msg = StateQueued, errFenced.Error()
 	case errors.Is(err, trainer.ErrBudget), errors.Is(err, trainer.ErrStopped), errors.Is(err, context.Canceled):
 		state, msg = StateStopped, firstLine(err.Error())
 	case errors.Is(err, ErrBusy):
 		state, msg = StateQueued, firstLine(err.Error())
-	case errors.Is(context.Cause(ctx), errFenced):
-		state, msg = StateQueued, errFenced.Error()
 	default:
 		state, msg = StateFailed, firstLine(err.Error())
 	}
