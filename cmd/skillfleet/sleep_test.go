@@ -851,10 +851,11 @@ func TestSleepProgrammerPersonaImproves(t *testing.T) {
 	}
 }
 
-// TestSleepMultiSkillNight: a home with three skills, and tasks whose
-// sessions loaded one of them each: the night gates and stages three
-// proposals; adopt --skill changes that skill alone; --all-skills then
-// --undo --all-skills puts the home back byte for byte.
+// TestSleepMultiSkillNight: a home with three skills, one of them a
+// skill package, and tasks whose sessions loaded one of them each: the
+// night gates and stages three proposals, the package's as a package;
+// adopt --skill changes that skill alone; --all-skills then --undo
+// --all-skills puts the home back byte for byte.
 func TestSleepMultiSkillNight(t *testing.T) {
 	work := t.TempDir()
 	var tasks []nightly.Task
@@ -888,14 +889,23 @@ func TestSleepMultiSkillNight(t *testing.T) {
 	if err := nightly.WriteTasksFile(file, nightly.TasksFile{Reviewed: true, Tasks: tasks}); err != nil {
 		t.Fatal(err)
 	}
+	// papers is a skill package (researcher-package's: its SKILL.md sends
+	// the agent to references/ for identifier formats); the other two are
+	// a SKILL.md each.
 	home := filepath.Join(work, "home")
+	_, pkgFiles, _ := nightly.PersonaPackage(nightly.PersonaResearcherPackage)
 	for _, s := range []string{"papers", "citations", "commits"} {
-		if err := os.MkdirAll(filepath.Join(home, s), 0o755); err != nil {
-			t.Fatal(err)
+		files := map[string]string{"SKILL.md": "---\nname: " + s + "\ndescription: the " + s + " skill\n---\n\n# " + s + "\n\nHand-written text the night must keep.\n"}
+		if s == "papers" {
+			files = pkgFiles
 		}
-		entry := "---\nname: " + s + "\ndescription: the " + s + " skill\n---\n\n# " + s + "\n\nHand-written text the night must keep.\n"
-		if err := os.WriteFile(filepath.Join(home, s, "SKILL.md"), []byte(entry), 0o644); err != nil {
-			t.Fatal(err)
+		for name, text := range files {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(home, s, name)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(home, s, name), []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	before := treeOf(t, home)
@@ -913,9 +923,16 @@ func TestSleepMultiSkillNight(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, err := nightly.ReadManifest(dir)
-		if err != nil || !m.Accepted || len(m.Proposals) != 1 || m.Proposals[0].LivePath != filepath.Join(home, s, "SKILL.md") {
+		live, kind := filepath.Join(home, s, "SKILL.md"), ""
+		if s == "papers" {
+			live, kind = filepath.Join(home, s), nightly.KindPackage
+		}
+		if err != nil || !m.Accepted || len(m.Proposals) != 1 || m.Proposals[0].LivePath != live || m.Proposals[0].Kind != kind {
 			t.Fatalf("skill %s manifest %+v, %v", s, m, err)
 		}
+	}
+	if !strings.Contains(out, "package: files changed: SKILL.md, references/arxiv.md") {
+		t.Fatalf("the night's report does not show the papers package's changed files:\n%s", out)
 	}
 	if !maps.Equal(treeOf(t, home), before) {
 		t.Fatal("the night changed the home")
@@ -930,9 +947,11 @@ func TestSleepMultiSkillNight(t *testing.T) {
 	}
 	adopt("--skill", "papers")
 	after := treeOf(t, home)
-	if after["papers/SKILL.md"] == before["papers/SKILL.md"] || !strings.Contains(after["papers/SKILL.md"], "Hand-written text the night must keep.") ||
-		!strings.Contains(after["papers/SKILL.md"], nightly.HabitArxivID) {
-		t.Fatalf("papers after adopt --skill papers:\n%s", after["papers/SKILL.md"])
+	// The package's arXiv rule lives in a new reference file; its other
+	// files are kept as they were, SKILL.md outside its learned block too.
+	if after["papers/SKILL.md"] == before["papers/SKILL.md"] || nightly.OutsideBlock(after["papers/SKILL.md"]) != nightly.OutsideBlock(before["papers/SKILL.md"]) ||
+		!strings.Contains(after["papers/references/arxiv.md"], nightly.HabitArxivID) || after["papers/references/doi.md"] != before["papers/references/doi.md"] {
+		t.Fatalf("papers after adopt --skill papers: %v", after)
 	}
 	if after["citations/SKILL.md"] != before["citations/SKILL.md"] || after["commits/SKILL.md"] != before["commits/SKILL.md"] {
 		t.Fatal("adopt --skill papers touched another skill")

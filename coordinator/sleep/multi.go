@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 )
 
 // SkillNight is one skill's part of a multi-skill night (skill_root):
@@ -22,6 +24,11 @@ type SkillNight struct {
 	Resolved map[string]int `json:"resolved_by"`
 	Outcome  *Outcome       `json:"outcome"`
 	Staging  string         `json:"staging,omitempty"`
+	// Package says the skill was trained as a skill package (its
+	// directory holds files beside SKILL.md); PackageRefused says why a
+	// directory that holds other files was trained as its SKILL.md alone.
+	Package        bool   `json:"package,omitempty"`
+	PackageRefused string `json:"package_refused,omitempty"`
 }
 
 // SkillStagingRoot is where a multi-skill night stages skill name's
@@ -73,7 +80,7 @@ func (n Night) runSkills(ctx context.Context, d NightDeps, st *nightly.State, re
 				continue // not started: the budget was spent first
 			}
 			rep.Skills = append(rep.Skills, j.night)
-			rep.pins = append(rep.pins, j.pin)
+			rep.lives = append(rep.lives, j.live)
 			if j.err != nil && cause == nil {
 				cause = j.err
 			}
@@ -101,9 +108,11 @@ type skillJob struct {
 	ref   nightly.SkillRef
 	tasks []nightly.Task
 	night SkillNight
-	pin   string
-	out   *Outcome
-	err   error // a budget stop
+	// live is the proposal the skill would stage, without its text: the
+	// live file or package it replaces, pinned as the consolidation read it.
+	live nightly.Proposal
+	out  *Outcome
+	err  error // a budget stop
 }
 
 // consolidateSkills runs the jobs' consolidations, at most
@@ -179,13 +188,9 @@ func (n Night) consolidateSkill(ctx context.Context, d NightDeps, st *nightly.St
 	for _, t := range j.tasks {
 		sn.Resolved[how[t.ID]]++
 	}
-	text, pin, err := readDoc(j.ref.Path)
+	skill, live, err := readSkillOf(j.ref, &sn, d.Logger)
 	if err != nil {
 		return err
-	}
-	skill, err := nightly.EnsureBlock(text, nightly.ScaffoldSkill)
-	if err != nil {
-		return fmt.Errorf("%s: %w", j.ref.Path, err)
 	}
 	s := SettingsFromConfig(n.Config)
 	s.Cost, s.StopOnFailure, s.EvolveMemory, s.Shared = n.Cost, n.AgentTarget, false, pool
@@ -195,13 +200,45 @@ func (n Night) consolidateSkill(ctx context.Context, d NightDeps, st *nightly.St
 		}
 	}
 	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger.With("skill", j.ref.Name)},
-		Input{Tasks: j.tasks, Skill: skill, Memory: nightly.ScaffoldMemory()})
+		Input{Tasks: j.tasks, Skill: skill, Memory: nightly.ScaffoldMemory(), Package: live.Package})
 	if err != nil && !errors.Is(err, ErrBudget) {
 		return err
 	}
 	sn.Outcome = out
-	j.night, j.pin, j.out, j.err = sn, pin, out, err
+	j.night, j.live, j.out, j.err = sn, live, out, err
 	return err
+}
+
+// readSkillOf reads a skill of skill_root as a single-skill night reads
+// its skill: a directory holding any file beside SKILL.md is a skill
+// package (its bundle, every file pinned), else its SKILL.md alone. A
+// package skillpkg refuses (a binary or hidden file, a file too large) is
+// trained as its SKILL.md alone, with why in sn and the log: the other
+// skills' night goes on. It returns the skill's text with a learned block
+// and the proposal it would stage, without its text.
+func readSkillOf(ref nightly.SkillRef, sn *SkillNight, log *slog.Logger) (string, nightly.Proposal, error) {
+	dir := filepath.Dir(ref.Path)
+	pins, _, err := nightly.TreePins(dir)
+	if err == nil && len(pins) > 1 {
+		var lp *nightly.LivePackage
+		if lp, err = nightly.ReadPackage(dir, skillpkg.Limits{}); err == nil {
+			sn.Package = true
+			return lp.Text, nightly.Proposal{Name: "skill", Package: true, LivePath: lp.Dir, LiveExisted: lp.Existed, LiveFiles: lp.Pins}, nil
+		}
+	}
+	if err != nil {
+		sn.PackageRefused = err.Error()
+		log.Warn("the skill's directory is not a package a night can train; this night trains its SKILL.md alone", "skill", ref.Name, "why", err)
+	}
+	text, pin, err := readDoc(ref.Path)
+	if err != nil {
+		return "", nightly.Proposal{}, err
+	}
+	skill, err := nightly.EnsureBlock(text, nightly.ScaffoldSkill)
+	if err != nil {
+		return "", nightly.Proposal{}, fmt.Errorf("%s: %w", ref.Path, err)
+	}
+	return skill, nightly.Proposal{Name: "skill", LivePath: ref.Path, LiveSHA256: pin}, nil
 }
 
 // ActionMultiSkill is the action of a multi-skill night; each skill's
@@ -231,10 +268,15 @@ func (n Night) finishSkills(st *nightly.State, rep *Report, tasks []nightly.Task
 		out := sn.Outcome
 		var props []nightly.Proposal
 		if out.Accepted && out.SkillChanged {
-			props = []nightly.Proposal{{Name: "skill", LivePath: sn.Path, LiveSHA256: rep.pins[i], Text: out.ProposedSkill}}
+			p := rep.lives[i]
+			p.Text = out.ProposedSkill
+			props = []nightly.Proposal{p}
 		}
 		sub := *rep
 		sub.Outcome, sub.Skills, sub.SkillPath, sub.Tasks = out, nil, sn.Path, sn.Tasks
+		if sn.Package {
+			sub.SkillDir = filepath.Dir(sn.Path)
+		}
 		var ev []any
 		for _, rp := range out.Replays {
 			ev = append(ev, rp)

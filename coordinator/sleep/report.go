@@ -44,7 +44,7 @@ type Report struct {
 	// with tasks; Unresolved the tasks no skill took.
 	Skills     []SkillNight  `json:"skills,omitempty"`
 	Unresolved []TaskSummary `json:"unresolved,omitempty"`
-	pins       []string
+	lives      []nightly.Proposal
 	// Adopted counts the files an auto-adopt installed.
 	Adopted int `json:"-"`
 }
@@ -107,6 +107,12 @@ func (rep *Report) Summary() string {
 				fmt.Fprintf(&b, " → %.3f fresh", o.Final.Value)
 			}
 			fmt.Fprintf(&b, ", %s (%s)\n", o.Action, o.Reason)
+			switch {
+			case sn.Package && len(o.FilesChanged) > 0:
+				fmt.Fprintf(&b, "  package: files changed: %s\n", strings.Join(o.FilesChanged, ", "))
+			case sn.PackageRefused != "":
+				fmt.Fprintf(&b, "  trained as SKILL.md alone: %s\n", sn.PackageRefused)
+			}
 			if sn.Staging != "" {
 				fmt.Fprintf(&b, "  staged: %s\n", sn.Staging)
 			}
