@@ -14,6 +14,7 @@ import (
 
 	"github.com/skillfleet/skillfleet/backends/anthropic"
 	"github.com/skillfleet/skillfleet/backends/azure"
+	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/internal/httpx"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/pkg/llm"
@@ -29,6 +30,11 @@ type RoleSpec struct {
 
 // DefaultPreflightTimeout bounds one model's check.
 const DefaultPreflightTimeout = 20 * time.Second
+
+// AgentPreflightTimeout bounds the check of an agent CLI (its --version):
+// a little over the probe's own bound, so that a slow start on a busy host
+// is waited for and, past that, reported by the probe as a slow start.
+const AgentPreflightTimeout = exec.VersionTimeout + 10*time.Second
 
 // PreflightProblem is one model whose credentials cannot work.
 type PreflightProblem struct {
@@ -91,7 +97,11 @@ func Preflight(ctx context.Context, roles []RoleSpec, deps Deps) error {
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, DefaultPreflightTimeout)
+			limit := DefaultPreflightTimeout
+			if g.spec.Backend == BackendExec {
+				limit = AgentPreflightTimeout
+			}
+			ctx, cancel := context.WithTimeout(ctx, limit)
 			defer cancel()
 			g.fix = checkOne(ctx, g.spec, deps, getenv)
 		})

@@ -6,9 +6,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
 )
@@ -160,5 +162,25 @@ func TestPreflightFindsAMissingAgentBinary(t *testing.T) {
 	}
 	if err := backends.Preflight(t.Context(), []backends.RoleSpec{{Role: "target", Spec: spec(present)}}, backends.Deps{}); err != nil {
 		t.Errorf("an agent binary that answers --version: %v", err)
+	}
+}
+
+// An agent CLI that starts slowly (opencode's --version took 22 s on a
+// loaded host, over DefaultPreflightTimeout) passes the check: an agent's
+// --version is given AgentPreflightTimeout.
+func TestPreflightWaitsForASlowAgentStart(t *testing.T) {
+	t.Parallel()
+	slow := filepath.Join(t.TempDir(), "opencode")
+	wait := backends.DefaultPreflightTimeout + 2*time.Second
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep "+strconv.Itoa(int(wait.Seconds()))+"\necho 1.18.33\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := backends.Spec{Backend: backends.BackendExec, Model: "sim-target", Options: map[string]string{"agent": "opencode", "sandbox": "none", "bin": slow}}
+	start := time.Now()
+	if err := backends.Preflight(t.Context(), []backends.RoleSpec{{Role: "target", Spec: spec}}, backends.Deps{}); err != nil {
+		t.Fatalf("an agent whose --version answers after %s: %v", wait, err)
+	}
+	if took := time.Since(start); took < wait {
+		t.Fatalf("the check took %s: the stand-in's --version was not waited for", took)
 	}
 }

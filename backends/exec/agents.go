@@ -90,6 +90,10 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 			vr = r.(versionResult)
 		}
 	}
+	var slow *versionTimeoutError
+	if errors.As(vr.err, &slow) {
+		return "", fmt.Errorf("agent %s: %w", c.cfg.Agent, vr.err)
+	}
 	if vr.err != nil {
 		return "", fmt.Errorf("agent %s: %w (install the tested CLIs with scripts/install-agents.sh; supported: %s)", c.cfg.Agent, vr.err, SupportedVersions())
 	}
@@ -107,8 +111,14 @@ func (c *Client) CheckVersion(ctx context.Context) (string, error) {
 		c.cfg.Agent, bin, m[0], SupportedVersions())
 }
 
+// VersionTimeout bounds one --version probe. An agent CLI's start is
+// slow on a busy host (a Node CLI loads its whole bundle before it
+// prints a version), so the bound is generous; a probe that reaches it
+// says the host is too busy, not that the binary is wrong.
+const VersionTimeout = 2 * time.Minute
+
 func probeVersion(ctx context.Context, bin, path string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, VersionTimeout)
 	defer cancel()
 	home, err := os.MkdirTemp("", "skillfleet-version-*")
 	if err != nil {
@@ -127,13 +137,27 @@ func probeVersion(ctx context.Context, bin, path string) (string, error) {
 	err = cmd.Run()
 	killGroup(cmd)
 	if ctx.Err() != nil {
-		return "", fmt.Errorf("%s --version: no answer in time: %w", bin, ctx.Err())
+		return "", &versionTimeoutError{bin: bin, err: ctx.Err()}
 	}
 	if err != nil {
 		return "", fmt.Errorf("%s --version: %w: %s", bin, err, strings.TrimSpace(string(head(out.Bytes(), 300))))
 	}
 	return strings.TrimSpace(out.String()), nil
 }
+
+// versionTimeoutError is a --version probe that did not answer in time:
+// the binary started (it was found and is executable) but the host, or
+// the caller's deadline, did not give it long enough.
+type versionTimeoutError struct {
+	bin string
+	err error
+}
+
+func (e *versionTimeoutError) Error() string {
+	return fmt.Sprintf("%s --version gave no answer in time (%v): the agent CLI starts slowly on a busy machine; retry when it is quieter, or skip the check (train and campaign: --no-preflight; the agent's option version_check=false)", e.bin, e.err)
+}
+
+func (e *versionTimeoutError) Unwrap() error { return e.err }
 
 // claudeSettings are the settings Claude Code runs with (--settings): its
 // Bash tool runs inside Claude Code's sandbox (bubblewrap on Linux: writes

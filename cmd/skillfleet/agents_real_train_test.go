@@ -60,11 +60,8 @@ func TestRealMoreAgentsTrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := filepath.Join(tmp, "run")
-			// --no-preflight: the preflight gives an agent's --version
-			// 20 s, which opencode's start exceeds on a loaded machine
-			// (22 s at load 45); the run's own version check waits 2 min.
 			r, err := runAgentCLI(t, "train", "--config", "configs/harness/"+tc.agent+"-sim.yaml", "--out", out, "--assert-improves",
-				"--no-preflight", "--set", tc.pathKey+"="+bin, "--keep-workdirs", "--set", "model.target_options.work_root="+work,
+				"--set", tc.pathKey+"="+bin, "--keep-workdirs", "--set", "model.target_options.work_root="+work,
 				"--set", "model.target_options.env=SKILLFLEET_AGENT_TEST_KEY")
 			if werr := os.WriteFile(out+".log", []byte(r.out), 0o644); werr != nil {
 				t.Error(werr)
