@@ -138,6 +138,13 @@ func checkCampaignTrace(t *testing.T, spans tracetest.SpanStubs, out string, cel
 			kinds[c], tokens[c] = map[string]int{}, map[string]inOut{}
 		}
 		kinds[c][s.Name]++
+		if strings.HasPrefix(s.Name, "chat") || strings.HasPrefix(s.Name, telemetry.SpanTask) || s.Name == telemetry.SpanRun || s.Name == telemetry.SpanEval {
+			// The docs' search for a cell's calls names the cell on the
+			// span itself (Jaeger matches tags span by span).
+			if v, _ := attrOf(s, telemetry.KeyCell); v.AsString() != c {
+				kinds[c]["without cell"]++
+			}
+		}
 		if strings.HasPrefix(s.Name, "chat") {
 			kinds[c]["chat"]++
 			st, _ := attrOf(s, telemetry.KeyStage)
@@ -155,6 +162,9 @@ func checkCampaignTrace(t *testing.T, spans tracetest.SpanStubs, out string, cel
 			k[telemetry.SpanRun], k[telemetry.SpanEval], countPrefix(k, telemetry.SpanTask), k["chat"], k[telemetry.SpanReport], k[telemetry.SpanRecord])
 		if k[telemetry.SpanRun] != 1 || k[telemetry.SpanEval] != 1 {
 			t.Errorf("cell %s: %d run and %d eval spans, want one of each (training, no-skill measurement)", c, k[telemetry.SpanRun], k[telemetry.SpanEval])
+		}
+		if n := k["without cell"]; n > 0 {
+			t.Errorf("cell %s: %d run, eval, task or model-call spans without skillfleet.cell=%s", c, n, c)
 		}
 		if countPrefix(k, telemetry.SpanTask) == 0 || k["chat"] == 0 || k[telemetry.SpanRecord] == 0 {
 			t.Errorf("cell %s: no task, model-call or record spans: %v", c, k)
@@ -199,7 +209,7 @@ func checkCampaignTrace(t *testing.T, spans tracetest.SpanStubs, out string, cel
 
 func sum(m map[string]int) (n int) {
 	for k, v := range m {
-		if k != "chat" {
+		if k != "chat" && k != "without cell" {
 			n += v
 		}
 	}

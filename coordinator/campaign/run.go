@@ -880,7 +880,11 @@ func (c *Campaign) runCell(ctx context.Context, cell Cell, r *running) {
 	if c.cfg.Tracer != nil {
 		// A trace of its own, linked both ways with the campaign's span:
 		// a cell's spend is one trace, a campaign's is one search.
+		// The campaign and cell names travel with the cell's context (as
+		// baggage to the workers), so that every span of the cell, model
+		// calls included, can be searched for by cell.
 		campaignSpan := trace.SpanFromContext(ctx)
+		ctx = telemetry.WithCell(ctx, c.Name(), cell.Name)
 		var span trace.Span
 		ctx, span = c.cfg.Tracer.Start(ctx, telemetry.SpanCell, trace.WithNewRoot(),
 			trace.WithLinks(trace.LinkFromContext(ctx)),

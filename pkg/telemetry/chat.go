@@ -27,13 +27,16 @@ type ChatAttrs struct {
 	Run       string
 	Step      int
 	TaskID    string
+	// Campaign and Cell name the campaign cell the call is made for.
+	Campaign string
+	Cell     string
 }
 
 // ChatAttrsFrom builds ChatAttrs from the skillfleet attrs ctx carries.
 func ChatAttrsFrom(ctx context.Context, provider, model string) ChatAttrs {
 	a := AttrsFrom(ctx)
 	return ChatAttrs{Provider: provider, RequestModel: model, Operation: OperationChat,
-		Stage: a.Stage, Role: a.Role, Run: a.Run, Step: a.Step, TaskID: a.TaskID}
+		Stage: a.Stage, Role: a.Role, Run: a.Run, Step: a.Step, TaskID: a.TaskID, Campaign: a.Campaign, Cell: a.Cell}
 }
 
 // Usage is the token usage of one model call. Input includes CacheRead and
@@ -67,7 +70,7 @@ func StartChat(ctx context.Context, tracer trace.Tracer, a ChatAttrs) (context.C
 	if a.RequestModel != "" {
 		kv = append(kv, KeyRequestModel.String(a.RequestModel))
 	}
-	kv = append(kv, Attrs{Run: a.Run, Step: a.Step, Stage: a.Stage, Role: a.Role, TaskID: a.TaskID}.KeyValues()...)
+	kv = append(kv, Attrs{Campaign: a.Campaign, Cell: a.Cell, Run: a.Run, Step: a.Step, Stage: a.Stage, Role: a.Role, TaskID: a.TaskID}.KeyValues()...)
 	return tracer.Start(ctx, ChatSpanName(op, a.RequestModel),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(kv...))
 }

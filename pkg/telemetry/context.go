@@ -4,20 +4,26 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/baggage"
 )
 
 // Attrs are the skillfleet coordinates of the work a context belongs to.
 // The coordinator sets Run, then Epoch and Step, then Stage; a worker sets
 // them from the task it runs, with TaskID, Kind and Role. The model wrapper
-// and the span helpers read them back.
+// and the span helpers read them back. Campaign and Cell name the campaign
+// cell the work is done for: set with [WithCell], they also travel as W3C
+// baggage with the trace context, so that a worker's task and model-call
+// spans carry them too.
 type Attrs struct {
-	Run    string
-	Epoch  int
-	Step   int
-	Stage  string
-	Role   string // target or optimizer
-	TaskID string
-	Kind   string // task kind: rollout, reflect, merge, ...
+	Campaign string
+	Cell     string
+	Run      string
+	Epoch    int
+	Step     int
+	Stage    string
+	Role     string // target or optimizer
+	TaskID   string
+	Kind     string // task kind: rollout, reflect, merge, ...
 }
 
 type attrsKey struct{}
@@ -26,6 +32,12 @@ type attrsKey struct{}
 // non-zero fields of a replace, zero fields keep the outer value.
 func WithAttrs(ctx context.Context, a Attrs) context.Context {
 	cur := AttrsFrom(ctx)
+	if a.Campaign != "" {
+		cur.Campaign = a.Campaign
+	}
+	if a.Cell != "" {
+		cur.Cell = a.Cell
+	}
 	if a.Run != "" {
 		cur.Run = a.Run
 	}
@@ -50,10 +62,42 @@ func WithAttrs(ctx context.Context, a Attrs) context.Context {
 	return context.WithValue(ctx, attrsKey{}, cur)
 }
 
-// AttrsFrom returns the attrs ctx carries (zero when none).
+// AttrsFrom returns the attrs ctx carries (zero when none); Campaign and
+// Cell, when not set in ctx itself, come from its baggage (a context
+// extracted from a task's headers).
 func AttrsFrom(ctx context.Context) Attrs {
 	a, _ := ctx.Value(attrsKey{}).(Attrs)
+	if a.Campaign == "" || a.Cell == "" {
+		b := baggage.FromContext(ctx)
+		if a.Campaign == "" {
+			a.Campaign = b.Member(string(KeyCampaign)).Value()
+		}
+		if a.Cell == "" {
+			a.Cell = b.Member(string(KeyCell)).Value()
+		}
+	}
 	return a
+}
+
+// WithCell returns ctx marked as the work of a campaign's cell: its attrs
+// and its baggage (which the task headers and gRPC metadata carry to the
+// workers) name both. A name that baggage cannot carry stays in the attrs.
+func WithCell(ctx context.Context, campaign, cell string) context.Context {
+	ctx = WithAttrs(ctx, Attrs{Campaign: campaign, Cell: cell})
+	b := baggage.FromContext(ctx)
+	for _, m := range [][2]string{{string(KeyCampaign), campaign}, {string(KeyCell), cell}} {
+		if m[1] == "" {
+			continue
+		}
+		mem, err := baggage.NewMemberRaw(m[0], m[1])
+		if err != nil {
+			continue
+		}
+		if nb, err := b.SetMember(mem); err == nil {
+			b = nb
+		}
+	}
+	return baggage.ContextWithBaggage(ctx, b)
 }
 
 // KeyValues returns the set fields as span attributes. skillfleet.step is
@@ -63,6 +107,12 @@ func AttrsFrom(ctx context.Context) Attrs {
 // step.
 func (a Attrs) KeyValues() []attribute.KeyValue {
 	var kv []attribute.KeyValue
+	if a.Campaign != "" {
+		kv = append(kv, KeyCampaign.String(a.Campaign))
+	}
+	if a.Cell != "" {
+		kv = append(kv, KeyCell.String(a.Cell))
+	}
 	if a.Run != "" {
 		kv = append(kv, KeyRun.String(a.Run))
 	}

@@ -729,3 +729,47 @@ func TestShutdownStopsEndpoint(t *testing.T) {
 		t.Errorf("metrics endpoint %s still accepts connections after shutdown", tel.MetricsAddr())
 	}
 }
+
+// TestCellTravelsAsBaggage: a cell's names set on the coordinator's
+// context reach, through the task headers' propagation, the context a
+// worker extracts, where its task and model-call spans carry them; a name
+// baggage cannot carry as is (a space, a comma) arrives intact.
+func TestCellTravelsAsBaggage(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Options{ServiceName: "skillfleet-worker"})
+	ctx := WithCell(t.Context(), "grid 1", "lr=4,seed 2")
+	if a := AttrsFrom(ctx); a.Campaign != "grid 1" || a.Cell != "lr=4,seed 2" {
+		t.Fatalf("attrs on the coordinator side %+v", a)
+	}
+	headers := propagation.MapCarrier{}
+	b.tel.Propagator.Inject(ctx, headers)
+	if headers.Get("baggage") == "" {
+		t.Fatalf("no baggage header in %v", headers)
+	}
+	wctx := b.tel.Propagator.Extract(context.Background(), headers)
+	wctx = WithAttrs(wctx, Attrs{Run: "r1", Stage: "reflect", Role: "optimizer", TaskID: "r1/reflect/0", Kind: "reflect"})
+	wctx, task := StartSpan(wctx, b.tel.Tracer, TaskSpanName("reflect"), Attrs{})
+	_, chat := StartChat(wctx, b.tel.Tracer, ChatAttrsFrom(wctx, "openai", "m"))
+	EndChat(chat, Usage{Input: 1, Output: 1}, "m", nil)
+	task.End()
+	spans := b.spans.GetSpans()
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	for _, s := range spans {
+		got := attrMap(s.Attributes)
+		if got[KeyCampaign].AsString() != "grid 1" || got[KeyCell].AsString() != "lr=4,seed 2" {
+			t.Errorf("span %q: campaign %q cell %q, want the cell's names", s.Name, got[KeyCampaign].AsString(), got[KeyCell].AsString())
+		}
+	}
+	// Outside a cell, no such attributes.
+	_, plain := StartSpan(context.Background(), b.tel.Tracer, SpanRun, Attrs{Run: "r2"})
+	plain.End()
+	for _, s := range b.spans.GetSpans() {
+		if s.Name == SpanRun {
+			if _, ok := attrMap(s.Attributes)[KeyCell]; ok {
+				t.Errorf("a run outside a campaign carries %s", KeyCell)
+			}
+		}
+	}
+}
