@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/skillfleet/skillfleet/backends"
 	sleepdrv "github.com/skillfleet/skillfleet/coordinator/sleep"
@@ -45,6 +47,12 @@ const sleepRunSynopsis = `sleep %s [flags]
 (sandboxed; --target-option sandbox=none opts out), --backend stays the optimizer's.`
 
 func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return runSleepOn(ctx, args, nil, stdout, stderr)
+}
+
+// runSleepOn is runSleep whose nights replay on shared, when set, instead
+// of a fleet of their own.
+func runSleepOn(ctx context.Context, args []string, shared *sleepdrv.SharedFleet, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		fmt.Fprintln(stdout, sleepUsage)
 		if len(args) == 0 {
@@ -134,29 +142,58 @@ func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		n.DryRun = cmd == "dry-run"
 		err = sleepdrv.RunCommand(ctx, &o, n, persona, sleepdrv.CommandDeps{NewModel: newModel,
-			Run: trainOpts{logLevel: o.LogLevel}.runDeps(log), Logger: log}, stdout)
+			Run: trainOpts{logLevel: o.LogLevel}.runDeps(log), Logger: log, Shared: shared}, stdout)
 	}
 	return sleepError(err)
 }
 
 // sleepSweep is `sleep sweep`: the file's nights, each a `sleep run` in
-// its own sandbox under --output, then the scorecard.
+// its own sandbox under --output, up to --parallel at once on one fleet
+// (an embedded NATS server and --workers in-process workers), then the
+// scorecard.
 func sleepSweep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sleep sweep", "sleep sweep --file sweep.yaml --output DIR", stderr)
+	fs := newFlagSet("sleep sweep", "sleep sweep --file sweep.yaml --output DIR [--parallel N]", stderr)
 	file := fs.String("file", "", "the sweep: personas, seeds, backend, model and named settings (required; configs/sleep/sweep.yaml)")
 	out := fs.String("output", "", "directory for the cells' sandboxes and scorecard.md / .html (required)")
+	parallel := fs.Int("parallel", 0, "nights run at once on the sweep's fleet (0: one per 4 of the fleet's replay slots, --workers × --concurrency)")
+	workers := fs.Int("workers", 2, "in-process workers of the sweep's fleet")
+	conc := fs.Int("concurrency", 8, "replays each worker runs at once")
+	logLevel := fs.String("log-level", "warn", "the sweep fleet's log level: debug, info, warn, error")
 	if help, err := parse(fs, args); help || err != nil {
 		return err
 	}
 	if *file == "" || *out == "" {
 		return usageError{errors.New("sleep sweep: --file and --output are required")}
 	}
+	if *parallel < 0 || *workers < 1 || *conc < 1 {
+		return usageError{fmt.Errorf("sleep sweep: --parallel %d, --workers %d, --concurrency %d: want --parallel 0 or more, the others 1 or more", *parallel, *workers, *conc)}
+	}
 	f, err := sleepdrv.LoadSweepFile(*file)
 	if err != nil {
 		return usageError{err}
 	}
-	run := func(args []string) error { return runSleep(ctx, append([]string{"run"}, args...), io.Discard, stderr) }
-	return sleepError(sleepdrv.SweepCommand(f, *out, run, stdout))
+	log, err := newLogger(stderr, "text", *logLevel)
+	if err != nil {
+		return err
+	}
+	n := *parallel
+	if n == 0 {
+		n = max(1, *workers**conc/4)
+	}
+	fleetDir := filepath.Join(*out, "fleet")
+	fl, err := fleet.StartCampaign(ctx, fleet.CampaignOptions{Dir: fleetDir, GRPCHost: "127.0.0.1", Workers: *workers, Concurrency: *conc, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fl.Close()
+		_ = os.RemoveAll(fleetDir)
+	}()
+	shared := &sleepdrv.SharedFleet{NATSURL: fl.URL, Endpoint: fl.Endpoint}
+	run := func(args []string) error {
+		return runSleepOn(ctx, append([]string{"run"}, args...), shared, io.Discard, stderr)
+	}
+	return sleepError(sleepdrv.SweepCommand(f, *out, n, run, stdout))
 }
 
 // sleepError maps a sleep command's error to its exit code.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
@@ -1018,7 +1019,8 @@ func TestSleepTransfer(t *testing.T) {
 }
 
 // TestSleepSweep runs the shipped sweep (2 personas × 2 settings × 3
-// seeds, 12 nights) and reads its scorecard; a sweep file that sets what
+// seeds, 12 nights, 4 at once on one fleet by default) and reads its
+// scorecard, then runs it one night at a time and gets the same numbers; a sweep file that sets what
 // the sweep sets, or names an unknown persona, is refused naming it.
 func TestSleepSweep(t *testing.T) {
 	out := t.TempDir()
@@ -1049,6 +1051,27 @@ func TestSleepSweep(t *testing.T) {
 	}
 	if h, _ := os.ReadFile(filepath.Join(out, "scorecard.html")); !strings.Contains(string(h), "<td>researcher</td><td>dream</td>") {
 		t.Fatalf("scorecard.html:\n%s", h)
+	}
+	// The same sweep one night at a time, in the same output dir (a
+	// task's id, and so its split, depends on its sandbox's path), gives
+	// the same cells and scorecard byte for byte: the nights that ran at
+	// once on the one fleet did not disturb each other.
+	if len(strings.Split(strings.TrimSpace(stdout), "\n")) != 13 {
+		t.Fatalf("sweep stdout: want a line per cell and the scorecard's:\n%s", stdout)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, errOut := runCLI(t, "sleep", "sweep", "--file", "../../configs/sleep/sweep.yaml", "--output", out, "--parallel", "1"); code != exitOK {
+		t.Fatalf("serial sweep exit %d\n%s\n%s", code, stdout, errOut)
+	}
+	for _, name := range []string{"cells.json", "scorecard.md"} {
+		if serial, _ := os.ReadFile(filepath.Join(out, name)); string(serial) != string(map[string][]byte{"cells.json": b, "scorecard.md": md}[name]) {
+			t.Fatalf("%s of the serial sweep differs from the parallel one's:\n%s", name, serial)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, "fleet")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the sweep's fleet dir is left behind: %v", err)
 	}
 	for body, want := range map[string]string{
 		"personas: [researcher]\nseeds: [1]\nsettings: [{name: x, args: [--backend, openai]}]\n": "--backend is the sweep's to set",

@@ -107,6 +107,19 @@ type CommandDeps struct {
 	// Run starts the night's fleet: in-process workers, the sim-llm.
 	Run    coordinator.Deps
 	Logger *slog.Logger
+	// Shared, when set, is the fleet the night replays on instead of one
+	// of its own (a sweep's cells share one).
+	Shared *SharedFleet
+}
+
+// SharedFleet is a fleet several nights of this process replay on at
+// once: its NATS server and its gRPC endpoint, whose workers take every
+// night's replays. Each night is a run of its own on it, named after its
+// state dir too, so that nights started in the same second do not share
+// a run id.
+type SharedFleet struct {
+	NATSURL  string
+	Endpoint *coordinator.Endpoint
 }
 
 // RunCommand is `sleep run` and `sleep dry-run` on resolved flags: the
@@ -173,6 +186,10 @@ func (o *Options) fleet(c nightly.Config, target *pb.ModelSpec, d CommandDeps) f
 	return func(ctx context.Context, night int, started time.Time, benchCfg []byte) (Replayer, func(), error) {
 		runDir := filepath.Join(o.StateDir, "runs", fmt.Sprintf("night-%04d-%s-%d", night, started.Format("20060102-150405"), os.Getpid()))
 		runID := filepath.Base(runDir)
+		if d.Shared != nil {
+			abs, _ := filepath.Abs(o.StateDir)
+			runID += "-" + hashHex([]byte(abs))[:12]
+		}
 		var stops []func()
 		stop := func() {
 			for i := len(stops) - 1; i >= 0; i-- {
@@ -196,8 +213,12 @@ func (o *Options) fleet(c nightly.Config, target *pb.ModelSpec, d CommandDeps) f
 				target.Backend = backends.BackendOpenAI
 			}
 		}
-		fleet, err := coordinator.Start(ctx, coordinator.Config{Dir: runDir, ID: runID, NATSURL: o.NATSURL, NATSReplicas: o.NATSReplicas,
-			Workers: o.Workers, Concurrency: o.Concurrency, NoSync: true, Logger: d.Logger}, d.Run)
+		cfg := coordinator.Config{Dir: runDir, ID: runID, NATSURL: o.NATSURL, NATSReplicas: o.NATSReplicas,
+			Workers: o.Workers, Concurrency: o.Concurrency, NoSync: true, Logger: d.Logger}
+		if d.Shared != nil {
+			cfg.NATSURL, cfg.Endpoint, cfg.Workers = d.Shared.NATSURL, d.Shared.Endpoint, 0
+		}
+		fleet, err := coordinator.Start(ctx, cfg, d.Run)
 		if err != nil {
 			stop()
 			return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 
@@ -90,11 +91,24 @@ func LoadSweepFile(path string) (*SweepFile, error) {
 	return &f, nil
 }
 
-// SweepCommand runs a sweep's nights one after the other, each with run
-// (a `sleep run` of the given arguments) in its own state dir under out,
-// and writes out/scorecard.md, out/scorecard.html and out/cells.json.
-func SweepCommand(f *SweepFile, out string, run func(args []string) error, stdout io.Writer) error {
-	var cells []SweepCell
+// SweepCommand runs a sweep's nights, at most parallel at once (below 1:
+// one), each with run (a `sleep run` of the given arguments) in its own
+// state dir under out, and writes out/scorecard.md, out/scorecard.html
+// and out/cells.json, the cells in the matrix's order whatever order they
+// finished in. A night is a function of its sandbox, flags and seed alone,
+// so the results do not depend on parallel. A cell that fails stops the
+// sweep: no other starts, those running end, and the first failure in the
+// matrix's order is returned.
+func SweepCommand(f *SweepFile, out string, parallel int, run func(args []string) error, stdout io.Writer) error {
+	type job struct {
+		persona, setting string
+		seed             int64
+		dir              string
+		args             []string
+		cell             SweepCell
+		err              error
+	}
+	var jobs []*job
 	for _, p := range f.Personas {
 		for _, s := range f.Settings {
 			for _, seed := range f.Seeds {
@@ -109,18 +123,58 @@ func SweepCommand(f *SweepFile, out string, run func(args []string) error, stdou
 				if f.Model != "" {
 					args = append(args, "--model", f.Model)
 				}
-				if err := run(append(args, s.Args...)); err != nil && !errors.Is(err, ErrNoImprovement) {
-					return fmt.Errorf("sweep cell %s/%s/seed %d: %w", p, s.Name, seed, err)
-				}
-				c, err := readCell(dir, p)
-				if err != nil {
-					return fmt.Errorf("sweep cell %s/%s/seed %d: %w", p, s.Name, seed, err)
-				}
-				c.Setting, c.Seed = s.Name, seed
-				cells = append(cells, c)
-				fmt.Fprintf(stdout, "%s %s seed %d: %s, %.3f → %.3f, %d tokens\n", p, s.Name, seed, c.Action, c.Baseline, c.Final, c.Tokens)
+				jobs = append(jobs, &job{persona: p, setting: s.Name, seed: seed, dir: dir, args: append(args, s.Args...)})
 			}
 		}
+	}
+	var (
+		mu     sync.Mutex
+		failed bool
+		wg     sync.WaitGroup
+		next   = make(chan *job)
+	)
+	for range max(1, min(parallel, len(jobs))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				mu.Lock()
+				stop := failed
+				mu.Unlock()
+				if stop {
+					continue
+				}
+				j.err = run(j.args)
+				if j.err == nil || errors.Is(j.err, ErrNoImprovement) {
+					j.cell, j.err = readCell(j.dir, j.persona)
+				}
+				mu.Lock()
+				if j.err != nil {
+					j.err = fmt.Errorf("sweep cell %s/%s/seed %d: %w", j.persona, j.setting, j.seed, j.err)
+					failed = true
+				} else {
+					c := j.cell
+					fmt.Fprintf(stdout, "%s %s seed %d: %s, %.3f → %.3f, %d tokens\n", j.persona, j.setting, j.seed, c.Action, c.Baseline, c.Final, c.Tokens)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	// Jobs start in the matrix's order, so one not started because a cell
+	// failed comes after that cell.
+	var cells []SweepCell
+	for _, j := range jobs {
+		if j.err != nil {
+			return j.err
+		}
+		c := j.cell
+		c.Setting, c.Seed = j.setting, j.seed
+		cells = append(cells, c)
 	}
 	b, _ := json.MarshalIndent(cells, "", "  ")
 	if err := os.WriteFile(filepath.Join(out, "cells.json"), append(b, '\n'), 0o644); err != nil {
