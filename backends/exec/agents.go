@@ -179,8 +179,9 @@ const providerName = "skillfleet"
 // directory and returns the environment entries that point the agent at
 // them. Codex gets $CODEX_HOME/config.toml (CODEX_HOME inside the work
 // directory) with a model_providers entry for Config.BaseURL using the
-// Responses API, whose env_key names Config.APIKeyEnv: the key itself is
-// never written. Claude Code gets ANTHROPIC_BASE_URL, and the key of
+// Responses API, whose env_key names Config.APIKeyEnv (the key itself is
+// never written), or, with the user's login and no key, that signs with
+// the login. Claude Code gets ANTHROPIC_BASE_URL, and the key of
 // Config.APIKeyEnv as ANTHROPIC_API_KEY, in its environment only.
 //
 // cleanup removes what it made outside dir; it is never nil.
@@ -203,8 +204,14 @@ func (c *Client) wireProvider(dir, model string) (env []string, cleanup func(), 
 			}
 			fmt.Fprintf(&b, "model_provider = %q\n\n[model_providers.%s]\nname = %q\nbase_url = %s\nwire_api = \"responses\"\n",
 				providerName, providerName, providerName, strconv.Quote(c.cfg.BaseURL))
-			if c.cfg.APIKeyEnv != "" {
+			switch {
+			case c.cfg.APIKeyEnv != "":
 				fmt.Fprintf(&b, "env_key = %s\n", strconv.Quote(c.cfg.APIKeyEnv))
+			case c.cfg.UserLogin:
+				// The copied login signs the calls at BaseURL too (a
+				// gateway in front of the user's account): without this
+				// Codex sends a custom provider no credential at all.
+				b.WriteString("requires_openai_auth = true\n")
 			}
 			b.WriteString("\n")
 		}

@@ -355,7 +355,8 @@ echo 'Segmentation fault? <html>not json</html>'`)
 // points at the provider by the key's variable name (never the key) and
 // turns off the start-up work a one-task run does not use (the shell
 // snapshot, the plugin and app catalogues); without a base URL only the
-// latter is written.
+// latter is written. With the user's login and no key variable, the
+// provider signs with the login (requires_openai_auth).
 func TestCodexConfig(t *testing.T) {
 	t.Parallel()
 	out := filepath.Join(t.TempDir(), "config.toml")
@@ -363,21 +364,35 @@ func TestCodexConfig(t *testing.T) {
 cp "$CODEX_HOME/config.toml" `+out+`
 echo '{"type":"item.completed","item":{"type":"agent_message","text":"ok"}}'
 echo '{"type":"turn.completed"}'`)
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".codex"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".codex", "auth.json"), []byte(`{"auth_mode":"chatgpt","OPENAI_API_KEY":null,"tokens":{"access_token":"at-1234567890"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	provider := "model = \"m1\"\nmodel_provider = \"skillfleet\"\n\n[model_providers.skillfleet]\nname = \"skillfleet\"\nbase_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\n"
+	features := "[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"
 	for _, tc := range []struct {
-		base string
-		want string
+		base, keyEnv string
+		// login: option user_login, whose copied login signs the calls
+		// when no key is named.
+		login bool
+		want  string
 	}{
-		{"http://127.0.0.1:9/v1", "model = \"m1\"\nmodel_provider = \"skillfleet\"\n\n[model_providers.skillfleet]\nname = \"skillfleet\"\nbase_url = \"http://127.0.0.1:9/v1\"\nwire_api = \"responses\"\nenv_key = \"MY_KEY\"\n\n" +
-			"[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"},
-		{"", "[features]\nshell_snapshot = false\nplugins = false\nremote_plugin = false\napps = false\n"},
+		{"http://127.0.0.1:9/v1", "MY_KEY", false, provider + "env_key = \"MY_KEY\"\n\n" + features},
+		{"http://127.0.0.1:9/v1", "MY_KEY", true, provider + "env_key = \"MY_KEY\"\n\n" + features},
+		{"http://127.0.0.1:9/v1", "", true, provider + "requires_openai_auth = true\n\n" + features},
+		{"http://127.0.0.1:9/v1", "", false, provider + "\n" + features},
+		{"", "MY_KEY", false, features},
 	} {
-		c := exec.New(exec.Config{Agent: exec.AgentCodex, Bin: bin, Model: "m1", BaseURL: tc.base, APIKeyEnv: "MY_KEY",
-			Getenv: env(map[string]string{"MY_KEY": "sk-secret-1234"}), Sandbox: exec.SandboxConfig{Mode: exec.SandboxNone}}) // copies config.toml to the host
+		c := exec.New(exec.Config{Agent: exec.AgentCodex, Bin: bin, Model: "m1", BaseURL: tc.base, APIKeyEnv: tc.keyEnv, UserLogin: tc.login,
+			Getenv: env(map[string]string{"MY_KEY": "sk-secret-1234", "HOME": home}), Sandbox: exec.SandboxConfig{Mode: exec.SandboxNone}}) // copies config.toml to the host
 		if resp, err := c.Chat(t.Context(), req("<skill>\nx\n</skill>", "task")); err != nil || resp.Content != "ok" {
-			t.Fatalf("base %q: %+v, %v", tc.base, resp, err)
+			t.Fatalf("base %q, key %q, login %v: %+v, %v", tc.base, tc.keyEnv, tc.login, resp, err)
 		}
 		if got := string(readAll(t, out)); got != tc.want {
-			t.Errorf("base %q: config.toml\n%s\nwant\n%s", tc.base, got, tc.want)
+			t.Errorf("base %q, key %q, login %v: config.toml\n%s\nwant\n%s", tc.base, tc.keyEnv, tc.login, got, tc.want)
 		}
 	}
 }

@@ -488,6 +488,9 @@ type Client struct {
 	estimated atomic.Int64
 	sb        sandboxState
 	proxyMu   sync.Mutex
+	// grader is the chat-mode twin of an agent-mode client (graderFor).
+	graderOnce sync.Once
+	grader     atomic.Pointer[Client]
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -552,10 +555,22 @@ func (c *Client) Endpoint() string {
 
 // Calls counts the calls made; EstimatedCalls those whose usage the CLI
 // did not report and was estimated.
-func (c *Client) Calls() int64 { return c.calls.Load() }
+func (c *Client) Calls() int64 {
+	n := c.calls.Load()
+	if g := c.grader.Load(); g != nil {
+		n += g.Calls()
+	}
+	return n
+}
 
 // EstimatedCalls counts calls whose usage was estimated.
-func (c *Client) EstimatedCalls() int64 { return c.estimated.Load() }
+func (c *Client) EstimatedCalls() int64 {
+	n := c.estimated.Load()
+	if g := c.grader.Load(); g != nil {
+		n += g.EstimatedCalls()
+	}
+	return n
+}
 
 // SkillPath is where the skill is written, relative to the work directory.
 func (c *Client) SkillPath() string { return c.skillPath }
@@ -564,6 +579,9 @@ func (c *Client) SkillPath() string { return c.skillPath }
 func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if len(c.argv) == 0 {
 		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "exec backend: no command (set option agent or command)"}
+	}
+	if g := c.graderFor(req); g != nil {
+		return g.Chat(ctx, req)
 	}
 	if c.chat {
 		if err := chatRequestOK(req); err != nil {
@@ -580,6 +598,30 @@ func (c *Client) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 		}
 	}
 	return resp, err
+}
+
+// GradingStages are the request stages that grade a reply: the Sleep
+// rubric judge's (pkg/nightly) and the jsonl benchmark's judge
+// (pkg/bench/jsonl). Both send their judge request to the target model.
+var GradingStages = []string{"sleep_judge", "judge"}
+
+// graderFor returns, for a grading request (GradingStages) to an
+// agent-mode client of a built-in agent, the client's chat-mode twin, or
+// nil. A judge is a chat role: in agent mode the agent would grade with
+// its tools and the skill under training in its workspace. The twin has
+// the same program, endpoint, login and options, without the agent-mode
+// sandbox and tool settings; its calls count in Calls.
+func (c *Client) graderFor(req *llm.Request) *Client {
+	if c.chat || len(c.cfg.Command) > 0 || len(presets[c.cfg.Agent].chat) == 0 || !slices.Contains(GradingStages, req.Stage) {
+		return nil
+	}
+	c.graderOnce.Do(func() {
+		cfg := c.cfg
+		cfg.Mode = ModeChat
+		cfg.CodexSandbox, cfg.CursorSandbox, cfg.AllowAllTools = "", "", false
+		c.grader.Store(New(cfg))
+	})
+	return c.grader.Load()
 }
 
 // call runs the agent once.
