@@ -60,6 +60,9 @@ func (d hubDispatcher) CancelWith(ctx context.Context, late func(*pb.Result), id
 	d.h.D.CancelWith(ctx, late, ids...)
 }
 
+// Abandon asks the workers finishing calls of cancelled tasks to end them.
+func (d hubDispatcher) Abandon(ids ...string) { d.h.D.Abandon(ids...) }
+
 func (d hubDispatcher) Lookup(id string) (*pb.Result, bool) { return d.h.D.Lookup(id) }
 
 func (d hubDispatcher) AddSkill(hash, text string) { d.h.AddSkill(hash, text) }

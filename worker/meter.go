@@ -121,7 +121,7 @@ func (mt *meter) result(model string) (u *pb.Usage, ok bool) {
 
 // finishInFlight returns the context a call runs under: ctx's values and
 // deadline, and ctx's cancellation unless it is the coordinator's cancel
-// notice; ctx itself is the call's stop signal (llm.WithStop), so the
+// notice (an abandon notice for the task ends it too); ctx itself is the call's stop signal (llm.WithStop), so the
 // resilience layers start no further attempt once it is done.
 func finishInFlight(ctx context.Context) (context.Context, func()) {
 	c, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -134,8 +134,19 @@ func finishInFlight(ctx context.Context) (context.Context, func()) {
 			cancel(cause)
 		}
 	})
+	// An abandon notice ends the call after all (the run it was for has
+	// ended).
+	stopAbandon := func() bool { return false }
+	if a, ok := ctx.Value(abandonKey{}).(context.Context); ok {
+		stopAbandon = context.AfterFunc(a, func() {
+			if cause := context.Cause(a); errors.Is(cause, errAbandonedByCoordinator) {
+				cancel(cause)
+			}
+		})
+	}
 	return llm.WithStop(c, ctx), func() {
 		stop()
+		stopAbandon()
 		cancelDl()
 		cancel(nil)
 	}

@@ -68,8 +68,12 @@ func (m *gatedModel) gate(id string) chan struct{} {
 	return m.gates[id]
 }
 
-func (m *gatedModel) Chat(_ context.Context, req *llm.Request) (*llm.Response, error) {
-	<-m.gate(req.Stage)
+func (m *gatedModel) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	select {
+	case <-m.gate(req.Stage):
+	case <-ctx.Done():
+		return nil, &llm.Error{Kind: llm.KindCancelled, Err: context.Cause(ctx)}
+	}
 	return &llm.Response{Content: "ok", Usage: llm.Usage{InputTokens: 7, OutputTokens: 2}, Attempts: 1}, nil
 }
 
@@ -433,5 +437,43 @@ func TestSlowTaskIsNotRedelivered(t *testing.T) {
 	b.open("a")
 	if res := next(t, b.results, "a's result"); res.GetTaskId() != "a" || res.GetAttempt() != 1 {
 		t.Fatalf("reported %v, want a on its first delivery", res)
+	}
+}
+
+// TestAbandonNoticeEndsALingeringCall: a task cancelled while its call is
+// in flight finishes the call (it lingers); an abandon notice for it ends
+// the call at once, and the worker reports the attempt with the call
+// counted. An abandon notice for a task not running changes nothing.
+func TestAbandonNoticeEndsALingeringCall(t *testing.T) {
+	b := setupSlots(t, 1, nil)
+	b.pub("a")
+	if id := next(t, b.started, "start"); id != "a" {
+		t.Fatalf("started %s, want a", id)
+	}
+	b.cancel("a")
+	b.cancelled(t, "a")
+	b.cancel("nobody " + queue.AbandonNotice)
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case id := <-b.ended:
+		t.Fatalf("%s's call ended on the cancel alone", id)
+	default:
+	}
+	b.cancel("a " + queue.AbandonNotice)
+	if id := next(t, b.ended, "end of a's call after the abandon notice"); id != "a" {
+		t.Fatalf("call ended = %s, want a", id)
+	}
+	for {
+		res := next(t, b.results, "a's report")
+		if res.GetTaskId() != "a" {
+			t.Fatalf("reported %s, want a", res.GetTaskId())
+		}
+		if res.GetUsage().GetCalls() == 0 {
+			continue // the linger note
+		}
+		if res.GetOutcome() == pb.Outcome_OUTCOME_OK || res.GetUsage().GetFailedCalls() != 1 {
+			t.Fatalf("reported %v, want a's abandoned call: not OK, 1 failed call", res)
+		}
+		break
 	}
 }

@@ -159,6 +159,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc
+	// abandons end the call a cancelled task is still finishing, by
+	// task id (see [queue.AbandonNotice]).
+	abandons map[string]context.CancelCauseFunc
 	// dropped are the stream sequences of cancelled task messages not
 	// running here when their notice came: delivered later (the
 	// coordinator deletes them right after the notice), they are acked
@@ -177,6 +180,14 @@ const maxDropped = 1 << 16
 // errCancelledByCoordinator is the cause of a task cancelled by a notice.
 var errCancelledByCoordinator = errors.New("cancelled by coordinator")
 
+// errAbandonedByCoordinator ends the call in flight of a cancelled task
+// (an abandon notice): its run is over and waits for nothing but its
+// report.
+var errAbandonedByCoordinator = errors.New("call abandoned by coordinator: its run has ended")
+
+// abandonKey carries a task's abandon context to the calls it makes.
+type abandonKey struct{}
+
 // errShutdown is the cause of tasks cut off by worker shutdown.
 var errShutdown = errors.New("worker shutting down")
 
@@ -191,7 +202,7 @@ func New(cfg Config, deps Deps) *Worker {
 		deps.Coordinators.Client = deps.Client
 	}
 	coords := newCoordinators(deps.Coordinators, cfg.ID, cfg.Concurrency, log)
-	w := &Worker{cfg: cfg, deps: deps, log: log, coords: coords, bells: map[queue.Class][]chan struct{}{}, running: map[string]context.CancelCauseFunc{}}
+	w := &Worker{cfg: cfg, deps: deps, log: log, coords: coords, bells: map[queue.Class][]chan struct{}{}, running: map[string]context.CancelCauseFunc{}, abandons: map[string]context.CancelCauseFunc{}}
 	if deps.NC != nil {
 		if js, err := jetstream.New(deps.NC); err == nil {
 			w.payloads = objstore.New(js, 0)
@@ -443,6 +454,12 @@ func (w *Worker) onCancel(m *nats.Msg) {
 	}
 	for _, line := range lines {
 		id, seqText, _ := strings.Cut(line, " ")
+		if seqText == queue.AbandonNotice {
+			if a, ok := w.abandons[id]; ok {
+				a(errAbandonedByCoordinator)
+			}
+			continue
+		}
 		if c, ok := w.running[id]; ok {
 			c(errCancelledByCoordinator)
 			continue
@@ -630,8 +647,12 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	defer cancel(nil)
 	tctx, cancelT := context.WithTimeout(tctx, timeout)
 	defer cancelT()
+	actx, abandon := context.WithCancelCause(context.Background())
+	defer abandon(nil)
+	tctx = context.WithValue(tctx, abandonKey{}, actx)
 	w.mu.Lock()
 	w.running[t.GetId()] = cancel
+	w.abandons[t.GetId()] = abandon
 	if meta != nil {
 		// A notice that came between the check above and now found
 		// nothing running.
@@ -643,6 +664,7 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	defer func() {
 		w.mu.Lock()
 		delete(w.running, t.GetId())
+		delete(w.abandons, t.GetId())
 		w.mu.Unlock()
 	}()
 	// Cancelled by the coordinator while running, the task tells the

@@ -844,6 +844,22 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 	}
 }
 
+// Abandon asks the workers still finishing the calls of cancelled tasks
+// ids to end them now and report what they spent: the run has ended and
+// waits for nothing else (a stalled call would hold it until its worker's
+// stall deadline). Each line of the notice is a task id and
+// [queue.AbandonNotice]; a worker not running the task ignores it.
+func (d *Dispatcher) Abandon(ids ...string) {
+	if d.o.NC == nil || len(ids) == 0 {
+		return
+	}
+	lines := make([]string, len(ids))
+	for i, id := range ids {
+		lines[i] = id + " " + queue.AbandonNotice
+	}
+	_ = d.o.NC.Publish(queue.CancelSubject, []byte(strings.Join(lines, "\n")))
+}
+
 // RecordSpend hands the spend of a task attempt that its worker put back
 // on the queue (a spend-only report) to the function OnDuplicateSpend
 // installed: its calls were billed whatever the next attempt brings.

@@ -144,7 +144,31 @@ type loser struct {
 	// lingerUntil is set when its worker said it is finishing a call: the
 	// run waits for its report until then.
 	lingerUntil time.Time
+	// abandoned is when the run, ending, asked its worker to end that
+	// call (zero: not asked).
+	abandoned time.Time
 }
+
+// abandoner is a Dispatcher that can ask workers to end the calls of
+// cancelled tasks still in flight (see [hedger.settle]).
+type abandoner interface {
+	Abandon(ids ...string)
+}
+
+// settleGrace bounds how long after its withdrawal a losing attempt still
+// finishing its call is left to end by itself once the run is over
+// (within settleBound): then its worker is asked to end the call, and
+// reports at once. A call that answers in that time is billed and
+// accounted; one still out is most likely stalled, which would end only
+// at its worker's stall deadline — up to minutes when that worker has
+// seen few calls or its latencies were stretched by load.
+const settleGrace = 5 * time.Second
+
+// abandonWait is how long a losing attempt's report is waited for after
+// its worker was asked to end its call: the notice and the report are
+// one round trip, and a worker that is gone, or of a build that does not
+// know the notice, never sends it.
+const abandonWait = 10 * time.Second
 
 // maxLinger bounds the wait for a lingering loser: its call ends by the
 // worker's stall deadline or the task's timeout, whichever is first, and a
@@ -188,29 +212,57 @@ func (h *hedger) settleBound() time.Duration {
 // of losing attempts withdrawn recently enough to be running still (their
 // calls are billed whether or not a worker is there to take the reply);
 // an attempt that has not reported within settleBound of its withdrawal
-// was never sent and is not counted.
+// was never sent and is not counted. One whose worker said it is
+// finishing a call is left settleGrace (within settleBound) to end it;
+// then, when the dispatcher can, its worker is asked to end the call now
+// and report, and the report is waited for abandonWait. Without that
+// notice the wait lasts until the attempt's linger bound.
 func (h *hedger) settle(ctx context.Context) {
 	if h == nil {
 		return
 	}
 	bound := h.settleBound()
+	grace := min(bound, settleGrace)
+	ab, canAbandon := h.t.d.(abandoner)
 	for {
 		h.mu.Lock()
 		now := h.t.now()
 		var wait time.Duration
+		var abandon, gaveUp []string
 		for id, l := range h.losers {
 			until := l.at.Add(bound)
 			if !l.lingerUntil.IsZero() {
 				until = l.lingerUntil
+				switch {
+				case !l.abandoned.IsZero():
+					until = earliest(until, l.abandoned.Add(abandonWait))
+				case canAbandon && !now.Before(l.at.Add(grace)):
+					l.abandoned = now
+					abandon = append(abandon, id)
+					until = earliest(until, now.Add(abandonWait))
+				case canAbandon && l.lingerUntil.After(now):
+					wait = max(wait, l.at.Add(grace).Sub(now))
+					continue
+				}
 			}
 			if left := until.Sub(now); left > 0 {
 				wait = max(wait, left)
 			} else {
 				delete(h.losers, id)
+				if !l.abandoned.IsZero() {
+					gaveUp = append(gaveUp, id)
+				}
 			}
 		}
 		n := len(h.losers)
 		h.mu.Unlock()
+		if len(abandon) > 0 {
+			h.t.log.DebugContext(ctx, "asking workers to end the calls of withdrawn attempts still in flight", "attempts", len(abandon))
+			ab.Abandon(abandon...)
+		}
+		if len(gaveUp) > 0 {
+			h.t.log.WarnContext(ctx, "withdrawn attempts did not report after their workers were asked to end their calls: their spend is not in tokens.json", "attempts", len(gaveUp), "task_ids", gaveUp)
+		}
 		if n == 0 {
 			return
 		}
@@ -220,6 +272,14 @@ func (h *hedger) settle(ctx context.Context) {
 		case <-time.After(min(wait, 50*time.Millisecond)):
 		}
 	}
+}
+
+// earliest is the earlier of a and b.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // allow takes one copy from the run's budget.

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -102,5 +103,64 @@ func TestWaveWithdrawnCopyIsNotWaitedFor(t *testing.T) {
 		if withdrew := len(d.cancelled) > 0; withdrew == waveTook {
 			t.Errorf("wave took the copy %v: the hedger cancelled it too (%v)", waveTook, d.cancelled)
 		}
+	}
+}
+
+// abandonRecorder is a Dispatcher that records Abandon calls and, when
+// report is set, has the abandoned attempt report at once (as a worker
+// that ends the call on the notice does).
+type abandonRecorder struct {
+	cancelRecorder
+	h         *hedger
+	report    bool
+	abandoned []string
+	at        time.Duration
+	start     time.Time
+}
+
+func (a *abandonRecorder) Abandon(ids ...string) {
+	a.mu.Lock()
+	a.abandoned = append(a.abandoned, ids...)
+	a.at = time.Since(a.start)
+	a.mu.Unlock()
+	if a.report {
+		for _, id := range ids {
+			a.h.reported(id)
+		}
+	}
+}
+
+// A withdrawn attempt still finishing its call when the run ends (a
+// stalled call: it would end only at its worker's stall deadline, up to
+// the 90 s linger bound) costs the run's end seconds: after settleGrace
+// its worker is asked to end the call, and its report ends the wait. A
+// worker that never reports is waited for abandonWait after the notice,
+// not for the linger bound.
+func TestSettleAbandonsAStalledLoser(t *testing.T) {
+	for _, report := range []bool{true, false} {
+		synctest.Test(t, func(t *testing.T) {
+			d := &abandonRecorder{report: report, start: time.Now()}
+			h := newHedger(&Trainer{now: time.Now, d: d, log: slog.New(slog.DiscardHandler)}, HedgePolicy{}, nil)
+			d.h = h
+			h.observe(latKey{"m", "gate"}, 20*time.Second) // a long settleBound: the grace is what counts
+			h.losers["stalled"] = &loser{at: time.Now(), timeout: time.Hour}
+			h.linger("stalled")
+			start := time.Now()
+			h.settle(context.Background())
+			took := time.Since(start)
+			if len(d.abandoned) != 1 || d.abandoned[0] != "stalled" {
+				t.Fatalf("abandoned %v, want [stalled]", d.abandoned)
+			}
+			if d.at != settleGrace {
+				t.Errorf("asked to end the call %v after its withdrawal, want %v", d.at, settleGrace)
+			}
+			want := settleGrace + abandonWait // no report: waited for abandonWait
+			if report {
+				want = settleGrace
+			}
+			if took < want || took > want+100*time.Millisecond { // settle looks again every 50 ms
+				t.Errorf("report %v: settle took %v, want %v (the linger bound is %v)", report, took, want, maxLinger)
+			}
+		})
 	}
 }

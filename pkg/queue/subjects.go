@@ -33,6 +33,12 @@ const (
 	ConsumerOptimizer = "skillfleet-optimizer"
 	// CancelSubject carries task ids whose in-flight work should stop (core NATS).
 	CancelSubject = "skillfleet.control.cancel"
+	// AbandonNotice is the second word of a line on CancelSubject that
+	// asks the worker finishing a cancelled task's call in flight to end
+	// the call at once and report what it spent (the run has ended and
+	// waits for that report only). A worker that does not know it reads
+	// the word as a stream sequence it cannot parse and ignores the line.
+	AbandonNotice = "abandon"
 	// ReadySubject rings when tasks were published (core NATS; the body is
 	// the class), so idle workers fetch at once instead of at their next poll.
 	ReadySubject = "skillfleet.control.ready"
