@@ -20,6 +20,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CI="${CI:-}"
+# Without -trimpath a package's build-cache key includes its directory, so
+# every fresh clone compiled the whole module again (build, vet, each test
+# binary, the skillfleet binaries the tests build); with it a clone reuses
+# what an earlier one compiled. The tests' own `go build`s inherit it.
+export GOFLAGS="-trimpath${GOFLAGS:+ $GOFLAGS}"
 setup_only=
 case "${1:-}" in
 --setup) setup_only=1 ;;
