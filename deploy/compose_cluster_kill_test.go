@@ -48,13 +48,12 @@ var clusterNodes = []string{"nats-1", "nats-2", "nats-3"}
 
 // killFleet is the running compose cluster as the test sees it.
 type killFleet struct {
-	t     *testing.T
-	c     *compose
-	ids   map[string]string // node name -> container id
-	mu    sync.Mutex
-	nc    *nats.Conn
-	js    jetstream.JetStream
-	wired string // the client URLs nc was made with
+	t   *testing.T
+	c   *compose
+	ids map[string]string // node name -> container id
+	mu  sync.Mutex
+	nc  *nats.Conn
+	js  jetstream.JetStream
 }
 
 // urls are the client URLs of the running nodes, by the host ports Docker
@@ -79,15 +78,20 @@ func (f *killFleet) urls() string {
 	return strings.Join(us, ",")
 }
 
-// conn is a JetStream client on the running nodes, made anew when the set
-// of nodes (or their ports) changed.
+// conn is a JetStream client on the running nodes. It is made anew when it
+// has lost its connection or after reset (a restarted node may have other
+// ports); otherwise it costs no docker call, so that a leader can be asked
+// for in milliseconds.
 func (f *killFleet) conn() (jetstream.JetStream, error) {
+	f.mu.Lock()
+	if f.nc != nil && f.nc.IsConnected() {
+		defer f.mu.Unlock()
+		return f.js, nil
+	}
+	f.mu.Unlock()
 	u := f.urls()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.nc != nil && u == f.wired && f.nc.IsConnected() {
-		return f.js, nil
-	}
 	if f.nc != nil {
 		f.nc.Close()
 		f.nc = nil
@@ -106,8 +110,18 @@ func (f *killFleet) conn() (jetstream.JetStream, error) {
 		nc.Close()
 		return nil, err
 	}
-	f.nc, f.js, f.wired = nc, js, u
+	f.nc, f.js = nc, js
 	return js, nil
+}
+
+// reset makes the next conn connect to the nodes running then.
+func (f *killFleet) reset() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nc != nil {
+		f.nc.Close()
+		f.nc = nil
+	}
 }
 
 func (f *killFleet) close() {
@@ -240,7 +254,7 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 	}
 	latency := os.Getenv("SKILLFLEET_CLUSTER_KILL_LATENCY")
 	if latency == "" {
-		latency = "150ms"
+		latency = "250ms"
 	}
 	t0 := time.Now()
 	tmp := t.TempDir()
@@ -325,6 +339,8 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 	type round struct {
 		cell               string
 		node               string
+		startedAt          time.Time     // the cell's directory seen
+		checked            time.Duration // from both leaders last seen on node to the cell's start
 		killedAt           time.Time
 		stream, bucket     time.Duration // to a new leader of each
 		restartedAt        time.Time
@@ -332,7 +348,26 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 		before, firstAfter time.Time // recorded results around the kill
 	}
 	var rounds []round
-	running := func() bool { return docker(t, "inspect", "-f", "{{.State.Running}}", campaign[0]) == "true" }
+	// The campaign container's end, watched without polling the engine.
+	var exitCode string
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		out, err := exec.Command("docker", "wait", campaign[0]).Output()
+		if err != nil {
+			exitCode = "docker wait: " + err.Error()
+			return
+		}
+		exitCode = strings.TrimSpace(string(out))
+	}()
+	running := func() bool {
+		select {
+		case <-ended:
+			return false
+		default:
+			return true
+		}
+	}
 	for s := 1; s <= 3; s++ {
 		cell := fmt.Sprintf("s%d-again", s)
 		// The cluster whole again, and one node leading both.
@@ -354,12 +389,20 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 		if _, err := os.Stat(cellDir); err == nil {
 			t.Fatalf("round %d: cell %s started before the cluster had healed from the kill before it (raise SKILLFLEET_CLUSTER_KILL_LATENCY)", s, cell)
 		}
-		// Wait for the eval cell to start, keeping the leaders aligned (an
-		// election may move one meanwhile).
+		// Wait for the eval cell to start, checking every half second that
+		// one node still leads both (an election may move one meanwhile), so
+		// that the kill follows the cell's start at once.
 		var node string
+		checked := time.Time{}
 		for {
 			if _, err := os.Stat(cellDir); err == nil {
 				break
+			}
+			if time.Since(checked) > 500*time.Millisecond {
+				if node, err = f.align(time.Now().Add(time.Minute)); err != nil {
+					t.Fatalf("round %d: %v", s, err)
+				}
+				checked = time.Now()
 			}
 			if !running() {
 				t.Fatalf("round %d: the campaign ended before cell %s started", s, cell)
@@ -369,12 +412,12 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		node, err = f.align(time.Now().Add(30 * time.Second))
-		if err != nil {
-			t.Fatalf("round %d: %v", s, err)
-		}
-		r := round{cell: cell, node: node, killedAt: time.Now()}
+		// docker kill returns once the container has stopped: the signal
+		// goes out at its start.
+		r := round{cell: cell, node: node, startedAt: time.Now()}
+		r.checked = r.startedAt.Sub(checked)
 		docker(t, "kill", f.ids[node])
+		r.killedAt = time.Now()
 		r.before = growth.before(r.killedAt)
 		// Both streams elect a leader among the two others.
 		for r.stream == 0 || r.bucket == 0 {
@@ -391,6 +434,7 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 		}
 		docker(t, "start", f.ids[node])
 		r.restartedAt = time.Now()
+		f.reset()
 		for {
 			if ok, _ := f.whole(); ok {
 				break
@@ -402,11 +446,12 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 		}
 		r.wholeAfterRestart = time.Since(r.restartedAt)
 		rounds = append(rounds, r)
-		t.Logf("round %d: cell %s started; killed %s (leading %s and KV_%s) at %.1fs; new stream leader after %.1fs, bucket leader after %.1fs; restarted, every replica current %.1fs later",
-			s, cell, node, queue.StreamName, queue.RunsBucket, r.killedAt.Sub(t0).Seconds(), r.stream.Seconds(), r.bucket.Seconds(), r.wholeAfterRestart.Seconds())
+		t.Logf("round %d: cell %s started; killed %s (leading %s and KV_%s %.2fs before it started; docker kill took %.2fs), at %.1fs; new stream leader after %.1fs, bucket leader after %.1fs; restarted, every replica current %.1fs later",
+			s, cell, node, queue.StreamName, queue.RunsBucket, r.checked.Seconds(), r.killedAt.Sub(r.startedAt).Seconds(), r.killedAt.Sub(t0).Seconds(), r.stream.Seconds(), r.bucket.Seconds(), r.wholeAfterRestart.Seconds())
 	}
 
-	code := docker(t, "wait", campaign[0])
+	<-ended
+	code := exitCode
 	tEnd := time.Since(t0)
 	cancel()
 	logs, _ := exec.Command("docker", "logs", "--tail", "60", campaign[0]).CombinedOutput()

@@ -11,13 +11,13 @@
 # makes (sfck<pid>) is removed at the end; the images stay, so that a
 # second run builds only what changed.
 #
-#   scripts/bench/cluster-kill.sh [--latency 150ms]
+#   scripts/bench/cluster-kill.sh [--latency 250ms]
 #
 # --latency is the simulated model's answer time: the cells must last long
 # enough for the cluster to heal between two kills.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-latency=150ms
+latency=250ms
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --latency) latency=$2; shift 2 ;;
