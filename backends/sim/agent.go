@@ -127,6 +127,14 @@ func (m *Model) Agent(ctx context.Context, c *Conversation) (*AgentReply, error)
 	}
 	calls := len(st.calls)
 	sleepTask, isSleep := sleepAgentTask(c)
+	if !isSleep {
+		// A prompt of skillfleet sleep's (miner, reflector, judge) from an
+		// agent CLI in chat mode that keeps tools it cannot use (Codex)
+		// is answered as a chat.
+		if _, ok := sleepChatRequest(c); ok {
+			return m.plain(ctx, c)
+		}
+	}
 	if calls < maxAgentCalls+min(len(st.listing), maxPackageReads) {
 		if !st.skillRead {
 			if sk, ok := st.pickSkill(c); ok {
@@ -733,9 +741,11 @@ func mustJSON(v any) string {
 // role in brackets (backends/exec's chat prompt). It reports false for
 // any other conversation.
 func sleepChatRequest(c *Conversation) (*llm.Request, bool) {
+	// The first user text holding the marker: an agent CLI may send its
+	// own context (Codex's environment) as a user message before it.
 	var prompt string
 	for _, t := range c.Turns {
-		if t.Role == llm.RoleUser {
+		if t.Role == llm.RoleUser && strings.Contains(t.Text, nightly.PromptMarker) {
 			prompt = t.Text
 			break
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -72,5 +73,48 @@ func TestSleepChatRoleThroughAnAgentCLI(t *testing.T) {
 	}
 	if _, ok := sleepChatRequest(&Conversation{Turns: []Turn{{Role: "user", Text: "Note the serial code."}}}); ok {
 		t.Fatal("a plain prompt taken for a sleep prompt")
+	}
+}
+
+// captureModel records the request it is given and answers nothing.
+type captureModel struct{ req *llm.Request }
+
+func (m *captureModel) Chat(_ context.Context, req *llm.Request) (*llm.Response, error) {
+	m.req = req
+	return nil, &llm.Error{Kind: llm.KindServer, Msg: "captured"}
+}
+
+// TestSleepJudgeThroughCodexChatMode: Sleep's rubric judge carried by
+// Codex in chat mode, which keeps tools it cannot use and sends its own
+// environment context as a user message before the prompt, is answered
+// as SleepAware answers the judge's request (a JSON verdict), not taken
+// for an agent task.
+func TestSleepJudgeThroughCodexChatMode(t *testing.T) {
+	t.Parallel()
+	capture := &captureModel{}
+	task := nightly.Task{ID: "t1", Intent: "Summarise the paper.", Judge: nightly.Judge{Kind: nightly.JudgeRubric, Rubric: "The reply summarises the paper."}}
+	_, _ = nightly.Score(t.Context(), task, "It proposes a method.", &nightly.RubricJudge{Model: capture, Name: "sim-target"})
+	if capture.req == nil {
+		t.Fatal("the judge made no request")
+	}
+	var parts []string
+	for _, m := range capture.req.Messages {
+		parts = append(parts, m.Text())
+	}
+	tools := []ToolDef{{Name: "exec_command", Params: []byte(`{"properties":{"cmd":{}}}`)}, {Name: "write_stdin"}}
+	c := &Conversation{Model: "sim-target", System: []string{"You are Codex."}, Tools: tools, Turns: []Turn{
+		{Role: "user", Text: "<environment_context>\n  <cwd>/work</cwd>\n</environment_context>"},
+		{Role: "user", Text: strings.Join(parts, "\n\n---\n\n")},
+	}}
+	r, err := quiet().Agent(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewSleepAware(quiet()).Chat(t.Context(), capture.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Action != "chat" || len(r.Calls) != 0 || r.Text != want.Content || !strings.Contains(r.Text, `"score"`) {
+		t.Fatalf("through Codex's chat mode %+v\nwant %q", r, want.Content)
 	}
 }
