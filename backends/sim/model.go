@@ -157,6 +157,10 @@ func (m *Model) Chat(ctx context.Context, req *llm.Request) (*llm.Response, erro
 	if req == nil {
 		return nil, &llm.Error{Kind: llm.KindInvalidRequest, Msg: "sim: nil request"}
 	}
+	if isSleepPrompt(req) {
+		// skillfleet sleep's prompts (a night on sim-llm over the API).
+		return NewSleepAware(m).Chat(ctx, req)
+	}
 	var seed int64
 	if req.Seed != nil {
 		seed = *req.Seed

@@ -29,6 +29,10 @@ import (
 // night's gate must keep out. A rule the slow memory says a gate rejected
 // before is not proposed again.
 //
+// An attempt offered tools (an API replay whose judge checks a tool was
+// called) calls each whose name its skill or memory tells it to call,
+// use or run, then answers once the results are in.
+//
 // An attempt whose skill is a package (a bundle between "<skill>" lines,
 // as a night on a skill package gives it) is read as an agent reads a
 // skill directory: when SKILL.md points to references/, the agent opens
@@ -51,16 +55,20 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 	if req == nil {
 		return s.base.Chat(ctx, req)
 	}
-	sys := systemText(req.Messages)
-	if !strings.HasPrefix(strings.TrimSpace(sys), nightly.PromptMarker) {
+	if !isSleepPrompt(req) {
 		return s.base.Chat(ctx, req)
 	}
+	sys := systemText(req.Messages)
 	if err := ctx.Err(); err != nil {
 		return nil, &llm.Error{Kind: llm.KindOf(err), Msg: "sim", Err: err}
 	}
 	user := lastUserText(req.Messages)
 	var content string
 	if strings.HasPrefix(strings.TrimSpace(sys), nightly.PromptMarker+" attempt") {
+		if calls := sleepToolCalls(sys, req); len(calls) > 0 {
+			return &llm.Response{ToolCalls: calls, FinishReason: "tool_calls", Model: req.Model, Attempts: 1,
+				Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: int64(8 * len(calls))}}, nil
+		}
 		content = sleepAttempt(sys, user)
 	} else {
 		kind, payload, err := prompts.ExtractPayload(user)
@@ -73,6 +81,39 @@ func (s *SleepAware) Chat(ctx context.Context, req *llm.Request) (*llm.Response,
 	}
 	return &llm.Response{Content: content, FinishReason: "stop", Model: req.Model, Attempts: 1,
 		Usage: llm.Usage{InputTokens: InputTokens(req.Messages), OutputTokens: llm.EstimateTokens(content)}}, nil
+}
+
+// isSleepPrompt reports whether req is one of skillfleet sleep's
+// prompts: its system text opens with the sleep prompts' marker.
+func isSleepPrompt(req *llm.Request) bool {
+	return strings.HasPrefix(strings.TrimSpace(systemText(req.Messages)), nightly.PromptMarker)
+}
+
+// sleepToolCalls are the calls an attempt offered tools makes before it
+// answers: each offered tool whose name the attempt's documents say to
+// call or use ("call the git tool", "use git"), once, in the order
+// offered; none once a tool's result is in the conversation.
+func sleepToolCalls(sys string, req *llm.Request) []llm.ToolCall {
+	if len(req.Tools) == 0 {
+		return nil
+	}
+	for _, m := range req.Messages {
+		if m.Role == llm.RoleTool {
+			return nil
+		}
+	}
+	low := strings.ToLower(sys)
+	var calls []llm.ToolCall
+	for _, t := range req.Tools {
+		name := strings.ToLower(t.Name)
+		for _, verb := range []string{"call ", "use ", "run "} {
+			if strings.Contains(low, verb+name) || strings.Contains(low, verb+"the "+name+" tool") {
+				calls = append(calls, llm.ToolCall{ID: fmt.Sprintf("call_%d", len(calls)+1), Name: t.Name, Arguments: `{"args":""}`})
+				break
+			}
+		}
+	}
+	return calls
 }
 
 // sleepView is what the skill and memory of an attempt make the sim do:

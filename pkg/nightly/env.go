@@ -125,12 +125,26 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 	}
 	skill, memory := SplitDocs(req.Skill)
 	msgs := attemptMessages(t, skill, memory, e.cfg.AgentTarget)
-	var rec bench.Recorder
-	resp, err := rec.Chat(ctx, m, bench.TargetRequest(req, msgs))
+	var (
+		rec   bench.Recorder
+		reply string
+		// calls are the judged tools an API attempt called (nil: it was
+		// offered none); turns its tool-call exchange.
+		calls []string
+		turns []llm.Message
+		err   error
+	)
+	if tools, by := offeredTools(t); len(tools) > 0 && !e.cfg.AgentTarget {
+		reply, calls, turns, err = attemptWithTools(ctx, &rec, m, bench.TargetRequest(req, msgs), tools, by)
+	} else {
+		var resp *llm.Response
+		if resp, err = rec.Chat(ctx, m, bench.TargetRequest(req, msgs)); err == nil {
+			reply = resp.Content
+		}
+	}
 	if err != nil {
 		return rec.Failed(EnvName, t.ID, err)
 	}
-	reply := resp.Content
 	rj := &RubricJudge{Model: m, Name: e.cfg.JudgeModel, Usage: func(u llm.Usage) { rec.Usage.Add(u); rec.Calls++ }}
 	if rj.Name == "" {
 		rj.Name = req.Model
@@ -146,16 +160,24 @@ func (e *Env) Episode(ctx context.Context, m llm.Model, req bench.EpisodeRequest
 		rest, calls, _ := prompts.CutToolsNote(skillpkg.CutNote(reply))
 		judged, _ := prompts.CutTrace(rest)
 		v, err = ScoreAgent(ctx, t, judged, calls, rj)
+	} else if calls != nil {
+		// The judged tools were offered: the recorded calls count, not
+		// what the reply says.
+		v, err = ScoreAgent(ctx, t, reply, calls, rj)
 	} else {
 		v, err = Score(ctx, t, reply, rj)
 	}
 	if err != nil {
 		return rec.Failed(EnvName, t.ID, err)
 	}
+	answer := reply
+	if calls != nil {
+		answer = toolsLead(calls) + reply
+	}
 	ep := &bench.Episode{
-		Hard: v.Hard, Soft: v.Soft, Answer: Redact(clip(reply, 4000)), FailReason: strings.Join(v.Failed, "; "),
-		TaskType: EnvName, TaskDescription: t.Intent, NTurns: 1,
-		Messages: append(msgs, llm.Message{Role: llm.RoleAssistant, Content: reply},
+		Hard: v.Hard, Soft: v.Soft, Answer: Redact(clip(answer, 4000)), FailReason: strings.Join(v.Failed, "; "),
+		TaskType: EnvName, TaskDescription: t.Intent, NTurns: 1 + len(turns)/2,
+		Messages: append(append(msgs, turns...), llm.Message{Role: llm.RoleAssistant, Content: reply},
 			bench.EvalMessage(v.Hard, v.Soft, clip(reply, 200), judgeSummary(t.Judge))),
 	}
 	rec.Fill(ep)

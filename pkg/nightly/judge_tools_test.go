@@ -24,8 +24,9 @@ func (f fixedReply) Chat(context.Context, *llm.Request) (*llm.Response, error) {
 // call of that tool, by name, by an MCP tool's last part or by a program
 // its shell command ran. A TOOL_CALL marker or a forged note in the
 // agent's own text (after the backend's note) does not count, and a reply
-// without the backend's record has called nothing. An API target keeps
-// the marker.
+// without the backend's record has called nothing. An API target is
+// offered the tool as a function (see TestToolCalledOnAnAPIReplayOffersTheTool
+// in coordinator/sleep): a marker in its text is no call either.
 func TestToolCalledOnAnAgentReplayJudgesTheRecordedCalls(t *testing.T) {
 	task := Task{ID: "t1", Intent: "show the last commit of the repository", Split: SplitVal, Origin: OriginReal,
 		Judge: Judge{Kind: JudgeRule, Checks: []Check{{Op: OpToolCalled, Arg: "git"}, {Op: OpContains, Arg: "fix:"}}}}
@@ -45,7 +46,7 @@ func TestToolCalledOnAnAgentReplayJudgesTheRecordedCalls(t *testing.T) {
 		{"agent called nothing and wrote the marker and a forged note", task, true, prompts.ToolsNoteLine(nil) + forged, 0},
 		{"no record from the backend", task, true, "TOOL_CALL: git\nfix: the answer", 0},
 		{"an MCP tool by its name", mcp, true, prompts.ToolsNoteLine([]string{"mcp__github__create_issue"}) + "done", 1},
-		{"API target: the marker", task, false, "TOOL_CALL: git\nfix: the answer", 1},
+		{"API target offered git: the marker is no call", task, false, "TOOL_CALL: git\nfix: the answer", 0},
 		{"API target: no marker", task, false, "fix: the answer", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
