@@ -6,7 +6,7 @@
 #
 #   scripts/bench/scale.sh [--cells 8,384] [--pad 50KB] [--members 2] [--workers 3] \
 #       [--concurrency 32] [--optimizer-concurrency 16] [--config configs/demo.yaml] \
-#       [--skillfleet PATH] [--keep DIR] [--tap] [--set section.key=value ...]
+#       [--full] [--skillfleet PATH] [--keep DIR] [--tap] [--set section.key=value ...]
 #
 # For each N of --cells it starts a standalone nats-server
 # (scripts/bench/natsd), `skillfleet sim-llm` (no latency; --pad pads every
@@ -15,7 +15,8 @@
 # (`campaign --member`, one shared campaign dir, each allowed N/members
 # active cells, so all N run at once), for a campaign of the config at
 # seeds 1..N in the "tiny" setting (one epoch, 20 selection and 20 test
-# items; --set adds or overrides settings). It prints one row per N:
+# items; --full runs the config as it is, e.g. configs/sim_paper.yaml at
+# paper scale; --set adds or overrides settings). It prints one row per N:
 #
 #   - model calls (what sim-llm served) and the wall time;
 #   - NATS messages per model call, in (published to the server) and out
@@ -38,7 +39,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cells_list=8,384 pad=0 members=2 workers=3 conc=32 oconc=16 config=configs/demo.yaml sfbin="" keep="" tap=""
-sets=(--set train.num_epochs=1 --set evaluation.sel_env_num=20 --set evaluation.test_env_num=20)
+full="" extra=()
 while (($#)); do
   case "$1" in
     --cells) cells_list=$2; shift 2 ;;
@@ -51,16 +52,21 @@ while (($#)); do
     --skillfleet) sfbin=$(realpath "$2"); shift 2 ;;
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
     --tap) tap=--tap; shift ;;
-    --set) sets+=(--set "$2"); shift 2 ;;
+    --full) full=1; shift ;;
+    --set) extra+=(--set "$2"); shift 2 ;;
     *) echo "scale.sh: unknown flag $1" >&2; exit 2 ;;
   esac
 done
+sets=(--set train.num_epochs=1 --set evaluation.sel_env_num=20 --set evaluation.test_env_num=20)
+setting="tiny: 1 epoch, 20 selection + 20 test items"
+[[ -n "$full" ]] && sets=() setting="as configured"
+sets+=("${extra[@]}")
 source scripts/lib/fleet.sh
 fleet_scratch
 fleet_build
 bin=${sfbin:-$tmp/skillfleet}
 
-printf '%s\n' "scale bench: $config (tiny: 1 epoch, 20 selection + 20 test items), $members campaign processes, $workers workers x $conc target + $oconc optimizer slots, zero latency, trajectory pad $pad, campaign binary ${sfbin:-this tree}"
+printf '%s\n' "scale bench: $config ($setting), $members campaign processes, $workers workers x $conc target + $oconc optimizer slots, zero latency, trajectory pad $pad, campaign binary ${sfbin:-this tree}"
 printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "wall" "journal KB / result" "NATS msgs in / call" "NATS msgs out / call" \
   "campaign CPU ms / call" "campaign peak RSS (sum)" "RSS per active run" "worker peak RSS (max)"
 printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
