@@ -12,18 +12,25 @@
 #
 # The build is heavy (a few hundred packages): run it niced.
 #
-# Usage: scripts/jaeger.sh [--force]
-#   --force   rebuild even where a binary is cached
+# Usage: scripts/jaeger.sh [--force] [--ui]
+#   --force   rebuild even where a binary (or UI build) is cached
+#   --ui      build the UI instead: jaeger-ui at the same version (the Go
+#             module carries none), and print the directory to give the
+#             binary as extensions.jaeger_query.ui.assets_path (the UI
+#             test reads it from SKILLFLEET_JAEGER_UI). Needs git (the
+#             first time), node and npm (the npm registry, for npm ci).
 # Environment:
 #   JAEGER_VERSION   module version (default v1.76.0, the one tested)
 #   JAEGER_CACHE     where to build (default
 #                    ${XDG_CACHE_HOME:-$HOME/.cache}/skillfleet/jaeger-<version>)
+#   JAEGER_UI_CACHE  where --ui builds (default: jaeger-ui-<version> beside it)
 set -euo pipefail
-force=
+force= ui=
 for a in "$@"; do
   case "$a" in
     --force) force=1 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --ui) ui=1 ;;
+    -h|--help) sed -n '2,/^set /{/^set /!p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "jaeger.sh: unknown argument $a (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,6 +38,40 @@ version=${JAEGER_VERSION:-v1.76.0}
 dir=${JAEGER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/skillfleet/jaeger-$version}
 bin=$dir/bin/jaeger
 log() { echo "jaeger.sh: $*" >&2; }
+
+if [[ -n $ui ]]; then
+  uidir=${JAEGER_UI_CACHE:-$(dirname "$dir")/jaeger-ui-$version}
+  build=$uidir/packages/jaeger-ui/build
+  if [[ -z $force && -f $build/index.html ]]; then
+    log "reusing the UI build in $build"
+    echo "$build"
+    exit 0
+  fi
+  for c in git node npm; do
+    command -v $c >/dev/null || { log "$c is not on PATH (--ui needs git, node and npm)"; exit 1; }
+  done
+  start=$(date +%s)
+  if [[ ! -f $uidir/package.json ]]; then
+    log "fetching jaeger-ui $version into $uidir"
+    git clone -q --depth 1 --branch "$version" https://github.com/jaegertracing/jaeger-ui "$uidir" >&2
+  fi
+  cd "$uidir"
+  if [[ ! -d node_modules ]]; then
+    log "npm ci (the first time downloads some 800 packages)"
+    npm ci --no-audit --no-fund >&2
+  fi
+  if [[ ! -f packages/plexus/lib/index.js ]]; then
+    log "building plexus, the UI's graph library"
+    (cd packages/plexus && npm run build) >&2
+  fi
+  log "building the UI (vite; minutes)"
+  cd packages/jaeger-ui
+  NODE_ENV=production REACT_APP_VSN_STATE="$(node ../../scripts/get-tracking-version.js)" npx vite build >&2
+  [[ -f $build/index.html ]] || { log "the UI build left no $build/index.html"; exit 1; }
+  log "built the UI in $(( $(date +%s) - start )) s"
+  echo "$build"
+  exit 0
+fi
 
 if [[ -z $force && -x $bin ]] && "$bin" version >/dev/null 2>&1; then
   log "reusing $bin"

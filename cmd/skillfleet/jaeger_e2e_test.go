@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/skillfleet/skillfleet/internal/ui/uitest"
 	"github.com/skillfleet/skillfleet/pkg/telemetry"
 )
 
@@ -34,12 +35,7 @@ func jaegerBinary(t *testing.T) string {
 	t.Helper()
 	path := os.Getenv("SKILLFLEET_JAEGER")
 	if path == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache")
-		}
-		path = filepath.Join(cache, "skillfleet", "jaeger-"+jaegerVersion, "bin", "jaeger")
+		path = filepath.Join(jaegerCache(), "jaeger-"+jaegerVersion, "bin", "jaeger")
 	}
 	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
 		msg := fmt.Sprintf("no Jaeger binary at %s: build it with `nice -n 10 scripts/jaeger.sh` and set SKILLFLEET_JAEGER to the path it prints", path)
@@ -49,6 +45,37 @@ func jaegerBinary(t *testing.T) string {
 		t.Skip(msg)
 	}
 	return path
+}
+
+// jaegerCache is where scripts/jaeger.sh builds: $XDG_CACHE_HOME or
+// ~/.cache, then skillfleet.
+func jaegerCache() string {
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	return filepath.Join(cache, "skillfleet")
+}
+
+// jaegerUIAssets returns a jaeger-ui build (the directory holding its
+// index.html) at $SKILLFLEET_JAEGER_UI, else where `scripts/jaeger.sh
+// --ui` builds it, or skips the test (fails it under
+// SKILLFLEET_REQUIRE_JAEGER=1) naming how to build one.
+func jaegerUIAssets(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("SKILLFLEET_JAEGER_UI")
+	if dir == "" {
+		dir = filepath.Join(jaegerCache(), "jaeger-ui-"+jaegerVersion, "packages", "jaeger-ui", "build")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
+		msg := fmt.Sprintf("no jaeger-ui build at %s: build it with `nice -n 10 scripts/jaeger.sh --ui` and set SKILLFLEET_JAEGER_UI to the path it prints", dir)
+		if os.Getenv("SKILLFLEET_REQUIRE_JAEGER") == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
 }
 
 // jaegerServer is a running Jaeger: OTLP in over gRPC and HTTP, the query
@@ -61,7 +88,11 @@ type jaegerServer struct {
 
 // jaegerConfig is a v2 configuration that keeps every listener on the
 // given loopback addresses and stores traces in memory.
-func jaegerConfig(otlpGRPC, otlpHTTP, queryHTTP, queryGRPC string) string {
+func jaegerConfig(otlpGRPC, otlpHTTP, queryHTTP, queryGRPC, uiAssets string) string {
+	ui := ""
+	if uiAssets != "" {
+		ui = "\n    ui:\n      assets_path: " + uiAssets
+	}
 	return `service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
@@ -86,7 +117,7 @@ extensions:
     http:
       endpoint: ` + queryHTTP + `
     grpc:
-      endpoint: ` + queryGRPC + `
+      endpoint: ` + queryGRPC + ui + `
 receivers:
   otlp:
     protocols:
@@ -106,12 +137,19 @@ exporters:
 // query API answers.
 func startJaeger(t *testing.T) *jaegerServer {
 	t.Helper()
+	return startJaegerUI(t, "")
+}
+
+// startJaegerUI is startJaeger serving the jaeger-ui build at uiAssets
+// ("" for the module's placeholder page).
+func startJaegerUI(t *testing.T, uiAssets string) *jaegerServer {
+	t.Helper()
 	bin := jaegerBinary(t)
 	j := &jaegerServer{otlpGRPC: freeAddr(t), otlpHTTP: freeAddr(t)}
 	queryHTTP := freeAddr(t)
 	j.query = "http://" + queryHTTP
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(cfg, []byte(jaegerConfig(j.otlpGRPC, j.otlpHTTP, queryHTTP, freeAddr(t))), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(jaegerConfig(j.otlpGRPC, j.otlpHTTP, queryHTTP, freeAddr(t), uiAssets)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	j.p = startCmd(t, bin, "--config", cfg)
@@ -716,5 +754,90 @@ func logCellTokens(t *testing.T, spans tracetest.SpanStubs) {
 	}
 	for c, got := range per {
 		logStageTokens(t, "cell "+c, got)
+	}
+}
+
+// TestJaegerUIFindsACellsReflectCalls does in the real Jaeger UI (the
+// jaeger-ui build scripts/jaeger.sh --ui makes, served by the Jaeger
+// binary) what docs/observability.md tells a user to do: after a two-cell
+// campaign, Find Traces with the service skillfleet-campaign, the
+// operation chat sim-optimizer and the tags skillfleet.cell=a
+// skillfleet.stage=reflect. The page lists exactly one trace, cell a's,
+// and none of cell b's. The window's screenshot goes to the test's
+// artifact dir and, when set, to $SKILLFLEET_JAEGER_SCREENSHOT (the
+// docs' image: docs/img/jaeger-cell-reflect.png).
+func TestJaegerUIFindsACellsReflectCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a campaign against Jaeger and its UI in Chromium")
+	}
+	jaegerBinary(t)
+	assets := jaegerUIAssets(t)
+	uitest.Chromium(t)
+	root := repoRoot(t)
+	j := startJaegerUI(t, assets)
+	j.exportTo(t, "grpc")
+	since := time.Now()
+	out := filepath.Join(t.TempDir(), "camp")
+	p := start(t, "campaign", "--config", jaegerCampaign(t, root), "--out", out, "--workers", "2", "--log-level", "warn",
+		"--set", "env.skill_init="+filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
+		"--set", "evaluation.early_stop=false")
+	waitDone(t, "campaign", p, 6*time.Minute)
+	spans, _ := spanStubs(t, j.allTraces(t, since))
+	cellTrace := map[string]string{}
+	reflects := 0
+	for _, s := range spans {
+		if s.Name == telemetry.SpanCell {
+			v, _ := attrOf(s, telemetry.KeyCell)
+			cellTrace[v.AsString()] = strings.TrimLeft(s.SpanContext.TraceID().String(), "0")
+		}
+	}
+	for _, s := range spans {
+		if st, _ := attrOf(s, telemetry.KeyStage); s.Name == "chat sim-optimizer" && st.AsString() == "reflect" &&
+			strings.TrimLeft(s.SpanContext.TraceID().String(), "0") == cellTrace["a"] {
+			reflects++
+		}
+	}
+	if cellTrace["a"] == "" || cellTrace["b"] == "" || reflects == 0 {
+		t.Fatalf("cells %v, %d reflect calls in cell a's trace: nothing to search for", cellTrace, reflects)
+	}
+
+	b := uitest.New(t)
+	q := url.Values{"service": {"skillfleet-campaign"}, "operation": {"chat sim-optimizer"},
+		"tags": {`{"skillfleet.cell":"a","skillfleet.stage":"reflect"}`}, "lookback": {"1h"}, "limit": {"20"}}
+	if err := b.Navigate(j.query + "/search?" + q.Encode()); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(`document.querySelectorAll('.ResultItem').length > 0`, 90*time.Second); err != nil {
+		t.Fatalf("the UI listed no trace: %v", err)
+	}
+	time.Sleep(time.Second) // the list is complete when its first item draws
+	n, err := uitest.Eval[int](b, `document.querySelectorAll('.ResultItem').length`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := uitest.Eval[[]string](b, `Array.from(document.querySelectorAll('.ResultItemTitle--idExcerpt')).map(e => e.textContent.trim())`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form, _ := uitest.Eval[string](b, `(document.querySelector('input[name=tags]') || {}).value || ''`)
+	t.Logf("the UI lists %d trace(s) %v for cell a's reflect calls (cell a's trace %s, %d reflect calls; cell b's %s)", n, ids, cellTrace["a"], reflects, cellTrace["b"])
+	if n != 1 || len(ids) != 1 || !strings.HasPrefix(cellTrace["a"], ids[0]) || strings.HasPrefix(cellTrace["b"], ids[0]) {
+		t.Errorf("the UI lists %d traces %v, want cell a's trace %s only", n, ids, cellTrace["a"])
+	}
+	if !strings.Contains(form, "skillfleet.cell") {
+		t.Errorf("the search form's tags field holds %q, not the tags searched for", form)
+	}
+	shot := filepath.Join(t.ArtifactDir(), "jaeger-cell-reflect.png")
+	if err := b.Screenshot(shot, false); err != nil {
+		t.Fatal(err)
+	}
+	if dst := os.Getenv("SKILLFLEET_JAEGER_SCREENSHOT"); dst != "" {
+		data, err := os.ReadFile(shot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
