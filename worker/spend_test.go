@@ -135,6 +135,11 @@ func TestRequeuedAttemptReportsItsSpend(t *testing.T) {
 	if u.GetCalls() != 1 || u.GetInputTokens() != 100 || u.GetOutputTokens() != 30 || u.GetFailedCauses()["invalid_reply"] != 1 {
 		t.Errorf("spend report usage %v: want 1 call, 100 in / 30 out, cause invalid_reply", u)
 	}
+	// Each attempt names itself, so that the coordinator counts the two
+	// attempts' usage once each however often either is reported.
+	if a, b := s.GetAttemptId(), book.results[0].GetAttemptId(); a == "" || b == "" || a == b {
+		t.Errorf("attempt ids %q (requeued) and %q (result): want two different, non-empty ids", a, b)
+	}
 	in := u.GetInputTokens() + book.results[0].GetUsage().GetInputTokens()
 	out := u.GetOutputTokens() + book.results[0].GetUsage().GetOutputTokens()
 	if in != 200 || out != 70 {

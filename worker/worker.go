@@ -731,6 +731,10 @@ func (w *Worker) process(ctx context.Context, msg jetstream.Msg, s *slot) {
 	res.WireVersion = pb.WireVersion
 	outcome = outcomeName(res.GetOutcome())
 	res.Attempt = int32(delivered)
+	// Every report of this run of the task, the spend-only one included,
+	// names it: the coordinator counts its usage once however often a
+	// late ack makes the worker send it.
+	res.AttemptId = newAttemptID()
 	if res.DurationMs == 0 {
 		res.DurationMs = time.Since(start).Milliseconds()
 	}
@@ -817,7 +821,7 @@ func (w *Worker) reportSpend(ctx context.Context, t *pb.Task, cn *coordConn, res
 		return
 	}
 	spend := &pb.Result{TaskId: res.GetTaskId(), WorkerId: res.GetWorkerId(), Outcome: res.GetOutcome(), Error: res.GetError(),
-		Usage: u, DurationMs: res.GetDurationMs(), Attempt: res.GetAttempt(), WireVersion: res.GetWireVersion(), SpendOnly: true}
+		Usage: u, DurationMs: res.GetDurationMs(), Attempt: res.GetAttempt(), AttemptId: res.GetAttemptId(), WireVersion: res.GetWireVersion(), SpendOnly: true}
 	// A task cut off by shutdown has its context cancelled already; the
 	// report gets a short while of its own.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(w.cfg.ReportTimeout, 10*time.Second))
@@ -891,6 +895,11 @@ func (w *Worker) report(ctx context.Context, t *pb.Task, cn *coordConn, res *pb.
 		w.coords.release(next)
 		cn = next
 	}
+}
+
+// newAttemptID returns a fresh, random attempt id (Result.attempt_id).
+func newAttemptID() string {
+	return strconv.FormatUint(rand.Uint64(), 36) + strconv.FormatUint(rand.Uint64(), 36)
 }
 
 // outcomeName is a task outcome as a metric and span label.

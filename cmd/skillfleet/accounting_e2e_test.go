@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,4 +172,65 @@ func TestBillUnderMalformedRepliesAndServerErrors(t *testing.T) {
 			checkBill(t, dir, url)
 		})
 	}
+}
+
+// TestBillWhenTheCoordinatorStalls: the demo on a coordinator and two
+// worker processes against the fault server (10% 500s, 20% malformed
+// optimizer replies), the coordinator stopped (SIGSTOP) for 7 s three
+// times, as a machine under heavy load stalls it. A worker whose report
+// goes unacknowledged past its 5 s attempt sends it again; the copy may
+// come back DUPLICATE, or RETRY while the first is still being recorded,
+// after which the worker sends the attempt's spend report and runs the
+// task again. Every attempt is billed once by the server and must be
+// counted once: tokens.json equals the bill.
+func TestBillWhenTheCoordinatorStalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	url := simServer(t, "--latency", "50ms", "--fault-500", "0.1", "--fault-malformed", "0.2", "--fault-seed", "1")
+	root := repoRoot(t)
+	ns := queuetest.Start(t)
+	grpcAddr := freeAddr(t)
+	dir := t.TempDir()
+	coord := start(t, append(append([]string{"coordinator"}, demoArgs(root, url)...), "--out", dir,
+		"--nats", ns.URL(), "--grpc-addr", grpcAddr)...)
+	for range 2 {
+		start(t, "worker", "--nats", ns.URL(), "--coordinator", grpcAddr, "--concurrency", "12", "--optimizer-concurrency", "8", "--log-level", "warn")
+	}
+	exited := make(chan struct{})
+	stalls := make(chan int, 1)
+	go func() {
+		n := 0
+		defer func() { stalls <- n }()
+		for range 3 {
+			select {
+			case <-exited:
+				return
+			case <-time.After(10 * time.Second):
+			}
+			if coord.cmd.Process.Signal(syscall.SIGSTOP) != nil {
+				return
+			}
+			n++
+			time.Sleep(7 * time.Second)
+			_ = coord.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	select {
+	case err := <-coord.done:
+		close(exited)
+		if err != nil {
+			t.Fatalf("coordinator: %v\n%s", err, coord.stderr.String())
+		}
+	case <-time.After(6 * time.Minute):
+		close(exited)
+		_ = coord.cmd.Process.Signal(syscall.SIGCONT)
+		t.Fatalf("run did not finish in 6 minutes\n%s", coord.stderr.String())
+	}
+	n := <-stalls
+	t.Logf("the coordinator was stopped %d times for 7 s", n)
+	if n == 0 {
+		t.Fatal("the run ended before the coordinator was stopped: nothing shown")
+	}
+	checkBill(t, dir, url)
 }

@@ -23,16 +23,42 @@ type Accounting struct {
 	// seen holds the task ids already counted: a result is paid for once,
 	// however often the loop uses it.
 	seen map[string]struct{}
+	// spent holds the attempt ids (Result.attempt_id) whose usage was
+	// counted: an attempt is paid for once, however often its worker
+	// reports it (a report sent again after a late ack, a spend report
+	// after a RETRY of a report that was recorded after all) and whichever
+	// path it comes by; a different attempt of a task counted before is
+	// spend of its own.
+	spent map[string]struct{}
 }
 
 // NewAccounting returns empty accounting.
 func NewAccounting() *Accounting {
-	return &Accounting{by: map[acctKey]*Totals{}, seen: map[string]struct{}{}}
+	return &Accounting{by: map[acctKey]*Totals{}, seen: map[string]struct{}{}, spent: map[string]struct{}{}}
+}
+
+// firstSpend reports whether res's usage is still to be counted, and
+// marks it counted: true for a result without an attempt id (a worker
+// before the field), unless [Accounting.AddHedged] saw its task.
+func (a *Accounting) firstSpend(res *pb.Result) bool {
+	id := res.GetAttemptId()
+	if id == "" {
+		return true
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, dup := a.spent[id]; dup {
+		return false
+	}
+	a.spent[id] = struct{}{}
+	return true
 }
 
 // Add counts one task result and reports whether it was counted for the
 // first time: a result whose task id was counted before only counts as
-// reused.
+// reused, and as spend when it comes from another attempt than the one
+// counted (a task withdrawn while it ran, whose spend was counted, and
+// asked for again).
 func (a *Accounting) Add(stage, role, model string, res *pb.Result) (first bool) {
 	if id := res.GetTaskId(); id != "" {
 		a.mu.Lock()
@@ -40,7 +66,12 @@ func (a *Accounting) Add(stage, role, model string, res *pb.Result) (first bool)
 		a.seen[id] = struct{}{}
 		a.mu.Unlock()
 		if dup {
-			a.addTotals(acctKey{stage, role, model}, Totals{Reused: 1})
+			var d Totals
+			if res.GetAttemptId() != "" && !res.GetCached() && a.firstSpend(res) {
+				model, d = usageTotals(model, res)
+			}
+			d.Reused = 1
+			a.addTotals(acctKey{stage, role, model}, d)
 			return false
 		}
 	}
@@ -48,6 +79,11 @@ func (a *Accounting) Add(stage, role, model string, res *pb.Result) (first bool)
 	if res.GetCached() {
 		a.addTotals(acctKey{stage, role, model}, Totals{CacheHits: 1, SavedCalls: d.Calls, SavedInput: d.Input, SavedOutput: d.Output})
 		return true
+	}
+	if !a.firstSpend(res) {
+		// Its attempt's usage came in before (a spend report): the task
+		// counts, its calls do not again.
+		d = Totals{}
 	}
 	d.Tasks = 1
 	if res.GetOutcome() != pb.Outcome_OUTCOME_OK {
@@ -74,6 +110,9 @@ func (a *Accounting) addTotals(k acctKey, d Totals) {
 // AddSpend counts the calls and tokens of a result that duplicates one
 // already counted (the same task run again): spend, not a new task.
 func (a *Accounting) AddSpend(stage, role, model string, res *pb.Result) {
+	if !a.firstSpend(res) {
+		return
+	}
 	model, d := usageTotals(model, res)
 	a.addTotals(acctKey{stage, role, model}, d)
 }
@@ -111,15 +150,22 @@ const HedgedStage = "hedged"
 // original or its copy, whichever answered second or was withdrawn while
 // running) under [HedgedStage]: its calls and tokens are spend, each of
 // its calls a hedged attempt; it is no task of its own.
+//
+// Each attempt is counted once: a loser run twice (redelivered while it
+// ran, each run reporting when withdrawn) is the spend of both runs.
+// Without attempt ids (an older worker), a task id is counted once.
 func (a *Accounting) AddHedged(role, model string, res *pb.Result) {
 	if id := res.GetTaskId(); id != "" {
 		a.mu.Lock()
 		_, dup := a.seen[id]
 		a.seen[id] = struct{}{}
 		a.mu.Unlock()
-		if dup {
+		if dup && res.GetAttemptId() == "" {
 			return
 		}
+	}
+	if !a.firstSpend(res) {
+		return
 	}
 	model, d := usageTotals(model, res)
 	d.Causes.Hedged += d.Calls

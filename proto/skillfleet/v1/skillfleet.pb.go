@@ -977,6 +977,11 @@ type Result struct {
 	// of the task's span), so that the coordinator's recording of it joins
 	// the task's trace.
 	TraceContext map[string]string `protobuf:"bytes,13,rep,name=trace_context,json=traceContext,proto3" json:"trace_context,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Names the one run of the task this result (or spend report) comes
+	// from, unique to it: a worker may send a report again when its ack is
+	// late, and the coordinator counts an attempt's usage once however
+	// often it is reported. Empty from a build before this field.
+	AttemptId string `protobuf:"bytes,14,opt,name=attempt_id,json=attemptId,proto3" json:"attempt_id,omitempty"`
 	// Types that are valid to be assigned to Body:
 	//
 	//	*Result_Rollout
@@ -1091,6 +1096,13 @@ func (x *Result) GetTraceContext() map[string]string {
 		return x.TraceContext
 	}
 	return nil
+}
+
+func (x *Result) GetAttemptId() string {
+	if x != nil {
+		return x.AttemptId
+	}
+	return ""
 }
 
 func (x *Result) GetBody() isResult_Body {
@@ -1929,7 +1941,7 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\x12extra_skill_hashes\x18\a \x03(\tR\x10extraSkillHashes\"?\n" +
 	"\bNoopTask\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12\x19\n" +
-	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xd8\x04\n" +
+	"\bsleep_ms\x18\x02 \x01(\x03R\asleepMs\"\xf7\x04\n" +
 	"\x06Result\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\tworker_id\x18\x02 \x01(\tR\bworkerId\x120\n" +
@@ -1943,7 +1955,9 @@ const file_skillfleet_v1_skillfleet_proto_rawDesc = "" +
 	"\fwire_version\x18\t \x01(\rR\vwireVersion\x12\x1d\n" +
 	"\n" +
 	"spend_only\x18\f \x01(\bR\tspendOnly\x12L\n" +
-	"\rtrace_context\x18\r \x03(\v2'.skillfleet.v1.Result.TraceContextEntryR\ftraceContext\x128\n" +
+	"\rtrace_context\x18\r \x03(\v2'.skillfleet.v1.Result.TraceContextEntryR\ftraceContext\x12\x1d\n" +
+	"\n" +
+	"attempt_id\x18\x0e \x01(\tR\tattemptId\x128\n" +
 	"\arollout\x18\n" +
 	" \x01(\v2\x1c.skillfleet.v1.RolloutResultH\x00R\arollout\x12>\n" +
 	"\toptimizer\x18\v \x01(\v2\x1e.skillfleet.v1.OptimizerResultH\x00R\toptimizer\x1a?\n" +
