@@ -1018,6 +1018,40 @@ func TestSleepTransfer(t *testing.T) {
 	}
 }
 
+// TestSleepTransferPackage measures a package night's proposal (the
+// researcher-package persona: its arXiv rule lands in references/) on a
+// second sim model, before and after the package is adopted (the
+// starting package then comes from the adoption's backup).
+func TestSleepTransferPackage(t *testing.T) {
+	state := t.TempDir()
+	if code, out, errOut := runCLI(t, "sleep", "run", "--persona", "researcher-package", "--backend", "sim", "--state-dir", state, "--assert-improves"); code != exitOK {
+		t.Fatalf("night exit %d\n%s\n%s", code, out, errOut)
+	}
+	transfer := func() (float64, float64) {
+		t.Helper()
+		code, out, errOut := runCLI(t, "sleep", "transfer", "--persona", "researcher-package", "--backend", "sim", "--model", "sim-large", "--state-dir", state, "--json")
+		if code != exitOK {
+			t.Fatalf("transfer exit %d\n%s\n%s", code, out, errOut)
+		}
+		var tr map[string]any
+		if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &tr); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		before, after := tr["before"].(map[string]any)["score"].(float64), tr["after"].(map[string]any)["score"].(float64)
+		if tr["model"] != "sim-large" || !(after > before) || after != 1 {
+			t.Fatalf("transfer %v", tr)
+		}
+		return before, after
+	}
+	b1, _ := transfer()
+	if code, out, errOut := runCLI(t, "sleep", "adopt", "--persona", "researcher-package", "--state-dir", state); code != exitOK {
+		t.Fatalf("adopt exit %d\n%s\n%s", code, out, errOut)
+	}
+	if b2, _ := transfer(); b2 != b1 {
+		t.Fatalf("after adopt the starting package scores %v, before it %v", b2, b1)
+	}
+}
+
 // TestSleepSweep runs the shipped sweep (2 personas × 2 settings × 3
 // seeds, 12 nights, 4 at once on one fleet by default) and reads its
 // scorecard, then runs it one night at a time and gets the same numbers; a sweep file that sets what

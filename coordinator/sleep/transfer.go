@@ -3,15 +3,16 @@ package sleep
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
+	"github.com/skillfleet/skillfleet/pkg/skillpkg"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -38,8 +39,8 @@ type Transfer struct {
 // night's val and test tasks, from the state's archive, are replayed as
 // fresh samples under the skill the night started from and under its
 // proposal, with the live memory file in both, and scored with the
-// night's gate metric. staging "" is the latest night. Only a proposal
-// of one SKILL.md is measured (not a package).
+// night's gate metric. staging "" is the latest night. A package
+// proposal is measured as a night replays a package: its bundle.
 func TransferCommand(ctx context.Context, n Night, staging string, newModel func(*pb.ModelSpec) (llm.Model, error), asJSON bool, stdout io.Writer) error {
 	if staging == "" {
 		var err error
@@ -57,17 +58,17 @@ func TransferCommand(ctx context.Context, n Night, staging string, newModel func
 			entry = &m.Proposals[i]
 		}
 	}
-	switch {
-	case !m.Accepted || entry == nil:
+	if !m.Accepted || entry == nil {
 		return fmt.Errorf("%s: no skill proposal to transfer (action %s)", staging, m.Action)
-	case entry.Kind == nightly.KindPackage:
-		return errors.New("sleep transfer measures a proposal of one SKILL.md; a package proposal is not supported yet")
 	}
-	after, err := os.ReadFile(filepath.Join(staging, entry.ProposedFile))
-	if err != nil {
-		return err
+	var before, after []byte
+	if entry.Kind == nightly.KindPackage {
+		before, after, err = packageSides(staging, *entry)
+	} else {
+		if after, err = os.ReadFile(filepath.Join(staging, entry.ProposedFile)); err == nil {
+			before, err = startingSkill(staging, *entry)
+		}
 	}
-	before, err := startingSkill(staging, *entry)
 	if err != nil {
 		return err
 	}
@@ -163,4 +164,34 @@ func startingSkill(staging string, e nightly.ManifestEntry) ([]byte, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("%s changed since the night and no backup holds the text the night started from", e.LivePath)
+}
+
+// packageSides are a package proposal's two skills as a night's replays
+// carry them (bundles with a learned block): the package the night
+// started from (the live directory while its files still have their
+// pins, else the adoption's backup, else the scaffold when there was
+// none) and the proposed one.
+func packageSides(staging string, e nightly.ManifestEntry) ([]byte, []byte, error) {
+	after, err := nightly.ReadPackage(filepath.Join(staging, e.ProposedFile), skillpkg.Limits{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !e.LiveExisted {
+		before, err := nightly.EnsureSkillBlock(nightly.ScaffoldPackage(e.LivePath))
+		if err != nil {
+			return nil, nil, err
+		}
+		return []byte(before), []byte(after.Text), nil
+	}
+	for _, dir := range []string{e.LivePath, filepath.Join(staging, "backup", e.Name)} {
+		if pins, _, err := nightly.TreePins(dir); err != nil || !maps.Equal(pins, e.LiveFiles) {
+			continue
+		}
+		before, err := nightly.ReadPackage(dir, skillpkg.Limits{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return []byte(before.Text), []byte(after.Text), nil
+	}
+	return nil, nil, fmt.Errorf("%s changed since the night and no backup holds the package the night started from", e.LivePath)
 }
