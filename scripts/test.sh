@@ -122,6 +122,27 @@ if [[ -n "$agents" ]]; then
     echo "note: scripts/install-agents.sh failed; the agent CLI tests will skip" >&2
   fi
 fi
+# Jaeger v2, built from the Go module proxy: the tracing test exports runs
+# and campaigns to it and reads every token back through its query API
+# (cmd/skillfleet/jaeger_e2e_test.go). The first build compiles a few
+# hundred packages (minutes); later runs reuse the binary.
+jaegerlog=/tmp/skillfleet-jaeger-build.log
+if ! SKILLFLEET_JAEGER=$(nice -n 5 scripts/jaeger.sh 2>"$jaegerlog" | tail -n 1) || [[ ! -x $SKILLFLEET_JAEGER ]]; then
+  tail -n 20 "$jaegerlog" >&2
+  echo "scripts/jaeger.sh failed (log: $jaegerlog); the tracing test needs its binary" >&2
+  exit 1
+fi
+export SKILLFLEET_JAEGER SKILLFLEET_REQUIRE_JAEGER=1
+echo "jaeger: $SKILLFLEET_JAEGER"
+# Its web UI (jaeger-ui from GitHub, built with npm) for the test that does
+# the docs' search in Chromium; without GitHub that one test skips.
+if SKILLFLEET_JAEGER_UI=$(nice -n 5 scripts/jaeger.sh --ui 2>>"$jaegerlog" | tail -n 1) && [[ -f $SKILLFLEET_JAEGER_UI/index.html ]]; then
+  export SKILLFLEET_JAEGER_UI SKILLFLEET_REQUIRE_JAEGER_UI=1
+  echo "jaeger-ui: $SKILLFLEET_JAEGER_UI"
+else
+  unset SKILLFLEET_JAEGER_UI
+  echo "note: scripts/jaeger.sh --ui failed (log: $jaegerlog); TestJaegerUIFindsACellsReflectCalls will skip"
+fi
 if [[ -n "$setup_only" ]]; then
   echo "test prerequisites: all present"
   exit 0
