@@ -31,26 +31,27 @@
 #   - everything else comes from scripts/test.sh --setup (apt-get).
 #
 # It runs scripts/test.sh --setup, records the packages installed, then
-# runs scripts/test.sh, niced. The results go to OUT (default
+# runs scripts/test.sh, both at nice 10 (--nice). The results go to OUT (default
 # /tmp/skillfleet-fresh-machine): packages-installed.txt, setup.log,
 # test.log (test.sh's output), skillfleet-test.log (its per-package log),
 # packages.txt (ok/FAIL per package) and summary.txt. The container, its
 # volume and the clone are removed at the end; the image stays.
 #
-#   scripts/fresh-machine-test.sh [--ref REF] [--out DIR] [--rebuild] [--setup-only]
+#   scripts/fresh-machine-test.sh [--ref REF] [--out DIR] [--rebuild] [--setup-only] [--nice N]
 #
 # Expect an hour or more on a 2-core machine: everything is compiled cold
 # and the suite's own container test builds its images inside.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ref=HEAD out=/tmp/skillfleet-fresh-machine rebuild= setup_only=
+ref=HEAD out=/tmp/skillfleet-fresh-machine rebuild= setup_only= niceness=10
 while [[ $# -gt 0 ]]; do
   case "$1" in
   --ref) ref=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
   --rebuild) rebuild=1; shift ;;
   --setup-only) setup_only=1; shift ;;
-  *) echo "usage: scripts/fresh-machine-test.sh [--ref REF] [--out DIR] [--rebuild] [--setup-only]" >&2; exit 2 ;;
+  --nice) niceness=$2; shift 2 ;;
+  *) echo "usage: scripts/fresh-machine-test.sh [--ref REF] [--out DIR] [--rebuild] [--setup-only] [--nice N]" >&2; exit 2 ;;
   esac
 done
 say() { echo "fresh machine: $*"; }
@@ -137,14 +138,14 @@ set -uo pipefail
 [[ -z "${REMOUNT_SYS:-}" ]] || mount -o remount,rw /sys
 dpkg-query -W -f '${Package}\n' | sort >/tmp/before.txt
 cd /src
-nice -n 10 scripts/test.sh --setup >/out/setup.log 2>&1
+nice -n "$NICENESS" scripts/test.sh --setup >/out/setup.log 2>&1
 rc=$?
 dpkg-query -W -f '${Package}\n' | sort >/tmp/after.txt
 comm -13 /tmp/before.txt /tmp/after.txt >/out/packages-installed.txt
 echo "setup exit $rc, $(wc -l </out/packages-installed.txt) packages installed"
 [[ $rc == 0 ]] || exit "$rc"
 [[ -z "${SETUP_ONLY:-}" ]] || exit 0
-nice -n 10 scripts/test.sh >/out/test.log 2>&1
+nice -n "$NICENESS" scripts/test.sh >/out/test.log 2>&1
 rc=$?
 cp /tmp/skillfleet-test.log /out/skillfleet-test.log 2>/dev/null
 exit "$rc"
@@ -181,7 +182,7 @@ docker run --name "$name" "${power[@]}" "${cas[@]}" --hostname fresh-debian \
   -v "$goroot:/usr/local/go:ro" -v "$modcache/cache/download:/host-modcache:ro" \
   -v "$name-docker:/var/lib/docker" \
   -e PATH=/root/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  -e GOPROXY="file:///host-modcache,$proxy" -e GOTOOLCHAIN=local -e SETUP_ONLY="$setup_only" \
+  -e GOPROXY="file:///host-modcache,$proxy" -e GOTOOLCHAIN=local -e SETUP_ONLY="$setup_only" -e NICENESS="$niceness" \
   "$image" /inside.sh
 rc=$?
 set -e
