@@ -156,7 +156,9 @@ func oldBinary(t *testing.T) string {
 			oldWorker.err = "git archive " + commit + ": " + err.Error() + "\n" + string(out)
 			return
 		}
-		build := exec.Command("go", "build", "-o", filepath.Join(dir, "skillfleet"), "./cmd/skillfleet")
+		// The archive is no checkout: a repository above the build directory
+		// (a stray .git in $TMPDIR) must not be asked for its status.
+		build := exec.Command("go", "build", "-buildvcs=false", "-o", filepath.Join(dir, "skillfleet"), "./cmd/skillfleet")
 		build.Dir = src
 		if out, err := build.CombinedOutput(); err != nil {
 			oldWorker.err = "build " + commit + ": " + err.Error() + "\n" + string(out)

@@ -790,12 +790,14 @@ func TestJaegerUIFindsACellsReflectCalls(t *testing.T) {
 	for _, s := range spans {
 		if s.Name == telemetry.SpanCell {
 			v, _ := attrOf(s, telemetry.KeyCell)
-			cellTrace[v.AsString()] = strings.TrimLeft(s.SpanContext.TraceID().String(), "0")
+			// In full (32 hex digits): the UI's excerpt is the first 7 of
+			// them, leading zeros included.
+			cellTrace[v.AsString()] = s.SpanContext.TraceID().String()
 		}
 	}
 	for _, s := range spans {
 		if st, _ := attrOf(s, telemetry.KeyStage); s.Name == "chat sim-optimizer" && st.AsString() == "reflect" &&
-			strings.TrimLeft(s.SpanContext.TraceID().String(), "0") == cellTrace["a"] {
+			s.SpanContext.TraceID().String() == cellTrace["a"] {
 			reflects++
 		}
 	}

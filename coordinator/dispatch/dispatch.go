@@ -532,7 +532,7 @@ func (d *Dispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]*Future, 
 		if fl == nil {
 			continue // held for the bulk window, or answered or cancelled meanwhile
 		}
-		if err := d.launch(fl); err != nil {
+		if err := d.launch(ctx, fl); err != nil {
 			firstErr = err
 			d.land(fl, 0, err, pb.Outcome_OUTCOME_MODEL_ERROR)
 			continue

@@ -70,14 +70,19 @@ func (d *Dispatcher) flightLocked(t *task, from state) *flight {
 }
 
 // launch publishes fl's message without waiting for its ack. A message
-// too large for the server goes with its body in the object store.
-func (d *Dispatcher) launch(fl *flight) error {
+// too large for the server goes with its body in the object store. A
+// publish the broken connection refuses at once is tried again as the
+// client reconnects.
+func (d *Dispatcher) launch(ctx context.Context, fl *flight) error {
 	if d.o.Payloads != nil && d.o.NC != nil && !objstore.Fits(d.o.NC, fl.msg) {
 		if err := d.offload(fl); err != nil {
 			return fmt.Errorf("publish task %s: %w", fl.t.id, err)
 		}
 	}
 	paf, err := d.o.JS.PublishMsgAsync(fl.msg)
+	if err != nil {
+		paf, err = queue.PublishAsyncAgain(ctx, d.o.JS, fl.msg, err)
+	}
 	if err != nil {
 		return d.publishErr(fl.t.id, fl.msg, err)
 	}
@@ -118,7 +123,7 @@ func (d *Dispatcher) settle(ctx context.Context, fl *flight) (uint64, error) {
 		if !d.renew(fl) {
 			return ack.Sequence, nil
 		}
-		if err := d.launch(fl); err != nil {
+		if err := d.launch(ctx, fl); err != nil {
 			return 0, err
 		}
 	}
@@ -238,7 +243,7 @@ func (d *Dispatcher) republish(ctx context.Context, fl *flight) (uint64, error) 
 	data, err := d.encode(pt)
 	if err == nil {
 		fl.msg.Data = data
-		if err = d.launch(fl); err == nil {
+		if err = d.launch(ctx, fl); err == nil {
 			var seq uint64
 			if seq, err = d.settle(ctx, fl); err == nil {
 				d.land(fl, seq, nil, 0)

@@ -68,7 +68,7 @@ func (d *Dispatcher) pumpOnce(ctx context.Context) {
 	// with every other run's.
 	sent := fls[:0]
 	for _, fl := range fls {
-		if err := d.launch(fl); err != nil {
+		if err := d.launch(ctx, fl); err != nil {
 			d.log.Warn("publish bulk task", "task_id", fl.t.id, "err", err)
 			d.land(fl, 0, fmt.Errorf("publish: %w", err), pb.Outcome_OUTCOME_MODEL_ERROR)
 			continue

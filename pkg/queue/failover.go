@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -40,10 +42,42 @@ func Transient(err error) bool {
 		a := jsErr.APIError()
 		return a.ErrorCode == errCodeClusterNotAvailable || (a.Code == 503 && a.ErrorCode != errCodeInsufficientResources)
 	}
+	// A write on a connection the server just dropped (the client is
+	// reconnecting to another server) fails with the socket's error.
+	var netErr *net.OpError
 	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, jetstream.ErrAsyncPublishTimeout) ||
 		errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrConnectionReconnecting) ||
-		errors.Is(err, nats.ErrDisconnected)
+		errors.Is(err, nats.ErrDisconnected) || errors.As(err, &netErr) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// PublishAsyncAgain starts an asynchronous publish of msg again after the
+// first try failed at once with first (the connection broke under the
+// write): it retries while the error is [Transient], until ctx ends or
+// [FailoverFor] passes, as the client reconnects.
+func PublishAsyncAgain(ctx context.Context, js jetstream.JetStream, msg *nats.Msg, first error) (jetstream.PubAckFuture, error) {
+	if !Transient(first) {
+		return nil, first
+	}
+	deadline := time.Now().Add(FailoverFor)
+	wait := 100 * time.Millisecond
+	err := first
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (after %w)", ctx.Err(), first)
+		case <-time.After(wait):
+		}
+		var paf jetstream.PubAckFuture
+		if paf, err = js.PublishMsgAsync(msg); err == nil {
+			return paf, nil
+		}
+		if !Transient(err) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (after %w)", err, first)
+		}
+		wait = min(wait*2, time.Second)
+	}
 }
 
 // retry calls fn, each call bounded by apiAttempt, until it returns an
