@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,7 +17,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/skillfleet/skillfleet/coordinator/dispatch"
 	"github.com/skillfleet/skillfleet/pkg/queue"
 )
 
@@ -502,36 +500,7 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 		t.Fatalf("reference has %d cells, want 6", len(cells))
 	}
 	for _, rc := range cells {
-		name := filepath.Base(rc)
-		got := filepath.Join(dir, "cells", name)
-		for _, file := range []string{"events.jsonl", "best_skill.md"} {
-			want, errW := os.ReadFile(filepath.Join(rc, file))
-			have, errH := os.ReadFile(filepath.Join(got, file))
-			switch {
-			case errors.Is(errW, os.ErrNotExist) && errors.Is(errH, os.ErrNotExist):
-			case errW != nil || errH != nil:
-				t.Errorf("cell %s %s: reference %v, containers %v", name, file, errW, errH)
-			case !bytes.Equal(want, have):
-				t.Errorf("cell %s: %s differs from the cell run alone", name, file)
-			}
-		}
-		j, results, err := dispatch.OpenJournal(filepath.Join(got, "results.journal"), true)
-		if err != nil {
-			t.Fatalf("cell %s: %v", name, err)
-		}
-		_ = j.Close()
-		seen := map[string]int{}
-		for _, r := range results {
-			seen[r.GetTaskId()]++
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("cell %s: task %s recorded %d times", name, id, n)
-			}
-		}
-		if len(results) == 0 {
-			t.Errorf("cell %s: no results recorded", name)
-		}
+		cellAsAlone(t, rc, filepath.Join(dir, "cells", filepath.Base(rc)))
 	}
 	var killed []string
 	for _, r := range rounds {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
 // The container test: docker-compose.yml and the Dockerfile as shipped,
@@ -295,39 +296,11 @@ func TestComposeFleetGrowsAndLosesWorkers(t *testing.T) {
 	}
 	byContainer := map[string]int{}
 	for _, rc := range cells {
-		name := filepath.Base(rc)
-		got := filepath.Join(dir, "cells", name)
-		for _, f := range []string{"events.jsonl", "best_skill.md"} {
-			want, errW := os.ReadFile(filepath.Join(rc, f))
-			have, errH := os.ReadFile(filepath.Join(got, f))
-			switch {
-			case errors.Is(errW, os.ErrNotExist) && errors.Is(errH, os.ErrNotExist):
-			case errW != nil || errH != nil:
-				t.Errorf("cell %s %s: reference %v, containers %v", name, f, errW, errH)
-			case !bytes.Equal(want, have):
-				t.Errorf("cell %s: %s differs from the cell run alone", name, f)
-			}
-		}
-		j, results, err := dispatch.OpenJournal(filepath.Join(got, "results.journal"), true)
-		if err != nil {
-			t.Fatalf("cell %s: %v", name, err)
-		}
-		_ = j.Close()
-		seen := map[string]int{}
-		for _, r := range results {
-			seen[r.GetTaskId()]++
+		for _, r := range cellAsAlone(t, rc, filepath.Join(dir, "cells", filepath.Base(rc))) {
 			host, _, _ := strings.Cut(r.GetWorkerId(), "-")
 			if id, ok := workerHosts[host]; ok {
 				byContainer[id]++
 			}
-		}
-		for id, n := range seen {
-			if n != 1 {
-				t.Errorf("cell %s: task %s recorded %d times", name, id, n)
-			}
-		}
-		if len(results) == 0 {
-			t.Errorf("cell %s: no results recorded", name)
 		}
 	}
 	for _, id := range added {
@@ -400,4 +373,42 @@ func tail(b []byte, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// cellAsAlone checks a campaign cell the containers ran (got) against the
+// same cell run alone on the host (ref): events.jsonl and best_skill.md
+// equal, every task recorded once and at least one result. It returns the
+// cell's recorded results.
+func cellAsAlone(t *testing.T, ref, got string) []*pb.Result {
+	t.Helper()
+	name := filepath.Base(ref)
+	for _, f := range []string{"events.jsonl", "best_skill.md"} {
+		want, errW := os.ReadFile(filepath.Join(ref, f))
+		have, errH := os.ReadFile(filepath.Join(got, f))
+		switch {
+		case errors.Is(errW, os.ErrNotExist) && errors.Is(errH, os.ErrNotExist):
+		case errW != nil || errH != nil:
+			t.Errorf("cell %s %s: reference %v, containers %v", name, f, errW, errH)
+		case !bytes.Equal(want, have):
+			t.Errorf("cell %s: %s differs from the cell run alone", name, f)
+		}
+	}
+	j, results, err := dispatch.OpenJournal(filepath.Join(got, "results.journal"), true)
+	if err != nil {
+		t.Fatalf("cell %s: %v", name, err)
+	}
+	_ = j.Close()
+	seen := map[string]int{}
+	for _, r := range results {
+		seen[r.GetTaskId()]++
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("cell %s: task %s recorded %d times", name, id, n)
+		}
+	}
+	if len(results) == 0 {
+		t.Errorf("cell %s: no results recorded", name)
+	}
+	return results
 }
