@@ -7,7 +7,8 @@
 // backend "openai" (also "openai_compatible": OpenAI or any compatible
 // server), "azure" (Azure OpenAI), "anthropic" (the Messages API), "exec"
 // (a CLI agent such as Codex or Claude Code), "sim" (the simulated model,
-// a test double), or one registered in [Deps].Extra (tests). Which client
+// a test double), "handoff" (no model: each call is a prompt file someone
+// answers, backends/handoff; option dir), or one registered in [Deps].Extra (tests). Which client
 // families a config may name, and the backend serving each, is one table
 // in families.go ([Families], [CheckConfig]): a new backend is its package
 // plus one row. The result is the backend wrapped by [Wrap]:

@@ -10,6 +10,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends/anthropic"
 	"github.com/skillfleet/skillfleet/backends/azure"
 	"github.com/skillfleet/skillfleet/backends/exec"
+	"github.com/skillfleet/skillfleet/backends/handoff"
 	"github.com/skillfleet/skillfleet/backends/openai"
 	"github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/pkg/config"
@@ -18,6 +19,11 @@ import (
 
 // BackendSim is the simulated model (a test double for demos and tests).
 const BackendSim = "sim"
+
+// BackendHandoff hands every call to whoever answers the files in its
+// option dir (backends/handoff): a sleep night answered by the user's own
+// agent session.
+const BackendHandoff = "handoff"
 
 // builder makes a bare backend and names its endpoint (for limiter keys).
 // ctx bounds what building does before the first call (the exec backend
@@ -41,6 +47,7 @@ var implementations = []struct {
 	{BackendAnthropic, buildAnthropic, "anthropic"},
 	{BackendExec, buildExec, BackendExec},
 	{BackendSim, buildSim, BackendSim},
+	{BackendHandoff, buildHandoff, BackendHandoff},
 }
 
 // Implementations returns the names of the backends [New] builds (the
@@ -298,6 +305,19 @@ func buildExec(ctx context.Context, spec Spec, _ Deps, getenv func(string) strin
 // skillfleet sleep's prompts.
 func buildSim(_ context.Context, spec Spec, _ Deps, _ func(string) string, _ *options) (llm.Model, string, error) {
 	return sim.NewSleepAware(sim.New(sim.Options{})), spec.BaseURL, nil
+}
+
+// buildHandoff serves calls from the answer files under option dir.
+func buildHandoff(_ context.Context, spec Spec, _ Deps, _ func(string) string, o *options) (llm.Model, string, error) {
+	dir := o.str("dir", "")
+	if dir == "" {
+		return nil, "", fmt.Errorf("backend %s: option dir (the handoff directory) is required", BackendHandoff)
+	}
+	s, err := handoff.Open(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	return s, s.Dir(), nil
 }
 
 // AzureOptions sets a role's Azure sign-in options from SkillOpt's

@@ -139,7 +139,7 @@ func TestShippedConfigsHaveBackends(t *testing.T) {
 func TestProvider(t *testing.T) {
 	t.Parallel()
 	want := map[string]string{"openai": "openai", "openai_compatible": "openai", "azure": "azure.ai.openai",
-		"anthropic": "anthropic", "sim": "sim", "exec": "exec", "not_a_backend": "not_a_backend"}
+		"anthropic": "anthropic", "sim": "sim", "exec": "exec", "handoff": "handoff", "not_a_backend": "not_a_backend"}
 	for backend, w := range want {
 		if got := backends.Provider(backend); got != w {
 			t.Errorf("Provider(%q) = %q, want %q", backend, got, w)
