@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"io"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/pkg/tlsconf"
@@ -23,21 +24,23 @@ func TestMutualTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
+	// The accept loop and every connection's handler end before the test.
+	var wg sync.WaitGroup
+	defer func() { _ = ln.Close(); wg.Wait() }()
+	wg.Go(func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			go func() {
+			wg.Go(func() {
 				defer c.Close()
 				if err := c.(*tls.Conn).Handshake(); err == nil {
 					_, _ = io.WriteString(c, "ok")
 				}
-			}()
+			})
 		}
-	}()
+	})
 	dial := func(f tlsconf.Files) error {
 		cc, err := f.Client()
 		if err != nil {

@@ -3,6 +3,7 @@ package alfworld_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -117,6 +118,8 @@ func TestEpisodeResetsTheGameFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The gRPC client's goroutines end with its connection.
+	defer env.(io.Closer).Close()
 	s, err := registry.LoadSplits(alfworld.Name, "testdata/split", 0)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -80,6 +81,20 @@ func (e *Env) client() (pb.EnvServerClient, error) {
 		return nil, fmt.Errorf("environment server %s: %w", e.cfg.EnvServer, e.err)
 	}
 	return pb.NewEnvServerClient(e.cc), nil
+}
+
+// Close closes the connection to the server, if one was made; the
+// client's goroutines end with it. Episodes after Close fail.
+func (e *Env) Close() error {
+	var cc *grpc.ClientConn
+	e.once.Do(func() { e.err = errors.New("closed") })
+	if e.err == nil {
+		cc = e.cc
+	}
+	if cc == nil {
+		return nil
+	}
+	return cc.Close()
 }
 
 var actionTag = regexp.MustCompile(`(?is)<action>(.*?)</action>`)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -39,7 +40,19 @@ func env(t *testing.T, addr string, maxSteps int) bench.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAtEnd(t, e)
 	return e
+}
+
+// closeAtEnd closes e's connection when the test ends: the gRPC client's
+// goroutines must not outlive it.
+func closeAtEnd(t *testing.T, e bench.Env) {
+	t.Helper()
+	c, ok := e.(io.Closer)
+	if !ok {
+		t.Fatalf("%s environment has no Close", e.Name())
+	}
+	t.Cleanup(func() { _ = c.Close() })
 }
 
 func item(id, game string) bench.Item {

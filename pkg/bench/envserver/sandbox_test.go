@@ -65,6 +65,7 @@ func TestALFWorldBridgeSandboxed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	closeAtEnd(t, env)
 	raw, _ := json.Marshal(map[string]string{"id": "valid_seen:0000", "gamefile": "valid_seen/pick_and_place_simple-Mug-None-Cabinet-1/trial_1/game.tw-pddl"})
 	m := acts("go to countertop 1", "dance", "take mug 1 from countertop 1", "go to cabinet 1", "put mug 1 in/on cabinet 1")
 	ep, err := env.Episode(ctx, m, bench.EpisodeRequest{Item: bench.Item{ID: "valid_seen:0000", Raw: raw}, Skill: "s"})
