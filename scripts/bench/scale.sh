@@ -6,7 +6,7 @@
 #
 #   scripts/bench/scale.sh [--cells 8,384] [--pad 50KB] [--members 2] [--workers 3] \
 #       [--concurrency 32] [--optimizer-concurrency 16] [--config configs/demo.yaml] \
-#       [--full] [--skillfleet PATH] [--keep DIR] [--tap] [--set section.key=value ...]
+#       [--full] [--for 15m [--every 5s]] [--skillfleet PATH] [--keep DIR] [--tap] [--set section.key=value ...]
 #
 # For each N of --cells it starts a standalone nats-server
 # (scripts/bench/natsd), `skillfleet sim-llm` (no latency; --pad pads every
@@ -33,13 +33,24 @@
 # running tasks' heartbeats (+WPI, one per quarter AckWait a task is held)
 # and the rest.
 #
+# --for DURATION measures memory over a window instead of to the end, for
+# presets whose cells run for hours (configs/sim_paper.yaml with --full):
+# once every cell has started, scripts/bench/rss_window.py samples each
+# campaign process's VmRSS and VmHWM every --every (5s) for DURATION, then
+# the campaign processes get SIGTERM (their cells stop, resumable) and the
+# row reports the RSS per active run at a third, two thirds and the end of
+# the window, its least-squares trend (MiB per run per minute), the peak,
+# and the training steps each cell had decided at the window's start and
+# end (min-max over the cells), so the window shows whether it covered the
+# cells' first gates. The samples are rss.tsv in the --keep dir.
+#
 # --skillfleet runs the campaign and workers from a prebuilt binary (for
 # example one built from an older commit, to compare); sim-llm and natsd are
 # always built from this tree.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cells_list=8,384 pad=0 members=2 workers=3 conc=32 oconc=16 config=configs/demo.yaml sfbin="" keep="" tap=""
-full="" extra=()
+full="" extra=() window="" every=5s
 while (($#)); do
   case "$1" in
     --cells) cells_list=$2; shift 2 ;;
@@ -53,6 +64,8 @@ while (($#)); do
     --keep) keep=$(realpath -m "$2"); shift 2 ;;
     --tap) tap=--tap; shift ;;
     --full) full=1; shift ;;
+    --for) window=$2; shift 2 ;;
+    --every) every=$2; shift 2 ;;
     --set) extra+=(--set "$2"); shift 2 ;;
     *) echo "scale.sh: unknown flag $1" >&2; exit 2 ;;
   esac
@@ -67,8 +80,14 @@ fleet_build
 bin=${sfbin:-$tmp/skillfleet}
 
 printf '%s\n' "scale bench: $config ($setting), $members campaign processes, $workers workers x $conc target + $oconc optimizer slots, zero latency, trajectory pad $pad, campaign binary ${sfbin:-this tree}"
-printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "wall" "journal KB / result" "NATS msgs in / call" "NATS msgs out / call" \
-  "campaign CPU ms / call" "campaign peak RSS (sum)" "RSS per active run" "worker peak RSS (max)"
+if [[ -n "$window" ]]; then
+  printf '%s\n' "memory window: $window once every cell has started, sampled every $every; the campaign is stopped at its end"
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "window" "steps per cell, start → end" \
+    "RSS per active run at 1/3, 2/3, end" "trend" "campaign peak RSS (sum)" "peak per active run" "campaign CPU ms / call" "worker peak RSS (max)"
+else
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "cells" "model calls" "wall" "journal KB / result" "NATS msgs in / call" "NATS msgs out / call" \
+    "campaign CPU ms / call" "campaign peak RSS (sum)" "RSS per active run" "worker peak RSS (max)"
+fi
 printf '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n'
 IFS=, read -ra ns <<<"$cells_list"
 for n in "${ns[@]}"; do
@@ -89,7 +108,33 @@ for n in "${ns[@]}"; do
     pids+=($!) mpids+=($!)
   done
   failed=0
-  for p in "${mpids[@]}"; do wait "$p" || failed=1; done
+  if [[ -n "$window" ]]; then
+    # The campaign processes themselves, not the /usr/bin/time above them.
+    sfpids=()
+    for p in "${mpids[@]}"; do
+      c=""
+      for _ in $(seq 200); do
+        c=$(pgrep -P "$p" || true)
+        [[ -n "$c" ]] && break
+        sleep 0.05
+      done
+      sfpids+=("$c")
+    done
+    python3 scripts/bench/rss_window.py sample "$run/camp" "$n" "$window" "$every" "$run/rss.tsv" "${sfpids[@]}" || failed=1
+    # SIGTERM stops each cell where it is (resumable); a member that has
+    # not exited a minute later is killed.
+    kill -TERM "${sfpids[@]}" 2>/dev/null || true
+    for _ in $(seq 600); do
+      alive=0
+      for p in "${sfpids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+      ((alive)) || break
+      sleep 0.1
+    done
+    kill -KILL "${sfpids[@]}" 2>/dev/null || true
+    for p in "${mpids[@]}"; do wait "$p" || true; done
+  else
+    for p in "${mpids[@]}"; do wait "$p" || failed=1; done
+  fi
   end=$(date +%s.%N)
   if ((failed)); then
     # A cell that failed is reported with the row (its state counts).
@@ -109,10 +154,13 @@ for n in "${ns[@]}"; do
   for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   pids=()
-  python3 - "$run" "$n" "$members" "$workers" "$served" "$start" "$end" <<'PY'
+  win=""
+  [[ -n "$window" && -s "$run/rss.tsv" ]] && win=$(python3 scripts/bench/rss_window.py report "$run/rss.tsv" "$n")
+  python3 - "$run" "$n" "$members" "$workers" "$served" "$start" "$end" "$window" "$win" <<'PY'
 import json, os, re, sys
 run, n, members, workers, served = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 wall = float(sys.argv[7]) - float(sys.argv[6])
+window, win = sys.argv[8], json.loads(sys.argv[9]) if sys.argv[9] else None
 def rusage(path):
     # /usr/bin/time: user s, system s, max RSS KiB (the last line; a killed
     # process's file starts with a status line).
@@ -134,6 +182,17 @@ states = {}
 for c in camp["cells"]:
     states[c["state"]] = states.get(c["state"], 0) + 1
 done = states.get("done", 0)
+mib = 1 << 20
+if window:
+    if not win:
+        sys.exit("scale.sh: no RSS sample at %d cells (see the messages above)" % n)
+    print("| %d | %d | %d s | %d-%d → %d-%d | %.1f / %.1f / %.1f MiB | %+.2f MiB / run / min | %.0f MiB | %.1f MiB | %.3f | %.0f MiB |" % (
+        n, served, win["window_s"], win["steps_start"][0], win["steps_start"][1], win["steps_end"][0], win["steps_end"][1],
+        win["rss_third"], win["rss_two_thirds"], win["rss_end"], win["slope"], win["hwm_sum"], win["hwm_per_run"],
+        1000 * cpu / served, wrss / mib))
+    if win["steps_end"][0] == 0:
+        print("scale.sh: some cell decided no training step in the window: make --for longer", file=sys.stderr)
+    sys.exit(0)
 if done != n:
     print("scale.sh: %d of %d cells done (%s); failed cells:" % (done, n, states), file=sys.stderr)
     for c in camp["cells"]:
@@ -144,7 +203,6 @@ for c in camp["cells"]:
     p = os.path.join(run, "camp", c["dir"], "results.journal")
     if os.path.exists(p):
         journal += os.path.getsize(p)
-mib = 1 << 20
 print("| %d | %d | %.0f s | %.1f | %.2f | %.2f | %.3f | %.0f MiB | %.1f MiB | %.0f MiB |" % (
     n, served, wall, journal / 1024 / served, nin / served, nout / served, 1000 * cpu / served, rss / mib, rss / mib / n, wrss / mib))
 if tapped:
