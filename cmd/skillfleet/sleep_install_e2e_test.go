@@ -170,6 +170,7 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 		Subtype       string   `json:"subtype"`
 		SessionID     string   `json:"session_id"`
 		SlashCommands []string `json:"slash_commands"`
+		Skills        []string `json:"skills"`
 		Plugins       []struct {
 			Name, Path, Source string
 		} `json:"plugins"`
@@ -195,6 +196,22 @@ func TestSleepInstallIntoAgents(t *testing.T) {
 		t.Errorf("the session's slash commands %v have no /%s", init.SlashCommands, agentinstall.Name)
 	}
 	t.Logf("Claude Code's session offers /%s (plugin %s)", cmdName, pluginID)
+	// The model-invocable skill is among the session's skills, and the
+	// handoff command among its commands, both under the plugin's name.
+	if !slices.Contains(init.Skills, agentinstall.Name+":"+agentinstall.Name) {
+		t.Errorf("the session's skills %v have no %s:%s", init.Skills, agentinstall.Name, agentinstall.Name)
+	}
+	if !slices.Contains(init.SlashCommands, agentinstall.Name+":"+agentinstall.Name+"-handoff") {
+		t.Errorf("the session's slash commands %v have no /%s:%s-handoff", init.SlashCommands, agentinstall.Name, agentinstall.Name)
+	}
+	// claude plugin validate lists what the plugin provides, as it reads it.
+	validate := claude("plugin", "validate", filepath.Join(cliHome, ".claude", "skills", agentinstall.Name))
+	for _, want := range []string{"skills: " + agentinstall.Name + ":" + agentinstall.Name, "commands: " + agentinstall.Name + ":" + agentinstall.Name + "\n",
+		"commands: " + agentinstall.Name + ":" + agentinstall.Name + "-handoff", "Validation passed"} {
+		if !strings.Contains(validate, want) {
+			t.Errorf("claude plugin validate has no %q:\n%s", want, validate)
+		}
+	}
 	// The session's end ran the plugin's SessionEnd hook, which recorded
 	// it in the state dir.
 	recorded := func() []agentinstall.RecordedSession {

@@ -72,6 +72,11 @@ var agentTitle = map[string]string{ClaudeCode: "Claude Code", Codex: "Codex", Cu
 // Name is the plugin's and the skill's name (and directory name).
 const Name = "skillfleet-sleep"
 
+// HandoffRounds bounds the rounds of Claude Code's handoff command: runs
+// of the night that end with prompts pending, each answered before the
+// next.
+const HandoffRounds = 12
+
 // ManifestFile is the install's manifest, inside the installed directory.
 const ManifestFile = ".skillfleet-install.json"
 
@@ -215,7 +220,7 @@ func render(o Options, dir string) (map[string][]byte, map[string]bool, error) {
 		"Marker": marker, "Agent": o.Agent, "AgentTitle": agentTitle[o.Agent],
 		"Skillfleet": o.Skillfleet, "StateDir": o.StateDir, "NightArgs": o.NightArgs, "TargetArgs": o.TargetArgs, "Script": script,
 		"ScriptRel": scriptRel(o.Agent),
-		"Version":   cmpOr(o.Version, "0.0.0"),
+		"Version":   cmpOr(o.Version, "0.0.0"), "HandoffRounds": HandoffRounds,
 	}
 	funcs := template.FuncMap{
 		"sh": shQuote,
@@ -229,6 +234,8 @@ func render(o Options, dir string) (map[string][]byte, map[string]bool, error) {
 	case ClaudeCode:
 		files["plugin.json"] = ".claude-plugin/plugin.json"
 		files["command.md"] = "commands/" + Name + ".md"
+		files["handoff-command.md"] = "commands/" + Name + "-handoff.md"
+		files["SKILL.md"] = "skills/" + Name + "/SKILL.md"
 		files["README.md"] = "README.md"
 		if o.SessionEndHook {
 			files["hooks.json"] = "hooks/hooks.json"

@@ -3,10 +3,12 @@ package agentinstall
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -67,7 +69,7 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 			t.Fatalf("%s: first install changed nothing", agent)
 		}
 		want := map[string][]string{
-			ClaudeCode: {".claude-plugin/plugin.json", "README.md", "bin/skillfleet-sleep", "commands/skillfleet-sleep.md", "hooks/hooks.json"},
+			ClaudeCode: {".claude-plugin/plugin.json", "README.md", "bin/skillfleet-sleep", "commands/skillfleet-sleep-handoff.md", "commands/skillfleet-sleep.md", "hooks/hooks.json", "skills/skillfleet-sleep/SKILL.md"},
 			Codex:      {"SKILL.md", "scripts/skillfleet-sleep"},
 			Cursor:     {".cursor-plugin/plugin.json", "README.md", "commands/skillfleet-sleep.md", "scripts/skillfleet-sleep", "skills/skillfleet-sleep/SKILL.md"},
 			Copilot:    {"SKILL.md", "scripts/skillfleet-sleep"},
@@ -94,6 +96,23 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 			}
 			if strings.HasSuffix(f, ".md") && !strings.HasPrefix(f, "README") && !bytes.Contains(b, []byte(res.Script)) {
 				t.Errorf("%s: %s does not name the script %s:\n%s", agent, f, res.Script, b)
+			}
+			if i := bytes.Index(b, []byte("{{")); i >= 0 {
+				t.Errorf("%s: %s holds an unrendered template action: %q", agent, f, b[i:min(len(b), i+40)])
+			}
+			// What the agent reads offers every subcommand the script has
+			// for a user in a session, and says adopt is the user's call.
+			if strings.HasSuffix(f, ".md") && !strings.HasPrefix(f, "README") && !strings.HasSuffix(f, "-handoff.md") {
+				for _, want := range []string{"`dry-run`", "`harvest`", "`adopt`", "adopt --undo", "`schedule [HH:MM]`", "`unschedule`", "only when the user"} {
+					if !bytes.Contains(b, []byte(want)) {
+						t.Errorf("%s: %s does not mention %s", agent, f, want)
+					}
+				}
+			}
+			if f == "SKILL.md" || strings.HasSuffix(f, "/SKILL.md") {
+				if hand := bytes.Contains(b, []byte("/skillfleet-sleep-handoff")); hand != (agent == ClaudeCode) {
+					t.Errorf("%s: %s names the handoff command: %v, want it in Claude Code's only", agent, f, hand)
+				}
 			}
 		}
 		if agent == ClaudeCode {
@@ -123,10 +142,11 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: script run: %v\n%s", agent, err, out)
 		}
-		wantRun := "cwd=" + proj + "\narg=sleep\narg=run\narg=--project\narg=" + proj + "\narg=--state-dir\narg=" + state + "\n"
+		wantRun := "cwd=" + proj + "\narg=sleep\narg=run\narg=--state-dir\narg=" + state + "\n"
 		for _, a := range nightArgs {
 			wantRun += "arg=" + a + "\n"
 		}
+		wantRun += "arg=--project\narg=" + proj + "\n"
 		if !strings.HasPrefix(string(out), wantRun) || !strings.Contains(string(out), "arg=status\n") {
 			t.Errorf("%s: script run printed\n%s\nwant it to start\n%s", agent, out, wantRun)
 		}
@@ -157,7 +177,7 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(res.Dir, "hooks")); agent == ClaudeCode && err == nil {
 			t.Errorf("the hook stayed after an install without it")
 		}
-		if !bytes.Contains(readFile(t, res.Script), []byte(" --backend sim\n")) {
+		if !bytes.Contains(readFile(t, res.Script), []byte(" --backend sim \"$@\"\n")) {
 			t.Errorf("%s: the script kept the old flags:\n%s", agent, readFile(t, res.Script))
 		}
 	}
@@ -348,5 +368,109 @@ func TestCopilotMCPRegistration(t *testing.T) {
 	}
 	if _, err := Install(o); err == nil || !strings.Contains(err.Error(), "mcp-config.json is not a JSON object") {
 		t.Fatalf("install with a broken config: %v", err)
+	}
+}
+
+// TestScriptSubcommands: the installed script's subcommands reach
+// skillfleet sleep with the install's flags first and the user's options
+// after them (so that the user's win), on the project in the working
+// directory; harvest without --output writes into the state dir; handoff
+// runs `sleep run|dry-run --backend handoff` and hands back skillfleet's
+// exit code (3: prompts pending) and output unchanged.
+func TestScriptSubcommands(t *testing.T) {
+	stub := filepath.Join(t.TempDir(), "skillfleet")
+	// A stand-in skillfleet: its arguments one a line; with STUB_EXIT set,
+	// the handoff backend's last line and that exit code.
+	if err := os.WriteFile(stub, []byte(`#!/bin/sh
+for a in "$@"; do echo "arg=$a"; done
+if [ -n "$STUB_EXIT" ]; then
+	echo "handoff: 2 prompts pending: $STUB_DIR/pending.json"
+	exit "$STUB_EXIT"
+fi
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	res, err := Install(Options{Agent: ClaudeCode, Home: home, Skillfleet: stub, StateDir: state,
+		NightArgs: []string{"--backend", "sim", "--persona", "researcher"}, TargetArgs: []string{"--target-backend", "codex_exec"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	proj := t.TempDir()
+	run := func(env []string, args ...string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(res.Script, args...)
+		cmd.Dir, cmd.Env = proj, append(os.Environ(), env...)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	argLines := func(args ...string) string {
+		var b strings.Builder
+		for _, a := range args {
+			b.WriteString("arg=" + a + "\n")
+		}
+		return b.String()
+	}
+	night := []string{"--state-dir", state, "--backend", "sim", "--persona", "researcher"}
+	target := []string{"--target-backend", "codex_exec"}
+	for _, tc := range []struct {
+		args []string
+		want []string // the stand-in's arguments
+	}{
+		{[]string{"dry-run", "--preferences", "British spelling; no emoji", "--max-tokens", "9"},
+			slices.Concat([]string{"sleep", "dry-run"}, night, target, []string{"--project", proj, "--preferences", "British spelling; no emoji", "--max-tokens", "9"})},
+		{[]string{"adopt"}, slices.Concat([]string{"sleep", "adopt"}, night, []string{"--project", proj})},
+		{[]string{"adopt", "--undo"}, slices.Concat([]string{"sleep", "adopt"}, night, []string{"--project", proj, "--undo"})},
+		{[]string{"harvest", "--output", "mine.json"}, slices.Concat([]string{"sleep", "harvest"}, night, []string{"--project", proj, "--output", "mine.json"})},
+		{[]string{"status", "--json"}, slices.Concat([]string{"sleep", "status"}, night, []string{"--project", proj, "--json"})},
+		{[]string{"schedule", "04:05", "--scheduler", "systemd"}, slices.Concat([]string{"sleep", "schedule"}, night, target, []string{"--project", proj, "--at", "04:05", "--scheduler", "systemd"})},
+		{[]string{"schedule", "--at", "01:02"}, slices.Concat([]string{"sleep", "schedule"}, night, target, []string{"--project", proj, "--at", "03:17", "--at", "01:02"})},
+		{[]string{"unschedule"}, slices.Concat([]string{"sleep", "unschedule"}, night, []string{"--project", proj})},
+		// The user's --backend comes after the install's: it wins.
+		{[]string{"run", "--backend", "anthropic"}, slices.Concat([]string{"sleep", "run"}, night, target, []string{"--project", proj, "--backend", "anthropic"})},
+	} {
+		out, code := run(nil, tc.args...)
+		if code != 0 || !strings.HasPrefix(out, argLines(tc.want...)) {
+			t.Errorf("%v: exit %d, printed\n%s\nwant it to start\n%s", tc.args, code, out, argLines(tc.want...))
+		}
+	}
+
+	// harvest without --output: a new file in the state dir, which it
+	// creates private.
+	out, code := run(nil, "harvest")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) < 2 || lines[len(lines)-2] != "arg=--output" ||
+		!regexp.MustCompile(`^arg=`+regexp.QuoteMeta(state)+`/harvest/tasks-\d{8}T\d{6}Z\.json$`).MatchString(lines[len(lines)-1]) {
+		t.Errorf("harvest: exit %d, printed\n%s", code, out)
+	}
+	if st, err := os.Stat(filepath.Join(state, "harvest")); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the harvest dir: %v, %v", st, err)
+	}
+
+	// handoff: skillfleet's exit code (3 and others) and its output as
+	// they are, nothing printed after the pending line.
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		mode string
+		rest []string
+	}{
+		{nil, "run", nil},
+		{[]string{"dry-run", "--preferences", "terse"}, "dry-run", []string{"--preferences", "terse"}},
+		{[]string{"--max-tokens", "5"}, "run", []string{"--max-tokens", "5"}},
+	} {
+		for _, exit := range []string{"3", "0", "1"} {
+			out, code := run([]string{"STUB_EXIT=" + exit, "STUB_DIR=" + dir}, append([]string{"handoff"}, tc.args...)...)
+			want := argLines(slices.Concat([]string{"sleep", tc.mode}, night, target, []string{"--backend", "handoff", "--project", proj}, tc.rest)...) +
+				"handoff: 2 prompts pending: " + dir + "/pending.json\n"
+			if fmt.Sprint(code) != exit || out != want {
+				t.Errorf("handoff %v with skillfleet exiting %s: exit %d, printed\n%s\nwant\n%s", tc.args, exit, code, out, want)
+			}
+		}
 	}
 }
