@@ -329,10 +329,13 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 	vol := docker(t, "volume", "inspect", "-f", "{{.Mountpoint}}", c.project+"_runs")
 	dir := filepath.Join(vol, "campaigns", "sim-demo-cluster")
 
+	// The journal watch and the engine wait below end before the test
+	// does, on every path out of it.
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	var bg sync.WaitGroup
+	defer func() { cancel(); bg.Wait() }()
 	var growth journalGrowth
-	go growth.watch(ctx, dir)
+	bg.Go(func() { growth.watch(ctx, dir) })
 
 	type round struct {
 		cell               string
@@ -349,15 +352,15 @@ func TestComposeClusterLosesStreamAndBucketLeader(t *testing.T) {
 	// The campaign container's end, watched without polling the engine.
 	var exitCode string
 	ended := make(chan struct{})
-	go func() {
+	bg.Go(func() {
 		defer close(ended)
-		out, err := exec.Command("docker", "wait", campaign[0]).Output()
+		out, err := exec.CommandContext(ctx, "docker", "wait", campaign[0]).Output()
 		if err != nil {
 			exitCode = "docker wait: " + err.Error()
 			return
 		}
 		exitCode = strings.TrimSpace(string(out))
-	}()
+	})
 	running := func() bool {
 		select {
 		case <-ended:
