@@ -34,15 +34,27 @@ type HedgePolicy struct {
 	Quantile   float64
 	Multiplier float64
 	// MinSamples is how many times of a model and stage must be observed
-	// (in this wave or earlier ones) before its tasks are hedged.
+	// (in this wave or earlier ones) before the delay is drawn from them.
+	// Until then it is drawn from the model's times over every stage, or,
+	// with fewer than MinSamples of those too, from every model's (the
+	// coordinator sees the whole fleet's results), widened by Widen for
+	// each step away from the stage: a stall on a stage's first calls —
+	// a one-call optimizer wave early in a run — is copied within seconds
+	// instead of waiting for its worker's stall deadline. The delay is
+	// also at least twice the median of the stage's own times, however
+	// few, so a stage slower than the model's others by nature has at
+	// most its first wave copied early.
 	MinSamples int
+	// Widen scales a delay drawn from a wider set of times than the
+	// task's own model and stage (default 2).
+	Widen float64
 	// MinDelay is the shortest delay.
 	MinDelay time.Duration
 }
 
 // DefaultHedge is the policy runtime.hedge turns on.
 func DefaultHedge() HedgePolicy {
-	return HedgePolicy{Enabled: true, Budget: 0.15, MaxExtra: 0.05, Quantile: 0.75, Multiplier: 2, MinSamples: 8, MinDelay: 500 * time.Millisecond}
+	return HedgePolicy{Enabled: true, Budget: 0.15, MaxExtra: 0.05, Quantile: 0.75, Multiplier: 2, MinSamples: 8, Widen: 2, MinDelay: 500 * time.Millisecond}
 }
 
 // hedgeSuffix marks a hedge copy's task id: the original's id plus this.
@@ -90,31 +102,62 @@ func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger 
 	return h
 }
 
-// observe adds one task's time.
+// observe adds one task's time to its model and stage's, to its model's
+// over every stage (stage "") and to every model's (both "").
 func (h *hedger) observe(k latKey, d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.longest = max(h.longest, d)
-	s := append(h.times[k], d)
-	if len(s) > hedgeHistory {
-		s = s[len(s)-hedgeHistory:]
+	for _, k := range []latKey{k, {k.model, ""}, {}} {
+		s := append(h.times[k], d)
+		if len(s) > hedgeHistory {
+			s = s[len(s)-hedgeHistory:]
+		}
+		h.times[k] = s
 	}
-	h.times[k] = s
 }
 
 // delay is the hedge delay of a model and stage (0: not hedged yet):
-// from the times observed so far, those of the current wave included.
+// from the times observed so far, those of the current wave included —
+// the stage's own once it has MinSamples, else the model's or every
+// model's, widened (see [HedgePolicy.MinSamples]).
 func (h *hedger) delay(k latKey) time.Duration {
 	h.mu.Lock()
-	all := slices.Clone(h.times[k])
+	own := slices.Clone(h.times[k])
+	var wide []time.Duration
+	widen := 1.0
+	if len(own) < h.p.MinSamples {
+		for _, wk := range []latKey{{k.model, ""}, {}} {
+			widen *= cmp.Or(h.p.Widen, 2)
+			if s := h.times[wk]; len(s) >= h.p.MinSamples {
+				wide = slices.Clone(s)
+				break
+			}
+		}
+	}
 	h.mu.Unlock()
-	if len(all) < h.p.MinSamples || len(all) == 0 {
+	if len(own) >= h.p.MinSamples && len(own) > 0 {
+		return h.delayOf(own, 1)
+	}
+	if len(wide) == 0 {
 		return 0
 	}
-	slices.Sort(all)
-	q := all[min(len(all)-1, int(math.Ceil(h.p.Quantile*float64(len(all))))-1)]
-	med := all[(len(all)-1)/2]
-	return max(time.Duration(float64(q)*h.p.Multiplier), 2*med, h.p.MinDelay)
+	d := h.delayOf(wide, widen)
+	if len(own) > 0 {
+		slices.Sort(own)
+		d = max(d, 2*own[(len(own)-1)/2])
+	}
+	return d
+}
+
+// delayOf is the delay set by times (at least one), widened: the larger
+// of Multiplier × their Quantile and twice their median, at least
+// MinDelay. It sorts times.
+func (h *hedger) delayOf(times []time.Duration, widen float64) time.Duration {
+	slices.Sort(times)
+	q := times[min(len(times)-1, int(math.Ceil(h.p.Quantile*float64(len(times))))-1)]
+	med := times[(len(times)-1)/2]
+	return max(time.Duration(widen*max(float64(q)*h.p.Multiplier, 2*float64(med))), h.p.MinDelay)
 }
 
 // substitute points tasks whose original lost to a recorded copy at the

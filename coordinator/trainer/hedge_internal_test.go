@@ -33,8 +33,48 @@ func TestHedgeDelay(t *testing.T) {
 	if d := h.delay(k); d != 100*time.Millisecond {
 		t.Errorf("delay with fast calls = %v, want MinDelay 100ms", d)
 	}
-	if d := h.delay(latKey{"m", "gate"}); d != 0 {
-		t.Errorf("delay of a stage never seen = %v, want 0", d)
+}
+
+// TestHedgeDelayFallsBack: a stage with fewer than MinSamples times takes
+// its delay from its model's times over every stage, widened once, or,
+// while the model has too few as well, from every model's, widened twice;
+// with too few anywhere there is none. The stage's own times, however
+// few, keep it at least twice their median.
+func TestHedgeDelayFallsBack(t *testing.T) {
+	t.Parallel()
+	p := DefaultHedge()
+	p.Quantile, p.Multiplier, p.MinSamples, p.Widen, p.MinDelay = 0.75, 2, 4, 2, 10*time.Millisecond
+	h := newHedger(&Trainer{}, p, nil)
+	opt, tgt := "optimizer-model", "target-model"
+	for range 3 {
+		h.observe(latKey{tgt, "baseline"}, 100*time.Millisecond)
+	}
+	if d := h.delay(latKey{opt, "rank"}); d != 0 {
+		t.Fatalf("delay with 3 times in the fleet = %v, want 0 (MinSamples 4)", d)
+	}
+	h.observe(latKey{tgt, "baseline"}, 100*time.Millisecond)
+	// Every model's: 4 x 100 ms; 2 x 100 ms widened twice (x4) = 800 ms.
+	if d := h.delay(latKey{opt, "rank"}); d != 800*time.Millisecond {
+		t.Errorf("delay of an optimizer stage from the target's times = %v, want 800ms", d)
+	}
+	for _, ms := range []int{300, 300, 300, 300} {
+		h.observe(latKey{opt, "reflect"}, time.Duration(ms)*time.Millisecond)
+	}
+	// The model's own: 2 x 300 ms widened once (x2) = 1.2 s.
+	if d := h.delay(latKey{opt, "rank"}); d != 1200*time.Millisecond {
+		t.Errorf("delay of a first rank call from the model's reflect times = %v, want 1.2s", d)
+	}
+	// A first rank call that took 5 s: the next waits at least 10 s.
+	h.observe(latKey{opt, "rank"}, 5*time.Second)
+	if d := h.delay(latKey{opt, "rank"}); d != 10*time.Second {
+		t.Errorf("delay after one 5 s rank call = %v, want 10s", d)
+	}
+	// The stage's own times rule once it has MinSamples.
+	for range 3 {
+		h.observe(latKey{opt, "rank"}, 200*time.Millisecond)
+	}
+	if d := h.delay(latKey{opt, "rank"}); d != 400*time.Millisecond {
+		t.Errorf("delay with 4 rank times = %v, want 400ms (sorted 200, 200, 200, 5000 ms: 0.75 quantile x2)", d)
 	}
 }
 

@@ -124,3 +124,67 @@ func TestWaveHedgeKeepsDecisions(t *testing.T) {
 		t.Errorf("tokens.json counts %d input tokens; the model answered %d", tok.Total.Input, m.input.Load())
 	}
 }
+
+// stallFirst wraps the sim model: the first call of one prompt (stage)
+// gets no reply until it is cancelled, as a provider that accepts a
+// request and never answers; after safety it gives up and answers, so
+// that a run without a copy ends and says so instead of hanging.
+type stallFirst struct {
+	inner  llm.Model
+	stage  string
+	safety time.Duration
+
+	taken     atomic.Bool
+	cancelled atomic.Bool
+	outlived  atomic.Bool
+}
+
+func (s *stallFirst) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if req.Stage == s.stage && s.taken.CompareAndSwap(false, true) {
+		select {
+		case <-ctx.Done():
+			s.cancelled.Store(true)
+			return nil, &llm.Error{Kind: llm.KindCancelled, Msg: "cancelled", Err: ctx.Err()}
+		case <-time.After(s.safety):
+			s.outlived.Store(true)
+		}
+	}
+	return s.inner.Chat(ctx, req)
+}
+
+// TestWaveHedgeCopiesAStalledFirstCall: the run's first ranking call — a
+// one-call optimizer wave whose stage has no time of its own yet — never
+// answers. The hedger copies it from the optimizer model's other stages'
+// times (or every model's), the copy answers, the stalled attempt is
+// withdrawn, and the run makes the decisions of the run without stalls.
+func TestWaveHedgeCopiesAStalledFirstCall(t *testing.T) {
+	t.Parallel()
+	plain, _, err := fleettest.Reference(t, fleettest.Demo, idleFillOn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &stallFirst{inner: simmodel.New(simmodel.Options{}), stage: "ranking", safety: time.Minute}
+	dir, _, err := fleettest.RunDemo(t, m, idleFillOn, "runtime.hedge=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.taken.Load() {
+		t.Fatal("the run made no ranking call: the test stalls nothing")
+	}
+	if m.outlived.Load() || !m.cancelled.Load() {
+		t.Errorf("the stalled ranking call was not withdrawn for a copy (it ran %v out)", m.safety)
+	}
+	for _, f := range []string{"events.jsonl", "best_skill.md"} {
+		a, err := os.ReadFile(filepath.Join(plain, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Errorf("%s differs with a stalled first ranking call:\n%s\nwant:\n%s", f, b, a)
+		}
+	}
+}
