@@ -42,6 +42,7 @@ func (c command) exec(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	stopProfile := telemetry.StartCPUProfile(stderr)
 	defer stopProfile()
+	defer telemetry.StartHeapProfiles(stderr)()
 	return exitCode(c.run(ctx, args, stdout, stderr), stderr)
 }
 

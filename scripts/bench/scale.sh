@@ -42,7 +42,9 @@
 # the window, its least-squares trend (MiB per run per minute), the peak,
 # and the training steps each cell had decided at the window's start and
 # end (min-max over the cells), so the window shows whether it covered the
-# cells' first gates. The samples are rss.tsv in the --keep dir.
+# cells' first gates. The samples are rss.tsv in the --keep dir, with each
+# campaign process's heap profile at the window's end (memberM.heap, for
+# `go tool pprof`; $SKILLFLEET_HEAPPROFILE and SIGUSR1).
 #
 # --skillfleet runs the campaign and workers from a prebuilt binary (for
 # example one built from an older commit, to compare); sim-llm and natsd are
@@ -101,7 +103,7 @@ for n in "${ns[@]}"; do
   start=$(date +%s.%N)
   mpids=()
   for m in $(seq "$members"); do
-    /usr/bin/time -o "$run/member$m.time" -f '%U %S %M' \
+    SKILLFLEET_HEAPPROFILE=${window:+$run/member$m.heap} /usr/bin/time -o "$run/member$m.time" -f '%U %S %M' \
       "$bin" campaign --config "$run/campaign.yaml" --out "$run/camp" --nats "$nats" --workers 0 --member "m$m" \
       --max-active-runs "$per" "${sets[@]}" --set runtime.sim_llm=false --set model.backend=openai_compatible \
       --set model.optimizer_base_url="$url" --set model.target_base_url="$url" >"$run/member$m.out" 2>&1 &
@@ -121,8 +123,16 @@ for n in "${ns[@]}"; do
       sfpids+=("$c")
     done
     python3 scripts/bench/rss_window.py sample "$run/camp" "$n" "$window" "$every" "$run/rss.tsv" "${sfpids[@]}" || failed=1
+    # SIGUSR1 has each member write its heap profile (memberM.heap), then
     # SIGTERM stops each cell where it is (resumable); a member that has
     # not exited a minute later is killed.
+    kill -USR1 "${sfpids[@]}" 2>/dev/null || true
+    for m in $(seq "$members"); do
+      for _ in $(seq 300); do
+        [[ -s "$run/member$m.heap" ]] || ! kill -0 "${sfpids[m - 1]}" 2>/dev/null && break
+        sleep 0.1
+      done
+    done
     kill -TERM "${sfpids[@]}" 2>/dev/null || true
     for _ in $(seq 600); do
       alive=0
