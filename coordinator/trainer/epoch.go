@@ -198,16 +198,28 @@ func (t *Trainer) pairWave(ctx context.Context, stage string, e int, prev, curr 
 		items[i] = t.splits.Train[j]
 	}
 	var pr, cr []rollResult
-	err := parallel(
-		func() (err error) {
-			pr, _, err = t.rollout(ctx, rolloutReq{Stage: stage, Step: -e, Skill: prev, Items: items, Split: bench.SplitTrain})
-			return
-		},
-		func() (err error) {
-			cr, _, err = t.rollout(ctx, rolloutReq{Stage: stage, Step: -e, Skill: curr, Items: items, Split: bench.SplitTrain})
-			return
-		},
-	)
+	var err error
+	if prev == curr {
+		// An epoch that changed nothing pairs the skill with itself: one
+		// wave serves both sides. Two waves would submit the same task ids
+		// and share their futures, and a hedge copy winning in one wave
+		// withdraws the original the other is still waiting for: that
+		// pair would be dropped as an infrastructure failure, changing
+		// the slow update's and the meta skill's prompts with the timing.
+		pr, _, err = t.rollout(ctx, rolloutReq{Stage: stage, Step: -e, Skill: curr, Items: items, Split: bench.SplitTrain})
+		cr = pr
+	} else {
+		err = parallel(
+			func() (err error) {
+				pr, _, err = t.rollout(ctx, rolloutReq{Stage: stage, Step: -e, Skill: prev, Items: items, Split: bench.SplitTrain})
+				return
+			},
+			func() (err error) {
+				cr, _, err = t.rollout(ctx, rolloutReq{Stage: stage, Step: -e, Skill: curr, Items: items, Split: bench.SplitTrain})
+				return
+			},
+		)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ type Runner struct {
 	NATS *queue.Embedded
 	// HubDir, if set, holds a NATS run's task journal instead of the run dir.
 	HubDir string
+	// Wrap, if set, wraps the in-memory dispatcher (runs without NATS), for
+	// tests that watch what the trainer submits.
+	Wrap func(trainer.Dispatcher) trainer.Dispatcher
 }
 
 // Run trains p into runDir with model m (nil: the sim model) and config
@@ -74,7 +77,11 @@ func (r *Runner) Run(t *testing.T, runDir string, p Preset, m llm.Model, sets ..
 
 	var tr *trainer.Trainer
 	if r.NATS == nil {
-		tr, err = coordinator.NewTrainerWith(s, memdispatch.NewModel(m, 64), nil, splits, nil, nil)
+		var d trainer.Dispatcher = memdispatch.NewModel(m, 64)
+		if r.Wrap != nil {
+			d = r.Wrap(d)
+		}
+		tr, err = coordinator.NewTrainerWith(s, d, nil, splits, nil, nil)
 	} else {
 		hub := StartHub(t, r.NATS, coordinator.HubOptions{RunDir: cmp.Or(r.HubDir, runDir), RunID: runID,
 			Consumer: queue.ConsumerOptions{MaxDeliver: cfg.Runtime.MaxDeliveries}})
