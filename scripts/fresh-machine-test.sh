@@ -34,7 +34,8 @@
 # runs scripts/test.sh, both at nice 10 (--nice). The results go to OUT (default
 # /tmp/skillfleet-fresh-machine): packages-installed.txt, setup.log,
 # test.log (test.sh's output), skillfleet-test.log (its per-package log),
-# packages.txt (ok/FAIL per package) and summary.txt. The container, its
+# packages.txt (ok/FAIL per package), phases.txt (the time each phase of
+# the setup and the suite began, UTC) and summary.txt. The container, its
 # volume and the clone are removed at the end; the image stays.
 #
 #   scripts/fresh-machine-test.sh [--ref REF] [--out DIR] [--rebuild] [--setup-only] [--nice N]
@@ -126,7 +127,7 @@ fi
 git clone -q --no-checkout . "$work/src"
 git -C "$work/src" checkout -q --detach "$sha"
 mkdir -p "$out"
-rm -f "$out"/{packages-installed.txt,setup.log,test.log,skillfleet-test.log,packages.txt,summary.txt}
+rm -f "$out"/{packages-installed.txt,setup.log,test.log,skillfleet-test.log,packages.txt,phases.txt,summary.txt}
 say "clone of $(git rev-parse --short "$sha") in $work/src; results in $out"
 
 # What runs inside: the package list before and after --setup, then the
@@ -136,17 +137,29 @@ cat >"$work/inside.sh" <<'EOF'
 set -uo pipefail
 # Without --privileged, /sys is mounted read-only: dockerd needs it writable.
 [[ -z "${REMOUNT_SYS:-}" ]] || mount -o remount,rw /sys
+# phases: each "== phase" line of test.sh (and the setup's steps) with the
+# wall-clock time it was printed, into /out/phases.txt.
+phases() {
+  local l
+  while IFS= read -r l; do
+    printf '%s\n' "$l"
+    [[ $l == "== "* || $l == jaeger* || $l == note:* || $l == "test prerequisites"* ]] && printf '%(%T)T %s\n' -1 "$l" >>/out/phases.txt
+  done
+}
 dpkg-query -W -f '${Package}\n' | sort >/tmp/before.txt
 cd /src
-nice -n "$NICENESS" scripts/test.sh --setup >/out/setup.log 2>&1
-rc=$?
+printf '%(%T)T setup started\n' -1 >>/out/phases.txt
+nice -n "$NICENESS" scripts/test.sh --setup 2>&1 | phases >/out/setup.log
+rc=${PIPESTATUS[0]}
+printf '%(%T)T setup ended (exit %s)\n' -1 "$rc" >>/out/phases.txt
 dpkg-query -W -f '${Package}\n' | sort >/tmp/after.txt
 comm -13 /tmp/before.txt /tmp/after.txt >/out/packages-installed.txt
 echo "setup exit $rc, $(wc -l </out/packages-installed.txt) packages installed"
 [[ $rc == 0 ]] || exit "$rc"
 [[ -z "${SETUP_ONLY:-}" ]] || exit 0
-nice -n "$NICENESS" scripts/test.sh >/out/test.log 2>&1
-rc=$?
+nice -n "$NICENESS" scripts/test.sh 2>&1 | phases >/out/test.log
+rc=${PIPESTATUS[0]}
+printf '%(%T)T suite ended (exit %s)\n' -1 "$rc" >>/out/phases.txt
 cp /tmp/skillfleet-test.log /out/skillfleet-test.log 2>/dev/null
 exit "$rc"
 EOF
@@ -198,6 +211,9 @@ if [[ -f "$out/test.log" ]]; then
   grep -E '^(ok |FAIL|--- FAIL|panic:)' "$out/test.log" | sort -u >"$out/packages.txt" || true
   grep -E '^packages: ' "$out/test.log" >>"$out/summary.txt" || true
   grep -E '^(container test: (tests|wall)|--- (PASS|FAIL): TestCompose)' "$out/test.log" >>"$out/summary.txt" || true
+fi
+if [[ -s "$out/phases.txt" ]]; then
+  { echo "phases (UTC):"; sed 's/^/  /' "$out/phases.txt"; } >>"$out/summary.txt"
 fi
 cat "$out/summary.txt"
 exit "$rc"
