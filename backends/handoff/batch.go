@@ -63,8 +63,10 @@ func (s *Store) ClearBatch() error {
 func promptsMarkdown(s *Store, calls []Call) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %d model calls wait for answers\n\n", len(calls))
-	fmt.Fprintf(&b, "Answer each prompt below as the model in its role would, and write the reply's raw text (nothing around it) "+
-		"to its answer file. Then run the same `skillfleet sleep` command again. pending.json holds the same calls.\n\n")
+	fmt.Fprintf(&b, "Answer each prompt below as the model in its role would, and write the reply's raw text (nothing around it, "+
+		"no code fence) to its answer file. Give each prompt a context of its own (a fresh subagent, say): what this session "+
+		"knows, the other prompts, or the night's other answers must not reach an answer, or the night's held-out check "+
+		"measures them instead of the skill. Then run the same `skillfleet sleep` command again. pending.json holds the same calls.\n\n")
 	fmt.Fprintf(&b, "Answers directory: %s\n", s.AnswersDir())
 	for i, c := range calls {
 		fmt.Fprintf(&b, "\n## %d. %s %s\n\n", i+1, c.Role, c.ID)

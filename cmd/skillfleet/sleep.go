@@ -44,7 +44,9 @@ const sleepRunSynopsis = `sleep %s [flags]
       --target-backend codex_exec --codex-exec-path .tools/agents/node_modules/.bin/codex --max-tokens 0 --assert-improves
 
 --target-backend codex_exec or claude_code_exec replays through that agent CLI
-(sandboxed; --target-option sandbox=none opts out), --backend stays the optimizer's.`
+(sandboxed; --target-option sandbox=none opts out), --backend stays the optimizer's.
+--backend handoff calls no model: each call is a prompt your agent session answers
+(exit 3 with --handoff-dir's pending.json; write the answers, run the same command again).`
 
 func runSleep(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return runSleepOn(ctx, args, nil, stdout, stderr)
@@ -196,6 +198,12 @@ func sleepSweep(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return sleepError(sleepdrv.SweepCommand(f, *out, n, run, stdout))
 }
 
+// exitHandoffPending is a handoff night that stopped with model calls
+// waiting for answers (pending.json written); SkillOpt's handoff exits 3
+// too. A budget stop shares the code: a batch is told apart by its last
+// stdout line and by pending.json existing (a budget stop writes none).
+const exitHandoffPending = 3
+
 // sleepError maps a sleep command's error to its exit code.
 func sleepError(err error) error {
 	var ue sleepdrv.UsageError
@@ -208,6 +216,8 @@ func sleepError(err error) error {
 		return codedError{exitLocked, err}
 	case errors.Is(err, sleepdrv.ErrStopped):
 		return codedError{exitStopped, err}
+	case errors.Is(err, sleepdrv.ErrHandoffPending):
+		return codedError{exitHandoffPending, err}
 	case errors.Is(err, sleepdrv.ErrBudget):
 		return codedError{exitBudget, err}
 	case errors.Is(err, sleepdrv.ErrNoImprovement):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/backends/handoff"
 	"github.com/skillfleet/skillfleet/coordinator"
 	"github.com/skillfleet/skillfleet/pkg/config"
 	"github.com/skillfleet/skillfleet/pkg/llm"
@@ -145,13 +147,38 @@ func RunCommand(ctx context.Context, o *Options, n Night, persona string, d Comm
 			return UsageError{fmt.Errorf("--tasks-file %s: \"reviewed\" is false; read the tasks, then set it to true", n.TasksFile)}
 		}
 	}
+	var ho *handoff.Store
+	if n.Config.Backend == backends.BackendHandoff {
+		if ho, err = o.handoffStore(n, target, optSpec); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "handoff: prompts and answers in %s\n", ho.Dir())
+		n.HarvestSnapshot = HarvestSnapshotFile(ho.Dir())
+	}
 	optimizer, err := d.NewModel(optSpec)
 	if err != nil {
 		return UsageError{fmt.Errorf("backend %s: %w", optSpec.GetBackend(), err)}
 	}
-	rep, err := RunNight(ctx, n, NightDeps{Optimizer: optimizer, Logger: d.Logger, Fleet: o.fleet(n.Config, target, d)})
+	nd := NightDeps{Optimizer: optimizer, Logger: d.Logger, Fleet: o.fleet(n.Config, target, d)}
+	if ho != nil {
+		nd.Pending = ho.Err
+	}
+	rep, err := RunNight(ctx, n, nd)
+	if ho != nil {
+		// Waiting calls win over whatever else stopped the night: the
+		// batch is what moves it on.
+		if herr := handoffOutcome(ho, stdout); herr != nil {
+			return herr
+		}
+	}
 	if rep == nil {
 		return err
+	}
+	if ho != nil {
+		// The night is over: the next one harvests afresh.
+		if rerr := os.Remove(n.HarvestSnapshot); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return rerr
+		}
 	}
 	if persona != "" {
 		fmt.Fprintf(stdout, "skillfleet sleep: persona %s sandbox %s\n", o.Persona, persona)
@@ -167,6 +194,10 @@ func RunCommand(ctx context.Context, o *Options, n Night, persona string, d Comm
 		return fmt.Errorf("night %d stopped: %w; nothing was accepted (raise max_tokens_per_night / --max-tokens, or --max-usd)", rep.Night, err)
 	case err != nil:
 		return err
+	}
+	if ho != nil {
+		answered, tok := ho.Counts()
+		fmt.Fprintf(stdout, "handoff: %d calls answered from %s (%d tokens, estimated)\n", answered, ho.AnswersDir(), tok)
 	}
 	if rep.Adopted > 0 {
 		fmt.Fprintf(stdout, "adopted: %d file(s); undo with: %s --undo\n", rep.Adopted, n.AdoptCmd)

@@ -94,6 +94,11 @@ func (n Night) runSkills(ctx context.Context, d NightDeps, st *nightly.State, re
 			total.Action, total.Reason = ActionStoppedBudget, cause.Error()
 		}
 	}
+	if d.Pending != nil {
+		if err := d.Pending(); err != nil {
+			return nil, err
+		}
+	}
 	return rep, n.finishSkills(st, rep, tasks, cause)
 }
 
@@ -143,7 +148,14 @@ func (n Night) consolidateSkills(ctx context.Context, d NightDeps, st *nightly.S
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	for range min(maxSkillsAtOnce, len(jobs)) {
+	atOnce := maxSkillsAtOnce
+	if d.Pending != nil {
+		// A handoff night: one skill at a time, so that the batch a
+		// pending wave stops the night with is the same on every rerun
+		// (skills at once would stop each other mid-wave).
+		atOnce = 1
+	}
+	for range min(atOnce, len(jobs)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -199,7 +211,7 @@ func (n Night) consolidateSkill(ctx context.Context, d NightDeps, st *nightly.St
 			s.Lessons = append(s.Lessons, l.Text())
 		}
 	}
-	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger.With("skill", j.ref.Name)},
+	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger.With("skill", j.ref.Name), Pending: d.Pending},
 		Input{Tasks: j.tasks, Skill: skill, Memory: nightly.ScaffoldMemory(), Package: live.Package})
 	if err != nil && !errors.Is(err, ErrBudget) {
 		return err

@@ -94,6 +94,10 @@ type Deps struct {
 	Optimizer     llm.Model
 	OptimizerName string
 	Logger        *slog.Logger
+	// Pending, when set, is asked after each replay wave whether model
+	// calls of the wave wait for answers (a handoff night): its error
+	// stops the consolidation before the wave is scored.
+	Pending func() error
 }
 
 // Input is the night's tasks (with splits) and live documents.

@@ -19,7 +19,7 @@ import (
 // deduplicated, capped at max_tasks_per_night and split. spent is what
 // mining spent; a mining stopped by the budget returns an error wrapping
 // [ErrBudget].
-func (n Night) tasks(ctx context.Context, d NightDeps, st *nightly.State, rep *Report) ([]nightly.Task, Spend, error) {
+func (n Night) tasks(ctx context.Context, d NightDeps, st *nightly.State, rep *Report, snap *harvestSnapshot) ([]nightly.Task, Spend, error) {
 	var spent Spend
 	var tasks []nightly.Task
 	if n.TasksFile != "" {
@@ -29,7 +29,7 @@ func (n Night) tasks(ctx context.Context, d NightDeps, st *nightly.State, rep *R
 		}
 		tasks = tf.Tasks
 	} else {
-		ds, sk, err := nightly.Harvest(n.harvestOptions(st, rep.Started))
+		ds, sk, err := n.harvest(st, rep, snap)
 		if err != nil {
 			return nil, spent, err
 		}
@@ -98,6 +98,21 @@ func (n Night) enlarge(tasks []nightly.Task, st *nightly.State, rep *Report) []n
 		tasks = append(tasks, nightly.DreamTasks(seed, n.Config.DreamFactor)...)
 	}
 	return tasks
+}
+
+// harvest reads the project's sessions since its cursor, or takes them
+// from snap (a handoff night's later round); a handoff night's first
+// round keeps what it read in n.HarvestSnapshot.
+func (n Night) harvest(st *nightly.State, rep *Report, snap *harvestSnapshot) ([]nightly.Digest, nightly.Skipped, error) {
+	if snap != nil {
+		return snap.Digests, snap.Skipped, nil
+	}
+	ds, sk, err := nightly.Harvest(n.harvestOptions(st, rep.Started))
+	if err != nil || n.HarvestSnapshot == "" {
+		return ds, sk, err
+	}
+	s := &harvestSnapshot{Format: snapshotFormat, Project: n.Project, Night: rep.Night, Started: rep.Started, Digests: ds, Skipped: sk}
+	return ds, sk, s.save(n.HarvestSnapshot)
 }
 
 // harvestOptions reads the project's sessions since its cursor (the

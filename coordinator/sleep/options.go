@@ -67,6 +67,9 @@ type Options struct {
 	// OptimizerOptions are the optimizer's backend options (an agent
 	// CLI's chat family: user_login, sandbox, ...).
 	OptimizerOptions optionFlag
+	// HandoffDir is a handoff night's prompt and answer directory
+	// (--handoff-dir; default: one per project under the state dir).
+	HandoffDir string
 
 	set map[string]bool
 }
@@ -138,6 +141,7 @@ func (o *Options) Register(fs *flag.FlagSet, night bool) {
 	fs.IntVar(&o.DreamRollouts, "dream-rollouts", 0, fmt.Sprintf("attempts per train task in each train wave; over 1 the reflector sees the best and the worst attempt (dream_rollouts, 1..%d, default 1)", nightly.MaxDreamRollouts))
 	fs.IntVar(&o.DreamFactor, "dream-factor", 0, fmt.Sprintf("rephrasings of each train task added as train-only dream tasks (dream_factor, 0..%d, default 0)", nightly.MaxDreamFactor))
 	fs.IntVar(&o.RecallK, "recall-k", 0, fmt.Sprintf("archived tasks of earlier nights most similar to tonight's brought back as train tasks (recall_k, 0..%d, default 0)", nightly.MaxRecallK))
+	fs.StringVar(&o.HandoffDir, "handoff-dir", "", "with --backend handoff: where the night writes the prompts it waits for (pending.json, PROMPTS.md) and reads their answers (answers/<id>.md) (default <state-dir>/handoff/<project>-<hash>)")
 	fs.Var(&o.OptimizerOptions, "optimizer-option", "an option of the miner, reflector and judge's backend key=value, as train's model.optimizer_options (with an agent CLI's chat family as --backend: user_login=true signs its calls with your CLI login also at --base-url, sandbox=none, ...; repeatable)")
 	o.RegisterTarget(fs)
 }
@@ -425,6 +429,10 @@ func (o *Options) config() (nightly.Config, error) {
 	}
 	if cfg.Model == "" && cfg.Backend == backends.BackendSim {
 		cfg.Model = "sim"
+	}
+	if cfg.Model == "" && cfg.Backend == backends.BackendHandoff {
+		// The session that answers is the model; the name is a label.
+		cfg.Model = "handoff"
 	}
 	return cfg, nil
 }

@@ -45,6 +45,9 @@ type Report struct {
 	Skills     []SkillNight  `json:"skills,omitempty"`
 	Unresolved []TaskSummary `json:"unresolved,omitempty"`
 	lives      []nightly.Proposal
+	// UsageEstimated says how the night's tokens were counted when no
+	// backend reported them (a handoff night's answers).
+	UsageEstimated string `json:"usage_estimated,omitempty"`
 	// Adopted counts the files an auto-adopt installed.
 	Adopted int `json:"-"`
 }
@@ -120,7 +123,7 @@ func (rep *Report) Summary() string {
 		if len(rep.Unresolved) > 0 {
 			fmt.Fprintf(&b, "%d tasks exercise no skill of the root (left out)\n", len(rep.Unresolved))
 		}
-		fmt.Fprintf(&b, "action: %s (%s)\nspent: %d tokens, %d calls\n", out.Action, out.Reason, out.Spend.Tokens, out.Spend.Calls)
+		fmt.Fprintf(&b, "action: %s (%s)\nspent: %d tokens%s, %d calls\n", out.Action, out.Reason, out.Spend.Tokens, rep.estimatedMark(), out.Spend.Calls)
 		if out.Accepted {
 			fmt.Fprintf(&b, "adopt with: %s (or --skill NAME)\n", rep.AdoptCmd)
 		}
@@ -149,7 +152,7 @@ func (rep *Report) Summary() string {
 		}
 		fmt.Fprintln(&b)
 	}
-	fmt.Fprintf(&b, "spent: %d tokens, %d calls", out.Spend.Tokens, out.Spend.Calls)
+	fmt.Fprintf(&b, "spent: %d tokens%s, %d calls", out.Spend.Tokens, rep.estimatedMark(), out.Spend.Calls)
 	if out.Spend.USD > 0 {
 		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
 	}
@@ -219,11 +222,14 @@ func (rep *Report) Markdown() string {
 			fmt.Fprintf(&b, "- %s %q: %s\n", u.Edit.Op, cmp.Or(u.Edit.Content, u.Edit.Anchor), u.Reason)
 		}
 	}
-	fmt.Fprintf(&b, "\n## Spend\n\n%d tokens in %d calls", out.Spend.Tokens, out.Spend.Calls)
+	fmt.Fprintf(&b, "\n## Spend\n\n%d tokens%s in %d calls", out.Spend.Tokens, rep.estimatedMark(), out.Spend.Calls)
 	if out.Spend.USD > 0 {
 		fmt.Fprintf(&b, ", $%.4f", out.Spend.USD)
 	}
 	b.WriteString("\n")
+	if rep.UsageEstimated != "" {
+		fmt.Fprintf(&b, "\nTokens estimated: %s\n", rep.UsageEstimated)
+	}
 	if out.Accepted {
 		fmt.Fprintf(&b, "\nAdopt: `%s`\n", rep.AdoptCmd)
 	}
@@ -299,4 +305,12 @@ func (rep *Report) Improved(persona string) bool {
 		return false
 	}
 	return ok
+}
+
+// estimatedMark marks a token count that was estimated.
+func (rep *Report) estimatedMark() string {
+	if rep.UsageEstimated != "" {
+		return " (estimated)"
+	}
+	return ""
 }

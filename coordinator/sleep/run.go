@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
@@ -62,6 +63,11 @@ type Night struct {
 	// replays give it the skill as a package to install, and a replay it
 	// fails stops the night ([AgentFailure]).
 	AgentTarget bool
+	// HarvestSnapshot, when set (a handoff night), is the file the
+	// night's harvest and start time are kept in between its rounds: a
+	// round finding one for this night and project mines those sessions
+	// instead of harvesting again.
+	HarvestSnapshot string
 }
 
 // NightDeps are a night's collaborators.
@@ -72,6 +78,11 @@ type NightDeps struct {
 	// started at start), with the sleep benchmark's config; stop ends it.
 	Fleet  func(ctx context.Context, n int, start time.Time, benchConfig []byte) (r Replayer, stop func(), err error)
 	Logger *slog.Logger
+	// Pending, when set, says whether model calls wait for answers (a
+	// handoff night): it is asked after mining and after each replay
+	// wave, and before anything is staged or saved; its error stops the
+	// night there, with nothing staged and the state as it was.
+	Pending func() error
 }
 
 // RunNight runs one night under the state file's lock: the tasks (a
@@ -98,8 +109,20 @@ func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 		return nil, err
 	}
 	started := time.Now().UTC()
+	var snap *harvestSnapshot
+	if n.HarvestSnapshot != "" && n.TasksFile == "" {
+		if snap, err = loadSnapshot(n.HarvestSnapshot, n.Project, st.Night+1); err != nil {
+			return nil, err
+		}
+		if snap != nil {
+			started = snap.Started
+		}
+	}
 	rep := &Report{Night: st.Night + 1, Project: n.Project, Started: started, Backend: n.Config.Backend, Model: n.TargetModel,
 		DryRun: n.DryRun, SkillPath: n.SkillPath, SkillDir: n.SkillDir, MemoryPath: n.MemoryPath, Splits: map[string]int{}, AdoptCmd: n.AdoptCmd}
+	if n.Config.Backend == backends.BackendHandoff {
+		rep.UsageEstimated = handoffUsageNote
+	}
 	if key := n.modelKey(); st.LastModelKey != "" && st.LastModelKey != key {
 		d.Logger.Warn("the backend or model changed since the last night; scores do not compare across models", "was", st.LastModelKey, "now", key)
 	}
@@ -108,7 +131,12 @@ func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 			return nil, err
 		}
 	}
-	tasks, spent, err := n.tasks(ctx, d, st, rep)
+	tasks, spent, err := n.tasks(ctx, d, st, rep, snap)
+	if d.Pending != nil {
+		if perr := d.Pending(); perr != nil {
+			return nil, perr
+		}
+	}
 	if errors.Is(err, ErrBudget) {
 		out := &Outcome{Action: ActionStoppedBudget, Reason: err.Error(), Spend: spent}
 		return rep, n.finish(st, rep, out, nil, nil, err)
@@ -130,6 +158,11 @@ func RunNight(ctx context.Context, n Night, d NightDeps) (*Report, error) {
 	out, err := n.consolidate(ctx, d, rep.Night, started, tasks, docs, spent, st.Lessons)
 	if err != nil && !errors.Is(err, ErrBudget) {
 		return nil, err
+	}
+	if d.Pending != nil {
+		if perr := d.Pending(); perr != nil {
+			return nil, perr
+		}
 	}
 	return rep, n.finish(st, rep, out, docs.proposals(n, out), tasks, err)
 }
@@ -161,7 +194,7 @@ func (n Night) consolidate(ctx context.Context, d NightDeps, night int, started 
 		s.EvolveMemory = false
 		d.Logger.Info("scope all: the memory file is not evolved (it belongs to one project)", "memory_path", n.MemoryPath)
 	}
-	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger},
+	out, err := Consolidate(ctx, s, Deps{Replayer: replayer, Optimizer: d.Optimizer, OptimizerName: n.OptimizerModel, Logger: d.Logger, Pending: d.Pending},
 		Input{Tasks: tasks, Skill: docs.skill, Memory: docs.memory, Package: docs.pkg != nil})
 	stop()
 	if err != nil && ctx.Err() != nil {

@@ -109,6 +109,14 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.T
 	if err != nil {
 		return nil, err
 	}
+	if n.d.Pending != nil {
+		// A replay whose call waits for its answer failed without a
+		// score: the wave is not measured, and nothing that depends on
+		// it is asked.
+		if err := n.d.Pending(); err != nil {
+			return nil, err
+		}
+	}
 	var tok int64
 	for i, r := range rs {
 		n.charge("target", r.Usage, r.Calls)
