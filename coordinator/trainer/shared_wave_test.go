@@ -59,39 +59,51 @@ func (w *holdWatch) Submit(ctx context.Context, tasks ...*pb.Task) ([]trainer.Fu
 	return futs, nil
 }
 
-// TestNoTwoWavesHoldOneTask trains the demo for four epochs, so that an
-// epoch changes nothing and its slow update pairs the skill with itself,
+// TestNoTwoWavesHoldOneTask trains the demo for four epochs (with its
+// defaults, and with speculation and hedging on), so that an epoch
+// changes nothing and its slow update pairs the skill with itself,
 // and checks that no task is submitted while another wave still waits on
 // it.
 func TestNoTwoWavesHoldOneTask(t *testing.T) {
 	t.Parallel()
-	w := &holdWatch{held: map[string]string{}}
-	r := fleettest.Runner{Wrap: func(d trainer.Dispatcher) trainer.Dispatcher { w.Dispatcher = d; return w }}
-	dir := t.TempDir()
-	// Each call takes a few milliseconds, so that a wave's tasks are still
-	// in flight when a concurrent wave submits.
-	m := slowModel{simmodel.New(simmodel.Options{}), 5 * time.Millisecond}
-	if _, err := r.Run(t, dir, fleettest.Demo, m, "train.num_epochs=4", "optimizer.use_slow_update=true", "optimizer.use_meta_skill=true"); err != nil {
-		t.Fatal(err)
-	}
-	// The case this guards: an epoch that kept its skill (a slow update
-	// pairing a skill with itself).
-	var last string
-	same := 0
-	for _, e := range fleettest.Events(t, dir) {
-		if e.Type != "slow_update" {
-			continue
-		}
-		if e.CurrentHash == last {
-			same++
-		}
-		last = e.CurrentHash
-	}
-	if same == 0 {
-		t.Fatal("no epoch kept its skill: the test no longer covers a slow update pairing a skill with itself")
-	}
-	if len(w.shared) > 0 {
-		t.Errorf("%d submissions of a task another wave still waits on, e.g.:\n%s", len(w.shared), strings.Join(w.shared[:min(5, len(w.shared))], "\n"))
+	for name, extra := range map[string][]string{
+		"defaults":            nil,
+		"speculate and hedge": {"runtime.speculate=true", "runtime.hedge=true"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			w := &holdWatch{held: map[string]string{}}
+			r := fleettest.Runner{Wrap: func(d trainer.Dispatcher) trainer.Dispatcher { w.Dispatcher = d; return w }}
+			dir := t.TempDir()
+			// Each call takes a few milliseconds, so that a wave's tasks are
+			// still in flight when a concurrent wave submits.
+			m := slowModel{simmodel.New(simmodel.Options{}), 5 * time.Millisecond}
+			sets := append([]string{"train.num_epochs=4", "optimizer.use_slow_update=true", "optimizer.use_meta_skill=true"}, extra...)
+			if _, err := r.Run(t, dir, fleettest.Demo, m, sets...); err != nil {
+				t.Fatal(err)
+			}
+			// The case this guards: an epoch that kept its skill (a slow
+			// update pairing a skill with itself).
+			var last string
+			same := 0
+			for _, e := range fleettest.Events(t, dir) {
+				if e.Type != "slow_update" {
+					continue
+				}
+				if e.CurrentHash == last {
+					same++
+				}
+				last = e.CurrentHash
+			}
+			if same == 0 {
+				t.Fatal("no epoch kept its skill: the test no longer covers a slow update pairing a skill with itself")
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			if len(w.shared) > 0 {
+				t.Errorf("%d submissions of a task another wave still waits on, e.g.:\n%s", len(w.shared), strings.Join(w.shared[:min(5, len(w.shared))], "\n"))
+			}
+		})
 	}
 }
 
