@@ -60,15 +60,18 @@ func (w *holdWatch) Submit(ctx context.Context, tasks ...*pb.Task) ([]trainer.Fu
 }
 
 // TestNoTwoWavesHoldOneTask trains the demo for four epochs (with its
-// defaults, and with speculation and hedging on), so that an epoch
+// defaults, and with wave hedging on), so that an epoch
 // changes nothing and its slow update pairs the skill with itself,
 // and checks that no task is submitted while another wave still waits on
 // it.
 func TestNoTwoWavesHoldOneTask(t *testing.T) {
 	t.Parallel()
 	for name, extra := range map[string][]string{
-		"defaults":            nil,
-		"speculate and hedge": {"runtime.speculate=true", "runtime.hedge=true"},
+		"defaults": nil,
+		// Speculation is left out: the real step picks up the speculative
+		// rollouts of the skill it uses by design (and speculation cancels
+		// only the other skill's).
+		"hedge": {"runtime.hedge=true"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
