@@ -258,13 +258,15 @@ done
 # Tests that gain nothing from the race detector and spend minutes under
 # it run once without it, beside the rest: backends/exec's real agent CLI
 # tests (node processes the detector does not see, which it only slows)
-# and coordinator/trainer's statistical gate experiment (20 trainings).
-# The race pass skips them (SKILLFLEET_AGENT_TESTS=off; the trainer test
-# skips itself under -race).
+# and the experiments that measure without testing concurrency of their
+# own (internal/testrace.SkipExperiment: many trainings, or episodes in
+# the Python sandbox). The race pass skips them (SKILLFLEET_AGENT_TESTS=off;
+# an experiment skips itself under -race).
 (
   rc=0
   go test -count=1 -timeout 25m ./backends/exec/ || rc=1
   go test -count=1 -timeout 25m -run '^TestPairedGateOnANoisyTarget$' ./coordinator/trainer/ || rc=1
+  go test -count=1 -timeout 25m -run '^(TestWorldSpreadsheet|TestWorldTextGame|TestTrajectoryPadKeepsDecisions)$' ./backends/sim/ || rc=1
   exit "$rc"
 ) >"$log.norace" 2>&1 &
 noracepid=$!

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testrace"
 	"github.com/skillfleet/skillfleet/pkg/bench/simbench"
 	"github.com/skillfleet/skillfleet/pkg/prompts"
 )
@@ -14,6 +15,7 @@ import (
 // a trajectory of at least 50 KB, and every analyst reply (drawn from the
 // payload bytes, which quote the padded trajectories) is the same.
 func TestTrajectoryPadKeepsDecisions(t *testing.T) {
+	testrace.SkipExperiment(t, "trains with and without 50 KB trajectories")
 	t.Parallel()
 	const size = 50 << 10
 	p, _ := simbench.LookupPreset(simbench.PresetDemo)

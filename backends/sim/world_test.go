@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/skillfleet/skillfleet/internal/testrace"
 	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/bench/envserver/textgame"
 	"github.com/skillfleet/skillfleet/pkg/bench/registry"
@@ -137,11 +138,15 @@ func serveLayout(t *testing.T, layout string) string {
 	return ln.Addr().String()
 }
 
-func TestWorldTextGame(t *testing.T) { checkWorld(t, "textgame", nil, 3) }
+func TestWorldTextGame(t *testing.T) {
+	testrace.SkipExperiment(t, "plays the text-game world's items twice")
+	checkWorld(t, "textgame", nil, 3)
+}
 
 func TestWorldALFWorld(t *testing.T) { checkWorld(t, "alfworld", nil, 3) }
 
 func TestWorldSpreadsheet(t *testing.T) {
+	testrace.SkipExperiment(t, "runs the spreadsheet world's episodes in the Python sandbox")
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3")
 	}

@@ -10,6 +10,7 @@ import (
 	simmodel "github.com/skillfleet/skillfleet/backends/sim"
 	"github.com/skillfleet/skillfleet/coordinator/trainer"
 	"github.com/skillfleet/skillfleet/internal/fleettest"
+	"github.com/skillfleet/skillfleet/internal/testrace"
 )
 
 // TestPairedGateOnANoisyTarget trains the demo over 10 seeds with a target
@@ -26,12 +27,7 @@ func TestPairedGateOnANoisyTarget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains the demo 20 times")
 	}
-	if raceDetector {
-		// A statistical experiment, not a concurrency test: under the
-		// detector its 20 trainings cost minutes of CPU. scripts/test.sh
-		// runs it in its pass without the detector.
-		t.Skip("trains the demo 20 times: run without -race")
-	}
+	testrace.SkipExperiment(t, "trains the demo 20 times")
 	t.Parallel()
 	const seeds = 10
 	type row struct {
