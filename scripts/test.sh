@@ -299,7 +299,7 @@ wait "$lintpid" || lintstatus=$?
 set -e
 grep -Ev "$filter" "$log.cmd" || true
 echo "== the slowest cmd/skillfleet tests (seconds; scripts/cmd-test-seconds.txt)"
-cat "$log".cmd.*.json | "$gotestsum" tool slowest --threshold 60s | awk '$2 !~ /\//{print $2, $3}' | head -25 || true
+scripts/cmd-test-seconds.py "$log".cmd.*.json | head -25 || true
 cat "$lintlog"
 if [[ $lintstatus != 0 ]]; then
   echo "lint or exports check failed (exit $lintstatus): see above"
