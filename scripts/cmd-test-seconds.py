@@ -8,7 +8,10 @@ run in parallel; scripts/cmd-test-seconds.txt takes these figures.
 """
 import datetime
 import json
+import signal
 import sys
+
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under head
 
 
 def when(s):
