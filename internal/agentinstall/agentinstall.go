@@ -1,6 +1,7 @@
 // Package agentinstall installs skillfleet sleep into the agents a user
-// works with, and removes it again: a Claude Code plugin (a
-// `/skillfleet-sleep` command and an optional session-end hook), a Cursor
+// works with, and removes it again: a Claude Code plugin (the
+// skillfleet-sleep skill, the `/skillfleet-sleep` and
+// `/skillfleet-sleep-handoff` commands and an optional session-end hook), a Cursor
 // plugin (the command and a skill) and a skill for Codex, the Copilot CLI,
 // pi and opencode, each a directory holding everything it runs.
 //
@@ -27,7 +28,17 @@
 // run and schedule only); the command, skill and hook call that script by
 // its absolute path.
 // No agent CLI flag is written anywhere (a night's replays are configured
-// by skillfleet, not by the plugin). A manifest (.skillfleet-install.json)
+// by skillfleet, not by the plugin).
+//
+// In the Claude Code plugin the skill and the `/skillfleet-sleep` command
+// share a name: the command is marked disable-model-invocation, so that
+// the model's Skill tool offers and loads the skill (whose description
+// says when to use it), while the user's `/skillfleet-sleep:skillfleet-sleep`
+// runs the command, whose allowed-tools let it run the script unasked.
+// Without the mark Claude Code (2.1.x) lists the command in the skill's
+// place, and a Skill call asks leave to run the command.
+//
+// A manifest (.skillfleet-install.json)
 // lists every file with its sha256 and the directories the install
 // created, so that [Uninstall] removes exactly those and refuses a
 // directory it did not install or one holding files it did not write.

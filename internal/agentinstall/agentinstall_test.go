@@ -110,7 +110,7 @@ func TestInstallUninstallRoundTrip(t *testing.T) {
 				}
 			}
 			if f == "SKILL.md" || strings.HasSuffix(f, "/SKILL.md") {
-				if hand := bytes.Contains(b, []byte("/skillfleet-sleep-handoff")); hand != (agent == ClaudeCode) {
+				if hand := bytes.Contains(b, []byte("/skillfleet-sleep:skillfleet-sleep-handoff")); hand != (agent == ClaudeCode) {
 					t.Errorf("%s: %s names the handoff command: %v, want it in Claude Code's only", agent, f, hand)
 				}
 			}

@@ -136,7 +136,7 @@ func (f *InstallFlags) InstallCommand(agent, version string, fs *flag.FlagSet, s
 		if f.SessionEndHook {
 			hk = "a SessionEnd hook recording sessions in " + filepath.Join(sd, RecordFile)
 		}
-		fmt.Fprintf(stdout, "%s the Claude Code plugin %s in %s: the %s skill, the /%s and /%s-handoff commands, %s\n", state, Name, res.Dir, Name, Name, Name, hk)
+		fmt.Fprintf(stdout, "%s the Claude Code plugin %s in %s: the %s skill, the /%s and /%s:%s-handoff commands, %s\n", state, Name, res.Dir, Name, Name, Name, Name, hk)
 		fmt.Fprintf(stdout, "check: claude plugin list (it shows %s@skills-dir); remove: skillfleet sleep uninstall claude-code\n", Name)
 	case Codex:
 		fmt.Fprintf(stdout, "%s the Codex skill %s in %s (ask Codex to run skillfleet sleep, or mention $%s)\n", state, Name, res.Dir, Name)
