@@ -125,6 +125,37 @@ func fileSums(t *testing.T, dir string, skip ...string) map[string]string {
 // the project, the skill and the state untouched until the last round.
 func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 	t.Parallel()
+	handoffAgainstSim(t)
+}
+
+// TestSleepHandoffDreamRolloutsEqualTheSimNight: with three attempts of
+// each train task, the attempts' identical prompts are three calls (their
+// samples differ), answered independently, and the night still ends as
+// the sim night does.
+func TestSleepHandoffDreamRolloutsEqualTheSimNight(t *testing.T) {
+	t.Parallel()
+	batches := handoffAgainstSim(t, "--dream-rollouts", "3")
+	for _, b := range batches {
+		byPrompt := map[string][]int64{}
+		for _, c := range b.Pending {
+			if c.Role == "target" && c.Sample != nil {
+				byPrompt[c.Prompt] = append(byPrompt[c.Prompt], *c.Sample)
+			}
+		}
+		for _, samples := range byPrompt {
+			if slices.Sort(samples); len(samples) == 3 && slices.Equal(samples, []int64{0, 1, 2}) {
+				return
+			}
+		}
+	}
+	t.Fatal("no batch asked one train prompt three times with samples 0, 1 and 2")
+}
+
+// handoffAgainstSim runs the researcher night on the handoff backend
+// with extra flags through every round, checking each round, then the
+// same night on the sim backend, and compares the two; it returns the
+// batches the rounds wrote.
+func handoffAgainstSim(t *testing.T, extra ...string) []handoff.Batch {
 	root := t.TempDir()
 	state := filepath.Join(root, "state")
 	sim, err := backends.New(context.Background(), backends.Spec{Backend: backends.BackendSim, Model: "sim"}, backends.Deps{})
@@ -134,7 +165,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 	box := filepath.Join(state, "persona-researcher")
 	pendingLine := regexp.MustCompile(`(?m)^handoff: (\d+) prompts pending: (\S+pending\.json)\n\z`)
 
-	code, out, errOut := handoffRun(t, state)
+	code, out, errOut := handoffRun(t, state, extra...)
 	m := pendingLine.FindStringSubmatch(out)
 	if code != exitHandoffPending || m == nil {
 		t.Fatalf("round 1: exit %d, stdout %q, stderr %q", code, out, errOut)
@@ -169,7 +200,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(proj[0], "answering.jsonl"), append(line, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, _ := handoffRun(t, state); code != exitHandoffPending || !pendingLine.MatchString(out) {
+	if code, out, _ := handoffRun(t, state, extra...); code != exitHandoffPending || !pendingLine.MatchString(out) {
 		t.Fatalf("rerun without answers: exit %d, %q", code, out)
 	}
 	if _, again := readBatch(t, pendingPath); !bytes.Equal(again, firstRaw) {
@@ -178,6 +209,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 
 	answered := map[string]bool{}
 	batch := first
+	batches := []handoff.Batch{first}
 	rounds := 1
 	for {
 		roles := map[string]int{}
@@ -200,7 +232,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 		if rounds > 30 {
 			t.Fatal("the night did not end in 30 rounds")
 		}
-		code, out, errOut = handoffRun(t, state)
+		code, out, errOut = handoffRun(t, state, extra...)
 		if code == 0 {
 			break
 		}
@@ -211,6 +243,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 			t.Fatalf("round %d changed the project or the skill before the night ended", rounds)
 		}
 		batch, _ = readBatch(t, pendingPath)
+		batches = append(batches, batch)
 	}
 	t.Logf("handoff night: %d rounds, %d calls answered", rounds, len(answered))
 	if !strings.Contains(out, "action: accept") || !strings.Contains(out, "tokens (estimated)") {
@@ -241,7 +274,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 	if err := os.Rename(state, hoState); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, "sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state)
+	cmd := exec.Command(binary, append([]string{"sleep", "run", "--persona", "researcher", "--backend", "sim", "--state-dir", state}, extra...)...)
 	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(state, "home"))
 	if o, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("sim night: %v\n%s", err, o)
@@ -261,7 +294,9 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 			t.Fatal(err)
 		}
 		out := r["outcome"].(map[string]any)
+		// Spend differs: the handoff's tokens are estimates.
 		delete(out, "spend")
+		delete(out, "extra_spend")
 		s, _ := json.Marshal(map[string]any{"outcome": out, "tasks": r["task_list"], "splits": r["splits"], "sessions": r["sessions"]})
 		return string(s)
 	}
@@ -293,6 +328,7 @@ func TestSleepHandoffNightEqualsTheSimNight(t *testing.T) {
 	if len(hp) == 0 || !bytes.Equal(hp, sp) {
 		t.Fatalf("proposed skills differ:\n%s\n---\n%s", hp, sp)
 	}
+	return batches
 }
 
 func equalSums(a, b map[string]string) bool {

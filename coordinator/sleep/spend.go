@@ -93,6 +93,31 @@ func (n *night) afford(stage, role string, est int64) error {
 // replay runs one wave of replays after checking the budget can pay for
 // it, and charges what it spent.
 func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.Task, sample int) ([]Replay, error) {
+	rs, err := n.replayUnchecked(ctx, stage, doc, tasks, sample)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.pending(); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
+
+// pending is the handoff check between waves: an error when calls of
+// the waves so far wait for answers. A replay whose call waits failed
+// without a score: its wave is not measured, and nothing that depends on
+// it is asked.
+func (n *night) pending() error {
+	if n.d.Pending == nil {
+		return nil
+	}
+	return n.d.Pending()
+}
+
+// replayUnchecked is [night.replay] without the handoff check: for waves
+// that do not depend on each other (the attempts of a train wave), asked
+// together before one check.
+func (n *night) replayUnchecked(ctx context.Context, stage, doc string, tasks []nightly.Task, sample int) ([]Replay, error) {
 	if len(tasks) == 0 {
 		return nil, nil
 	}
@@ -108,14 +133,6 @@ func (n *night) replay(ctx context.Context, stage, doc string, tasks []nightly.T
 	rs, err := n.d.Replayer.Replay(ctx, ReplayRequest{Stage: stage, Doc: doc, Tasks: tasks, Sample: sample})
 	if err != nil {
 		return nil, err
-	}
-	if n.d.Pending != nil {
-		// A replay whose call waits for its answer failed without a
-		// score: the wave is not measured, and nothing that depends on
-		// it is asked.
-		if err := n.d.Pending(); err != nil {
-			return nil, err
-		}
 	}
 	var tok int64
 	for i, r := range rs {

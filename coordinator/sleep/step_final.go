@@ -14,8 +14,19 @@ import (
 // held out. A rejected night rolls its trials back.
 func (n *night) final(ctx context.Context, in Input, sp splits, docs docState) error {
 	out := n.out
-	frs, err := n.replay(ctx, "final_fresh", docs.composed(), sp.val, FreshSample)
+	frs, err := n.replayUnchecked(ctx, "final_fresh", docs.composed(), sp.val, FreshSample)
 	if err != nil {
+		return err
+	}
+	var trs []Replay
+	if len(sp.test) > 0 {
+		// The test replays do not depend on the final ones: a handoff
+		// night asks both in one round.
+		if trs, err = n.replayUnchecked(ctx, "test", docs.composed(), sp.test, FreshSample); err != nil {
+			return err
+		}
+	}
+	if err := n.pending(); err != nil {
 		return err
 	}
 	for _, r := range frs {
@@ -26,10 +37,6 @@ func (n *night) final(ctx context.Context, in Input, sp splits, docs docState) e
 	final, _ := n.score(frs)
 	out.Final = &final
 	if len(sp.test) > 0 {
-		trs, err := n.replay(ctx, "test", docs.composed(), sp.test, FreshSample)
-		if err != nil {
-			return err
-		}
 		ts, _ := n.score(trs)
 		out.Test = &ts
 	}

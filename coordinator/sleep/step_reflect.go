@@ -48,7 +48,9 @@ func (n *night) failures(ctx context.Context, doc string, train []nightly.Task, 
 	k := max(n.s.DreamRollouts, 1)
 	attempts := map[string][]Replay{}
 	for sample := range k {
-		rs, err := n.replay(ctx, "train_"+doc, docs.composed(), train, sample)
+		// The attempts do not depend on each other: a handoff night asks
+		// them all in one round.
+		rs, err := n.replayUnchecked(ctx, "train_"+doc, docs.composed(), train, sample)
 		if err != nil {
 			return nil, err
 		}
@@ -57,6 +59,9 @@ func (n *night) failures(ctx context.Context, doc string, train []nightly.Task, 
 				attempts[r.TaskID] = append(attempts[r.TaskID], r)
 			}
 		}
+	}
+	if err := n.pending(); err != nil {
+		return nil, err
 	}
 	var fails []nightly.Failure
 	for _, t := range train {
