@@ -418,3 +418,84 @@ func TestSleepHandoffBadAnswers(t *testing.T) {
 		t.Fatalf("mine_dropped %v: the malformed answer is not counted", rep.MineDropped)
 	}
 }
+
+// TestSleepHandoffJudgeWaitsForItsReply: a rubric judge reads a replay's
+// reply, so it is asked only once that reply is answered: every judge
+// prompt of every batch holds the answer of a target call answered in an
+// earlier round, and no batch asks a judge for a reply still pending.
+func TestSleepHandoffJudgeWaitsForItsReply(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	project, skill := filepath.Join(root, "project"), filepath.Join(root, "skills", "notes", "SKILL.md")
+	if err := os.MkdirAll(project, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var tasks []map[string]any
+	for i := range 6 {
+		tasks = append(tasks, map[string]any{"id": fmt.Sprintf("rubric-%d", i), "intent": fmt.Sprintf("summarise release note %d in one line", i),
+			"outcome": "unknown", "origin": "real", "judge": map[string]any{"kind": "rubric", "rubric": "one line, names the release"}})
+	}
+	tf, _ := json.Marshal(map[string]any{"reviewed": true, "tasks": tasks})
+	file := filepath.Join(root, "tasks.json")
+	if err := os.WriteFile(file, tf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(root, "handoff")
+	run := func() (int, string, string) {
+		cmd := exec.Command(binary, "sleep", "run", "--backend", "handoff", "--state-dir", filepath.Join(root, "state"), "--project", project,
+			"--skill-path", skill, "--tasks-file", file, "--handoff-dir", dir, "--no-memory")
+		cmd.Env = append(os.Environ(), "HOME="+filepath.Join(root, "home"))
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), o.String(), e.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, o.String(), e.String()
+	}
+	replies := map[string]bool{} // the target answers written so far
+	judges := 0
+	code, out, errOut := run()
+	for rounds := 1; code == exitHandoffPending; rounds++ {
+		if rounds > 12 {
+			t.Fatal("the night did not end in 12 rounds")
+		}
+		b, _ := readBatch(t, filepath.Join(dir, "pending.json"))
+		var answers []string
+		for _, c := range b.Pending {
+			answer := `{"score": 1, "reason": "one line naming the release"}`
+			switch c.Role {
+			case "target":
+				answer = "reply-" + c.ID[:12]
+				answers = append(answers, answer)
+			case "judge":
+				judges++
+				found := false
+				for r := range replies {
+					found = found || strings.Contains(c.Prompt, r)
+				}
+				if !found {
+					t.Fatalf("round %d asks judge %s for a reply not answered yet:\n%s", rounds, c.ID, c.Prompt)
+				}
+			default:
+				t.Fatalf("round %d asks a %s call; every replay passes, so nothing is reflected on", rounds, c.Role)
+			}
+			if err := os.WriteFile(c.AnswerFile, []byte(answer), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, a := range answers {
+			replies[a] = true
+		}
+		code, out, errOut = run()
+	}
+	if code != 0 || judges == 0 || !strings.Contains(out, "action: no_failures") {
+		t.Fatalf("exit %d after %d judge calls\n%s\n%s", code, judges, out, errOut)
+	}
+	if _, err := os.Stat(skill); !os.IsNotExist(err) {
+		t.Fatalf("the skill file exists after a night with nothing to adopt: %v", err)
+	}
+}
