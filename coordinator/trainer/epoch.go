@@ -25,8 +25,12 @@ const (
 // step of epoch e.
 func (t *Trainer) epochBoundary(ctx context.Context, e, lastStep int) error {
 	t.epochLast[e] = t.st.Current
+	// The slow update's pairs (with their trajectories) go to this
+	// epoch's meta skill and no further: a run keeps no epoch's pairs.
+	var pairs *[]pairRecord
 	if t.s.UseSlowUpdate {
-		if err := t.slowUpdate(ctx, e, lastStep); err != nil {
+		var err error
+		if pairs, err = t.slowUpdate(ctx, e, lastStep); err != nil {
 			return err
 		}
 	}
@@ -35,14 +39,16 @@ func (t *Trainer) epochBoundary(ctx context.Context, e, lastStep int) error {
 		return err
 	}
 	if t.s.UseMetaSkill {
-		if err := t.metaSkillUpdate(ctx, e, lastStep); err != nil {
+		if err := t.metaSkillUpdate(ctx, e, lastStep, pairs); err != nil {
 			return err
 		}
 	}
 	return t.checkStop()
 }
 
-func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
+// slowUpdate returns the pairs it compared (nil at epoch 1, which has no
+// previous epoch to compare with).
+func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) (*[]pairRecord, error) {
 	t.prog.Phase(fmt.Sprintf("epoch %d: slow update", e))
 	if e == 1 {
 		next := injectSlowPlaceholder(t.st.Current)
@@ -50,21 +56,20 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 		t.rd.WriteFile(SkillFile(lastStep), t.st.Current)
 		t.rd.WriteJSON(fmt.Sprintf("slow_update/epoch_%02d/slow_result.json", e), map[string]any{"action": "inject_placeholder", "unscored": true})
 		if err := t.rd.Emit(Event{Type: "slow_update", Epoch: e, Step: lastStep, Action: "inject_placeholder", CurrentHash: t.st.CurrentHash, BestHash: t.st.BestHash, CurrentScore: round6(t.st.CurrentScore), BestScore: round6(t.st.BestScore), Unscored: true}); err != nil {
-			return err
+			return nil, err
 		}
-		return t.saveState()
+		return nil, t.saveState()
 	}
 	prev := t.epochSkill[e-1]
 	pairs, err := t.longitudinalPairs(ctx, e, "slow_update", prev, t.st.Current)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.pairsCache[e] = pairs
 	in := prompts.EpochInput{Kind: prompts.SlowUpdate, PrevSkill: prev, Skill: t.st.Current, Previous: slowContent(t.st.Current), Counts: countPairs(pairs), Pairs: pairs}
 	var rep prompts.SlowUpdateReply
 	ok, err := t.optimizeOne(ctx, optCall{Stage: "slow_update", Step: lastStep, Name: prompts.SlowUpdate, Skill: t.st.Current, Payload: in}, &rep)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	content := strings.TrimSpace(rep.SlowUpdateContent)
 	dir := fmt.Sprintf("slow_update/epoch_%02d/", e)
@@ -82,7 +87,7 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 			rec := &StepRecord{}
 			action, m, err := t.gate(ctx, "slow_update_gate", lastStep, cand, rec)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			t.applyVerdict(action, cand, m, origin, lastStep)
 			ev.Action = action
@@ -102,21 +107,25 @@ func (t *Trainer) slowUpdate(ctx context.Context, e, lastStep int) error {
 	ev.CurrentHash, ev.BestHash, ev.CurrentScore, ev.BestScore = t.st.CurrentHash, t.st.BestHash, round6(t.st.CurrentScore), round6(t.st.BestScore)
 	ev.Counts = countPairs(pairs)
 	if err := t.rd.Emit(ev); err != nil {
-		return err
+		return nil, err
 	}
 	t.prog.Decision(fmt.Sprintf("epoch %d slow update: %s", e, ev.Action), t.st.CurrentScore, t.st.BestScore)
-	return t.saveState()
+	return &pairs, t.saveState()
 }
 
-func (t *Trainer) metaSkillUpdate(ctx context.Context, e, lastStep int) error {
+// metaSkillUpdate writes the meta skill of epoch e from the slow update's
+// pairs, or, when there was no slow update, from pairs of its own.
+func (t *Trainer) metaSkillUpdate(ctx context.Context, e, lastStep int, slow *[]pairRecord) error {
 	t.prog.Phase(fmt.Sprintf("epoch %d: meta skill", e))
 	dir := fmt.Sprintf("meta_skill/epoch_%02d/", e)
 	if e == 1 {
 		t.rd.WriteJSON(dir+"meta_skill_result.json", map[string]any{"action": "skip_first_epoch"})
 		return t.rd.Emit(Event{Type: "meta_skill", Epoch: e, Step: lastStep, Action: "skip_first_epoch"})
 	}
-	pairs, ok := t.pairsCache[e]
-	if !ok {
+	var pairs []pairRecord
+	if slow != nil {
+		pairs = *slow
+	} else {
 		var err error
 		pairs, err = t.longitudinalPairs(ctx, e, "meta_skill", t.epochLast[e-1], t.epochLast[e])
 		if err != nil {

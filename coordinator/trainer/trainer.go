@@ -54,7 +54,6 @@ type Trainer struct {
 	selCache   map[string]measure
 	epochSkill map[int]string // skill at the end of epoch e (after its slow update)
 	epochLast  map[int]string // skill after the last step of epoch e (before its slow update)
-	pairsCache map[int][]pairRecord
 
 	// nextBatches are the next step's batches when it is in the same
 	// epoch (what speculation may start early), else nil.
@@ -131,7 +130,6 @@ func New(s Settings, splits *bench.Splits, d Deps) (*Trainer, error) {
 		selCache:   map[string]measure{},
 		epochSkill: map[int]string{},
 		epochLast:  map[int]string{},
-		pairsCache: map[int][]pairRecord{},
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
