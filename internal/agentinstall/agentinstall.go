@@ -85,8 +85,12 @@ const Name = "skillfleet-sleep"
 
 // HandoffRounds bounds the rounds of Claude Code's handoff command: runs
 // of the night that end with prompts pending, each answered before the
-// next.
-const HandoffRounds = 12
+// next. A night takes a round per wave of calls (mining, the baseline,
+// each train wave and its reflection, each gate trial, the final check),
+// so a night with a larger edit budget, a memory file or several dream
+// rollouts takes more than the persona night's ten; the bound only stops
+// a loop that no longer advances.
+const HandoffRounds = 30
 
 // ManifestFile is the install's manifest, inside the installed directory.
 const ManifestFile = ".skillfleet-install.json"
