@@ -499,3 +499,29 @@ func TestSleepHandoffJudgeWaitsForItsReply(t *testing.T) {
 		t.Fatalf("the skill file exists after a night with nothing to adopt: %v", err)
 	}
 }
+
+// TestSleepHandoffRefusedWhereItCannotWork: the commands and setups a
+// handoff cannot serve say so (exit 2) instead of failing a call later:
+// harvest and transfer (no rounds there), an external fleet and a night
+// without in-process workers (the answers are read in this process).
+func TestSleepHandoffRefusedWhereItCannotWork(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sleep", "harvest", "--persona", "researcher", "--backend", "handoff", "--state-dir", state, "--output", filepath.Join(state, "t.json")}, "sleep harvest: --backend handoff"},
+		{[]string{"sleep", "transfer", "--persona", "researcher", "--backend", "handoff", "--state-dir", state}, "sleep transfer: --backend handoff"},
+		{[]string{"sleep", "run", "--persona", "researcher", "--backend", "handoff", "--state-dir", state, "--nats", "nats://127.0.0.1:1"}, "leave out --nats"},
+		{[]string{"sleep", "run", "--persona", "researcher", "--backend", "handoff", "--state-dir", state, "--workers", "0"}, "--workers 0"},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q, want exit %d naming %q", c.args[1:2], code, errOut, exitUsage, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(state, "handoff")); !os.IsNotExist(err) {
+		t.Errorf("a refused command made the handoff directory: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
@@ -37,6 +38,9 @@ func StatusCommand(n Night, asJSON bool, stdout io.Writer) error {
 func HarvestCommand(ctx context.Context, n Night, output string, newModel func(*pb.ModelSpec) (llm.Model, error), stdout io.Writer) error {
 	if output == "" {
 		return UsageError{errors.New("sleep harvest: --output is required")}
+	}
+	if n.Config.Backend == backends.BackendHandoff && *n.Config.LLMMine {
+		return UsageError{errors.New("sleep harvest: --backend handoff answers a night's calls round by round (sleep run, sleep dry-run); harvest with --heuristic-mine, or with another backend")}
 	}
 	var optimizer llm.Model
 	if n.Config.Backend != "" && *n.Config.LLMMine {

@@ -3,6 +3,7 @@ package sleep
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	"github.com/skillfleet/skillfleet/pkg/nightly"
 	"github.com/skillfleet/skillfleet/pkg/skillpkg"
@@ -42,6 +44,9 @@ type Transfer struct {
 // night's gate metric. staging "" is the latest night. A package
 // proposal is measured as a night replays a package: its bundle.
 func TransferCommand(ctx context.Context, n Night, staging string, newModel func(*pb.ModelSpec) (llm.Model, error), asJSON bool, stdout io.Writer) error {
+	if n.Config.Backend == backends.BackendHandoff {
+		return UsageError{errors.New("sleep transfer: --backend handoff answers a night's calls round by round (sleep run, sleep dry-run); measure a transfer on a model backend")}
+	}
 	if staging == "" {
 		var err error
 		if staging, err = nightly.Latest(n.StagingRoot); err != nil {
