@@ -20,6 +20,7 @@ import (
 	"github.com/skillfleet/skillfleet/backends"
 	"github.com/skillfleet/skillfleet/backends/handoff"
 	"github.com/skillfleet/skillfleet/pkg/llm"
+	"github.com/skillfleet/skillfleet/pkg/nightly"
 )
 
 // handoffRun runs the real binary's `sleep run` of the researcher persona
@@ -524,4 +525,135 @@ func TestSleepHandoffRefusedWhereItCannotWork(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "handoff")); !os.IsNotExist(err) {
 		t.Errorf("a refused command made the handoff directory: %v", err)
 	}
+}
+
+// TestSleepHandoffMultiSkillNightEqualsTheSimNight: a --skill-root night
+// on the handoff backend (its skills consolidated one at a time) ends
+// with each skill's evidence and proposal equal to the sim night's.
+func TestSleepHandoffMultiSkillNightEqualsTheSimNight(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	file := filepath.Join(work, "researcher.json")
+	if code, out, errOut := runCLI(t, "sleep", "harvest", "--persona", "researcher", "--backend", "sim", "--state-dir", filepath.Join(work, "h"), "--output", file); code != exitOK {
+		t.Fatalf("harvest: exit %d\n%s\n%s", code, out, errOut)
+	}
+	tf, err := nightly.LoadTasksFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySplit := map[string]int{}
+	for i, tk := range tf.Tasks {
+		tf.Tasks[i].SkillHint = []string{"papers", "citations"}[bySplit[tk.Split]%2]
+		bySplit[tk.Split]++
+	}
+	tf.Reviewed = true
+	if err := nightly.WriteTasksFile(file, *tf); err != nil {
+		t.Fatal(err)
+	}
+	night := filepath.Join(work, "night")
+	setup := func() {
+		for _, s := range []string{"papers", "citations"} {
+			p := filepath.Join(night, "skills", s, "SKILL.md")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte("---\nname: "+s+"\ndescription: the "+s+" skill\n---\n\n# "+s+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.MkdirAll(filepath.Join(night, "proj"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := func(backend string) []string {
+		return []string{"sleep", "run", "--backend", backend, "--model", "sim", "--state-dir", filepath.Join(night, "state"), "--project", filepath.Join(night, "proj"),
+			"--skill-root", filepath.Join(night, "skills"), "--tasks-file", file, "--handoff-dir", filepath.Join(night, "handoff")}
+	}
+	run := func(backend string) (int, string, string) {
+		cmd := exec.Command(binary, args(backend)...)
+		cmd.Env = append(os.Environ(), "HOME="+filepath.Join(work, "home"))
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), o.String(), e.String()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, o.String(), e.String()
+	}
+	sim, err := backends.New(context.Background(), backends.Spec{Backend: backends.BackendSim, Model: "sim"}, backends.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	setup()
+	code, out, errOut := run("handoff")
+	rounds := 1
+	for ; code == exitHandoffPending; rounds++ {
+		if rounds > 40 {
+			t.Fatal("the night did not end in 40 rounds")
+		}
+		b, _ := readBatch(t, filepath.Join(night, "handoff", "pending.json"))
+		for _, c := range b.Pending {
+			if err := os.WriteFile(c.AnswerFile, []byte(simAnswer(t, sim, c)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errOut = run("handoff")
+	}
+	if code != 0 || !strings.Contains(out, "action: multi_skill") {
+		t.Fatalf("handoff night: exit %d after %d rounds\n%s\n%s", code, rounds, out, errOut)
+	}
+	t.Logf("multi-skill handoff night: %d rounds", rounds)
+	ho := filepath.Join(work, "night-handoff")
+	if err := os.Rename(night, ho); err != nil {
+		t.Fatal(err)
+	}
+	setup()
+	if code, out, errOut := run("sim"); code != 0 {
+		t.Fatalf("sim night: exit %d\n%s\n%s", code, out, errOut)
+	}
+	proposals := 0
+	for _, s := range []string{"papers", "citations"} {
+		h, _ := filepath.Glob(filepath.Join(ho, "proj", ".skillfleet-sleep", "staging", "skill-"+s, "night-*"))
+		m, _ := filepath.Glob(filepath.Join(night, "proj", ".skillfleet-sleep", "staging", "skill-"+s, "night-*"))
+		if len(h) != 1 || len(m) != 1 {
+			t.Fatalf("skill %s staged: handoff %v, sim %v", s, h, m)
+		}
+		for _, f := range []string{"evidence.jsonl", "proposed_SKILL.md"} {
+			hb, herr := os.ReadFile(filepath.Join(h[0], f))
+			mb, merr := os.ReadFile(filepath.Join(m[0], f))
+			if (herr == nil) != (merr == nil) {
+				t.Fatalf("skill %s %s: handoff %v, sim %v", s, f, herr, merr)
+			}
+			if f == "evidence.jsonl" {
+				hb, mb = []byte(withoutUsage(t, hb)), []byte(withoutUsage(t, mb))
+			} else if herr == nil {
+				proposals++
+			}
+			if !bytes.Equal(hb, mb) {
+				t.Fatalf("skill %s: %s differs between the handoff and the sim night", s, f)
+			}
+		}
+	}
+	if proposals == 0 {
+		t.Fatal("neither night proposed a skill: nothing was compared")
+	}
+}
+
+// withoutUsage is an evidence file with each line's usage left out.
+func withoutUsage(t *testing.T, b []byte) string {
+	t.Helper()
+	var out []string
+	for l := range strings.SplitSeq(strings.TrimSpace(string(b)), "\n") {
+		var v map[string]any
+		if err := json.Unmarshal([]byte(l), &v); err != nil {
+			t.Fatal(err)
+		}
+		delete(v, "usage")
+		s, _ := json.Marshal(v)
+		out = append(out, string(s))
+	}
+	return strings.Join(out, "\n")
 }
