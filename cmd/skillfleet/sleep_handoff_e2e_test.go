@@ -245,6 +245,7 @@ func handoffAgainstSim(t *testing.T, extra ...string) []handoff.Batch {
 		}
 		batch, _ = readBatch(t, pendingPath)
 		batches = append(batches, batch)
+		noPlantedSecret(t, filepath.Dir(pendingPath))
 	}
 	t.Logf("handoff night: %d rounds, %d calls answered", rounds, len(answered))
 	if !strings.Contains(out, "action: accept") || !strings.Contains(out, "tokens (estimated)") {
@@ -656,4 +657,31 @@ func withoutUsage(t *testing.T, b []byte) string {
 		out = append(out, string(s))
 	}
 	return strings.Join(out, "\n")
+}
+
+// noPlantedSecret fails when a file under dir (the handoff directory:
+// pending.json, PROMPTS.md, harvest.json, the answers) holds one of the
+// researcher persona's planted secrets.
+func noPlantedSecret(t *testing.T, dir string) {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		n++
+		for _, sec := range plantedSecrets {
+			if strings.Contains(string(b), sec) {
+				t.Errorf("%s holds the planted secret %q", p, sec)
+			}
+		}
+		return nil
+	})
+	if err != nil || n < 3 {
+		t.Fatalf("walking %s: %v (%d files)", dir, err, n)
+	}
 }
