@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -115,6 +116,26 @@ func (x *Executor) env(name string, cfg []byte) (bench.Env, error) {
 	}
 	x.envs[key] = e
 	return e, nil
+}
+
+// Close releases what the benchmarks built for earlier tasks hold (an
+// environment server's connection and its goroutines): every cached
+// benchmark that has a Close. The owner calls it once its worker's Run has
+// returned; a later task builds its benchmark again.
+func (x *Executor) Close() error {
+	x.mu.Lock()
+	envs := x.envs
+	x.envs = map[string]bench.Env{}
+	x.mu.Unlock()
+	var errs []error
+	for _, e := range envs {
+		if c, ok := e.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close benchmark %s: %w", e.Name(), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (x *Executor) skill(ctx context.Context, hash string) (string, error) {

@@ -1,10 +1,13 @@
 package worker
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 
 	"github.com/skillfleet/skillfleet/backends"
+	"github.com/skillfleet/skillfleet/pkg/bench"
 	"github.com/skillfleet/skillfleet/pkg/llm"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
@@ -46,5 +49,44 @@ func TestFailureOutcomes(t *testing.T) {
 		if r.GetOutcome() != tc.want || retryable(r.GetOutcome()) != tc.again {
 			t.Errorf("%v: outcome %v (delivered again: %v), want %v (%v)", tc.kind, r.GetOutcome(), retryable(r.GetOutcome()), tc.want, tc.again)
 		}
+	}
+}
+
+// closingEnv is a benchmark that holds something to release.
+type closingEnv struct {
+	name   string
+	closed *int
+}
+
+func (e closingEnv) Name() string { return e.name }
+func (e closingEnv) Episode(context.Context, llm.Model, bench.EpisodeRequest) (*bench.Episode, error) {
+	return nil, errors.New("not played here")
+}
+func (e closingEnv) Close() error { *e.closed++; return nil }
+
+// TestExecutorCloseReleasesItsBenchmarks: Close closes each benchmark the
+// executor built, once, and the next task builds it again.
+func TestExecutorCloseReleasesItsBenchmarks(t *testing.T) {
+	closed, built := 0, 0
+	x := NewExecutor(ExecutorDeps{NewEnv: func(name string, _ []byte) (bench.Env, error) {
+		built++
+		return closingEnv{name: name, closed: &closed}, nil
+	}})
+	for _, cfg := range []string{`{"a":1}`, `{"a":2}`, `{"a":1}`} {
+		if _, err := x.env("textgame", []byte(cfg)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if built != 2 {
+		t.Fatalf("built %d benchmarks for two configs", built)
+	}
+	if err := x.Close(); err != nil || closed != 2 {
+		t.Fatalf("Close: %v, closed %d of 2", err, closed)
+	}
+	if err := x.Close(); err != nil || closed != 2 {
+		t.Fatalf("second Close: %v, closed %d (want still 2)", err, closed)
+	}
+	if _, err := x.env("textgame", []byte(`{"a":1}`)); err != nil || built != 3 {
+		t.Fatalf("after Close: %v, built %d (want 3)", err, built)
 	}
 }

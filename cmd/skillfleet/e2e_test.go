@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/skillfleet/skillfleet/internal/loadtest"
 	"github.com/skillfleet/skillfleet/pkg/bench/spreadsheet"
 	"github.com/skillfleet/skillfleet/pkg/queue/queuetest"
@@ -38,9 +40,13 @@ func TestMain(m *testing.M) {
 	if err := cmd.Run(); err != nil {
 		panic("build skillfleet: " + err.Error())
 	}
-	code := m.Run()
-	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	// A test that leaves a goroutine of this process running (an embedded
+	// NATS server, an HTTP server, the sim, a reader of a child's output)
+	// fails the run once every test has ended.
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
 }
 
 // proc is a running skillfleet process.

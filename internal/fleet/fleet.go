@@ -105,14 +105,19 @@ func StartLocal(ctx context.Context, log *slog.Logger, w coordinator.WorkerSpec)
 			return nil, err
 		}
 		wg.Go(func() { _ = runs.Run(wctx) })
+		x := executor(log, w.Telemetry, limiter)
 		wk := worker.New(worker.Config{ID: fmt.Sprintf("local-%d-%d", os.Getpid(), i), Concurrency: w.Concurrency, OptimizerConcurrency: w.OptimizerConcurrency, MaxDeliver: w.MaxDeliver, DrainTimeout: 5 * time.Second},
-			traced(w.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: executor(log, w.Telemetry, limiter), Limits: limiterStatus(limiter),
+			traced(w.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: cons, Handler: x, Limits: limiterStatus(limiter),
 				Coordinators: worker.CoordinatorsConfig{Override: w.Coordinator, Runs: runs.Table, Dial: dial}}))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if err := wk.Run(wctx); err != nil {
 				log.Error("worker stopped", "err", err)
+			}
+			// The benchmarks' connections end with the worker.
+			if err := x.Close(); err != nil {
+				log.Warn("worker stopped", "err", err)
 			}
 		}()
 	}

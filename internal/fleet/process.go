@@ -115,7 +115,10 @@ func RunProcess(ctx context.Context, p Process) (err error) {
 	}
 	dialOpts := append(append([]grpc.DialOption(nil), p.DialOptions...), p.Telemetry.GRPCDialOptions()...)
 	dial := func(addr string) (*grpc.ClientConn, error) { return worker.Dial(addr, dialOpts...) }
-	w := worker.New(p.Worker, traced(p.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: executor(log, p.Telemetry, limiter),
+	x := executor(log, p.Telemetry, limiter)
+	// The benchmarks' connections end with the worker.
+	defer func() { _ = x.Close() }()
+	w := worker.New(p.Worker, traced(p.Telemetry, worker.Deps{Logger: log, NC: nc, Consumers: consumers, Handler: x,
 		Limits: limiterStatus(limiter), Coordinators: worker.CoordinatorsConfig{Override: p.Coordinator, Runs: runs.Table, Dial: dial}}))
 	if p.HealthAddr != "" {
 		stop, _, err := serve.HTTP(ctx, p.HealthAddr, http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
