@@ -114,6 +114,7 @@ if [[ -n "$agents" ]]; then
   # The agent CLIs (Codex, Claude Code) at pinned versions, into
   # .tools/agents. Without them their tests skip, unless
   # SKILLFLEET_REQUIRE_AGENTS=1.
+  echo "== agent CLIs (scripts/install-agents.sh)"
   if ! scripts/install-agents.sh; then
     if [[ "${SKILLFLEET_REQUIRE_AGENTS:-}" == 1 ]]; then
       echo "scripts/install-agents.sh failed (SKILLFLEET_REQUIRE_AGENTS=1)" >&2
@@ -127,6 +128,7 @@ fi
 # (cmd/skillfleet/jaeger_e2e_test.go). The first build compiles a few
 # hundred packages (minutes); later runs reuse the binary.
 jaegerlog=/tmp/skillfleet-jaeger-build.log
+echo "== jaeger (scripts/jaeger.sh)"
 if ! SKILLFLEET_JAEGER=$(nice -n 5 scripts/jaeger.sh 2>"$jaegerlog" | tail -n 1) || [[ ! -x $SKILLFLEET_JAEGER ]]; then
   tail -n 20 "$jaegerlog" >&2
   echo "scripts/jaeger.sh failed (log: $jaegerlog); the tracing test needs its binary" >&2
