@@ -631,35 +631,79 @@ func (d *Dispatcher) encode(t *pb.Task) ([]byte, error) {
 
 // vanished reports whether the stream no longer holds the message at seq
 // (the original of a de-duplicated publish, or a task the sweep found
-// missing). It asks the stream's leader: a direct get may be answered by
-// a replica that is behind.
+// missing), or holds it where no worker will be handed it again: at or
+// below its class consumer's ack floor, a message that ran out of
+// deliveries while no process of its run listened for the advisory (the
+// member that owned the run was killed). Such a message is deleted, so
+// that the fresh copy is the task's only one. It asks the stream's
+// leader: a direct get may be answered by a replica that is behind.
 func (d *Dispatcher) vanished(ctx context.Context, seq uint64) bool {
 	if d.o.Stream == nil {
 		return false
 	}
+	var subject string
 	if d.o.NC == nil || d.o.JS == nil {
-		_, err := d.o.Stream.GetMsg(ctx, seq)
-		return errors.Is(err, jetstream.ErrMsgNotFound)
+		m, err := d.o.Stream.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		subject = m.Subject
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, _ := json.Marshal(struct {
+			Seq uint64 `json:"seq"`
+		}{seq})
+		m, err := d.o.NC.RequestWithContext(ctx, d.api("STREAM.MSG.GET."), req)
+		if err != nil {
+			return false
+		}
+		var resp struct {
+			Error *struct {
+				ErrCode int `json:"err_code"`
+			} `json:"error"`
+			Message *struct {
+				Subject string `json:"subject"`
+			} `json:"message"`
+		}
+		if json.Unmarshal(m.Data, &resp) != nil {
+			return false
+		}
+		if resp.Error != nil {
+			return resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound)
+		}
+		if resp.Message == nil {
+			return false
+		}
+		subject = resp.Message.Subject
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	subject := d.api("STREAM.MSG.GET.")
-	req, _ := json.Marshal(struct {
-		Seq uint64 `json:"seq"`
-	}{seq})
-	m, err := d.o.NC.RequestWithContext(ctx, subject, req)
+	if !d.undeliverable(ctx, seq, subject) {
+		return false
+	}
+	if err := d.o.Stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false // the old copy stays; the next look tries again
+	}
+	d.log.Warn("a task's message ran out of deliveries with no process of its run listening; queueing it again", "seq", seq, "subject", subject)
+	return true
+}
+
+// undeliverable reports whether the stored message at seq on subject is at
+// or below its class consumer's ack floor: acknowledged or out of
+// deliveries, never handed to a worker again.
+func (d *Dispatcher) undeliverable(ctx context.Context, seq uint64, subject string) bool {
+	class, ok := queue.ClassOfSubject(subject)
+	if !ok {
+		return false
+	}
+	cons, err := d.o.Stream.Consumer(ctx, class.Consumer())
 	if err != nil {
 		return false
 	}
-	var resp struct {
-		Error *struct {
-			ErrCode int `json:"err_code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(m.Data, &resp) != nil {
-		return false
-	}
-	return resp.Error != nil && resp.Error.ErrCode == int(jetstream.JSErrCodeMessageNotFound)
+	info, err := cons.Info(ctx)
+	return err == nil && info.AckFloor.Stream >= seq
 }
 
 // Err returns the error that failed the result journal, or nil.

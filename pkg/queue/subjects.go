@@ -115,6 +115,22 @@ func TaskSubject(c Class, kind, runToken string) string {
 	return SubjectPrefix + string(c) + "." + kind + "." + runToken
 }
 
+// ClassOfSubject is the class of a task message's subject (see
+// [TaskSubject]); ok is false for any other subject.
+func ClassOfSubject(subject string) (c Class, ok bool) {
+	rest, found := strings.CutPrefix(subject, SubjectPrefix)
+	if !found {
+		return "", false
+	}
+	name, _, _ := strings.Cut(rest, ".")
+	for _, c := range Classes {
+		if string(c) == name {
+			return c, true
+		}
+	}
+	return "", false
+}
+
 // ClassSubjects is the filter of a class consumer.
 func ClassSubjects(c Class) string { return SubjectPrefix + string(c) + ".>" }
 

@@ -1,0 +1,116 @@
+package dispatch_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/skillfleet/skillfleet/coordinator/dispatch"
+	"github.com/skillfleet/skillfleet/pkg/queue"
+	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
+)
+
+// TestResumedRunRepublishesAnExhaustedMessage: a task's message ran out of
+// deliveries while no process of its run listened (the member that owned
+// the run was killed, so nobody handled the advisory), and stays in the
+// stream, past the consumer's ack floor, where it is never delivered
+// again. The process that resumes the run submits the task again under
+// the same message id, within the stream's de-duplication window: the
+// stream answers with the old message's sequence, and the task must go
+// out again under a fresh id instead of waiting forever.
+func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, js, stream := startQueue(t)
+	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fleet := newStalledFleet()
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	fctx, stopFleet := context.WithCancel(ctx)
+	var fwg sync.WaitGroup
+	fwg.Go(func() { fleet.run(fctx, t, js) })
+
+	// The first process: it publishes and dies (it never runs, so it
+	// handles no advisory).
+	first := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	if _, err := first.Submit(ctx, noopTask("r/t")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstSeq uint64
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := range fleet.seen() {
+			firstSeq = seq
+		}
+		if firstSeq != 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first message did not run out of deliveries: %+v, deliveries %v", info, fleet.seen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopFleet()
+	fwg.Wait()
+	// Another task of the fleet is answered and acknowledged: the
+	// consumer's ack floor moves past the exhausted message.
+	if _, err := first.Submit(ctx, noopTask("r/other")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream < firstSeq {
+		t.Fatalf("ack floor %+v (%v), want past %d", info.AckFloor, err, firstSeq)
+	}
+	if _, err := stream.GetMsg(ctx, firstSeq); err != nil {
+		t.Fatalf("the exhausted message left the stream (%v): this test's premise no longer holds", err)
+	}
+	wg.Go(func() { fleet.run(ctx, t, js) })
+
+	// The process that resumes the run.
+	second := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	wg.Go(func() { _ = second.Run(ctx) })
+	futs, err := second.Submit(ctx, noopTask("r/t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(fleet.seen()) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not delivered again after the resume: deliveries %v", fleet.seen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := stream.GetMsg(ctx, firstSeq); err == nil {
+		t.Errorf("the exhausted message %d is still in the stream beside its new copy", firstSeq)
+	} else if !isNotFound(err) {
+		t.Fatal(err)
+	}
+	if s := record(second, &pb.Result{TaskId: "r/t", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_RECORDED {
+		t.Fatalf("result acked %v, want RECORDED", s)
+	}
+	<-futs[0].Done()
+	if got := futs[0].Result().GetOutcome(); got != pb.Outcome_OUTCOME_OK {
+		t.Errorf("outcome %v, want OK", got)
+	}
+}
+
+func isNotFound(err error) bool { return err == jetstream.ErrMsgNotFound }
