@@ -35,34 +35,20 @@ func (t *Trainer) Evaluate(ctx context.Context, split string, names []string, sk
 	if len(items) == 0 {
 		return nil, fmt.Errorf("split %s has no items", split)
 	}
-	// Names with the same skill share one wave (its stage named after the
-	// first): two waves would submit the same task ids, and a hedge copy
-	// winning in one withdraws the original the other waits for.
 	out := make([]EvalResult, len(names))
-	first := map[string]int{} // skill hash -> index of its first name
-	var fns []func() error
+	fns := make([]func() error, len(names))
 	for i := range names {
-		h := skillHash(skills[i])
-		if _, ok := first[h]; ok {
-			continue
-		}
-		first[h] = i
-		fns = append(fns, func() error {
+		fns[i] = func() error {
 			rs, _, err := t.rollout(ctx, rolloutReq{Stage: "eval_" + names[i], Skill: skills[i], Items: items, Split: split})
 			if err != nil {
 				return err
 			}
-			out[i] = EvalResult{Name: names[i], SkillHash: h, Split: split, ByType: byTaskType(rs)}
+			out[i] = EvalResult{Name: names[i], SkillHash: skillHash(skills[i]), Split: split, ByType: byTaskType(rs)}
 			return nil
-		})
+		}
 	}
 	if err := parallel(fns...); err != nil {
 		return nil, err
-	}
-	for i := range names {
-		if j := first[skillHash(skills[i])]; j != i {
-			out[i] = EvalResult{Name: names[i], SkillHash: out[j].SkillHash, Split: split, ByType: out[j].ByType}
-		}
 	}
 	// The spend of an evaluation is accounted like a run's: a campaign's
 	// eval-only cells and no-skill columns read it from tokens.json.
