@@ -111,6 +111,14 @@ if [[ -n "$gaps" ]]; then
   exit 1
 fi
 if [[ -n "$agents" ]]; then
+  # The pinned pi (0.73.1) needs Node 20.6 or newer (its package.json's
+  # engines); Debian 12's nodejs is 18, on which every pi call dies on a
+  # regular expression flag deep inside a test. Say so here instead.
+  nodever=$(node --version 2>/dev/null | sed 's/^v//')
+  if [[ -n $nodever ]] && ! printf '20.6.0\n%s\n' "$nodever" | sort -C -V; then
+    echo "missing: Node.js 20.6 or newer for the pinned agent CLIs (this machine has $nodever; Debian 12's nodejs is 18) — install Node 20 (e.g. from NodeSource: https://github.com/nodesource/distributions) and run scripts/test.sh again" >&2
+    exit 1
+  fi
   # The agent CLIs (Codex, Claude Code) at pinned versions, into
   # .tools/agents. Without them their tests skip, unless
   # SKILLFLEET_REQUIRE_AGENTS=1.
