@@ -116,7 +116,7 @@ if [[ -n "$agents" ]]; then
   # regular expression flag deep inside a test. Say so here instead.
   nodever=$(node --version 2>/dev/null | sed 's/^v//')
   if [[ -n $nodever ]] && ! printf '20.6.0\n%s\n' "$nodever" | sort -C -V; then
-    echo "missing: Node.js 20.6 or newer for the pinned agent CLIs (this machine has $nodever; Debian 12's nodejs is 18) — install Node 20 (e.g. from NodeSource: https://github.com/nodesource/distributions) and run scripts/test.sh again" >&2
+    echo "missing: Node.js 20.6 or newer for the pinned agent CLIs (this machine has $nodever; Debian 12's nodejs is 18) — install Node 20: curl -fsSL https://deb.nodesource.com/setup_20.x | bash - && apt-get install -y nodejs, then run scripts/test.sh again" >&2
     exit 1
   fi
   # The agent CLIs (Codex, Claude Code) at pinned versions, into
