@@ -28,8 +28,15 @@ import (
 func handoffRun(t *testing.T, state string, extra ...string) (int, string, string) {
 	t.Helper()
 	args := append([]string{"sleep", "run", "--persona", "researcher", "--backend", "handoff", "--model", "sim", "--state-dir", state}, extra...)
+	return runBinaryIn(t, filepath.Join(state, "home"), args...)
+}
+
+// runBinaryIn runs the real binary with HOME set to home and returns its
+// exit code and output.
+func runBinaryIn(t *testing.T, home string, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
-	cmd.Env = append(os.Environ(), "HOME="+filepath.Join(state, "home"))
+	cmd.Env = append(os.Environ(), "HOME="+home)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -444,19 +451,8 @@ func TestSleepHandoffJudgeWaitsForItsReply(t *testing.T) {
 	}
 	dir := filepath.Join(root, "handoff")
 	run := func() (int, string, string) {
-		cmd := exec.Command(binary, "sleep", "run", "--backend", "handoff", "--state-dir", filepath.Join(root, "state"), "--project", project,
+		return runBinaryIn(t, filepath.Join(root, "home"), "sleep", "run", "--backend", "handoff", "--state-dir", filepath.Join(root, "state"), "--project", project,
 			"--skill-path", skill, "--tasks-file", file, "--handoff-dir", dir, "--no-memory")
-		cmd.Env = append(os.Environ(), "HOME="+filepath.Join(root, "home"))
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), o.String(), e.String()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, o.String(), e.String()
 	}
 	replies := map[string]bool{} // the target answers written so far
 	judges := 0
@@ -571,18 +567,7 @@ func TestSleepHandoffMultiSkillNightEqualsTheSimNight(t *testing.T) {
 			"--skill-root", filepath.Join(night, "skills"), "--tasks-file", file, "--handoff-dir", filepath.Join(night, "handoff")}
 	}
 	run := func(backend string) (int, string, string) {
-		cmd := exec.Command(binary, args(backend)...)
-		cmd.Env = append(os.Environ(), "HOME="+filepath.Join(work, "home"))
-		var o, e bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &o, &e
-		err := cmd.Run()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode(), o.String(), e.String()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return 0, o.String(), e.String()
+		return runBinaryIn(t, filepath.Join(work, "home"), args(backend)...)
 	}
 	sim, err := backends.New(context.Background(), backends.Spec{Backend: backends.BackendSim, Model: "sim"}, backends.Deps{})
 	if err != nil {
