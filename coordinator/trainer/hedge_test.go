@@ -80,19 +80,7 @@ func TestWaveHedgeKeepsDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"events.jsonl", "best_skill.md"} {
-		a, err := os.ReadFile(filepath.Join(plain, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := os.ReadFile(filepath.Join(dir, f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs with hedging:\n%s\nwant:\n%s", f, b, a)
-		}
-	}
+	sameDecisions(t, plain, dir, "with hedging")
 	var tok struct {
 		Total struct {
 			Calls  int64 `json:"calls"`
@@ -174,17 +162,24 @@ func TestWaveHedgeCopiesAStalledFirstCall(t *testing.T) {
 	if m.outlived.Load() || !m.cancelled.Load() {
 		t.Errorf("the stalled ranking call was not withdrawn for a copy (it ran %v out)", m.safety)
 	}
+	sameDecisions(t, plain, dir, "with a stalled first ranking call")
+}
+
+// sameDecisions checks that run dir got the events.jsonl and best_skill.md
+// of run dir want; how names the difference in the error.
+func sameDecisions(t *testing.T, want, got, how string) {
+	t.Helper()
 	for _, f := range []string{"events.jsonl", "best_skill.md"} {
-		a, err := os.ReadFile(filepath.Join(plain, f))
+		a, err := os.ReadFile(filepath.Join(want, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(filepath.Join(dir, f))
+		b, err := os.ReadFile(filepath.Join(got, f))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(a, b) {
-			t.Errorf("%s differs with a stalled first ranking call:\n%s\nwant:\n%s", f, b, a)
+			t.Errorf("%s differs %s:\n%s\nwant:\n%s", f, how, b, a)
 		}
 	}
 }
