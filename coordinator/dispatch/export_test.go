@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"time"
 
 	"github.com/skillfleet/skillfleet/pkg/queue"
 )
@@ -20,4 +21,13 @@ func (s *Sweeper) Add(d *Dispatcher) (remove func()) {
 // its process's advisory subscription does.
 func (d *Dispatcher) Exhausted(ctx context.Context, seq, deliveries uint64) {
 	d.deliveriesExhausted(ctx, queue.MaxDeliveriesExceeded{StreamSeq: seq, Deliveries: deliveries})
+}
+
+// SetFloorAge sets how long a task stays queued before the sweep compares
+// its message with the ack floor, until the returned func restores it.
+// Not for parallel tests.
+func SetFloorAge(d time.Duration) (restore func()) {
+	old := floorAge
+	floorAge = d
+	return func() { floorAge = old }
 }

@@ -114,3 +114,116 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 }
 
 func isNotFound(err error) bool { return err == jetstream.ErrMsgNotFound }
+
+// TestSweepRepublishesAnExhaustedMessageTakenAsQueued: the process that
+// resumes a run submits a task whose old message has run out of
+// deliveries (nobody heard the advisory) but is not yet below the
+// consumer's ack floor, so the de-duplicated publish takes it as queued.
+// Once the floor moves past it, no worker is handed it again: the sweep
+// must queue the task again, though the stream still holds the message
+// (nemesis.sh seed 11: a cell waited for the last of its 40 baseline
+// tasks for over ten minutes, its first message in the stream past every
+// ack floor).
+func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nc, js, stream := startQueue(t)
+	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
+		t.Fatal(err)
+	}
+	fleet := newStalledFleet()
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	fctx, stopFleet := context.WithCancel(ctx)
+	var fwg sync.WaitGroup
+	fwg.Go(func() { fleet.run(fctx, t, js) })
+
+	// The first process publishes and dies: nobody hears the advisory.
+	first := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	if _, err := first.Submit(ctx, noopTask("r/t")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstSeq uint64
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		info, err := cons.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for seq := range fleet.seen() {
+			firstSeq = seq
+		}
+		if firstSeq != 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first message did not run out of deliveries: %+v, deliveries %v", info, fleet.seen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	stopFleet()
+	fwg.Wait()
+
+	// The process that resumes the run submits the task while the floor
+	// is still below the exhausted message: the publish is de-duplicated
+	// and the task taken as queued.
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream >= firstSeq {
+		t.Fatalf("ack floor %+v (%v), want below %d: this test's premise no longer holds", info.AckFloor, err, firstSeq)
+	}
+	second := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	futs, err := second.Submit(ctx, noopTask("r/t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.GetMsg(ctx, firstSeq); err != nil {
+		t.Fatalf("the exhausted message left the stream on the resubmission (%v): this test's premise no longer holds", err)
+	}
+	// Another process's task is answered and acknowledged: the floor
+	// moves past the exhausted message.
+	if _, err := first.Submit(ctx, noopTask("r/other")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream < firstSeq {
+		t.Fatalf("ack floor %+v (%v), want past %d", info.AckFloor, err, firstSeq)
+	}
+	wg.Go(func() { fleet.run(ctx, t, js) })
+
+	// A task is compared with the floor once it has been queued a while.
+	if n := second.Sweep(ctx, 0); n != 0 {
+		t.Fatalf("the sweep queued %d tasks again before the task had been queued floorAge", n)
+	}
+	defer dispatch.SetFloorAge(0)()
+	if n := second.Sweep(ctx, 0); n != 1 {
+		t.Fatalf("the sweep queued %d tasks again, want 1 (the task whose message no worker will be handed)", n)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(fleet.seen()) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not delivered again after the sweep: deliveries %v", fleet.seen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := stream.GetMsg(ctx, firstSeq); err == nil {
+		t.Errorf("the exhausted message %d is still in the stream beside its new copy", firstSeq)
+	} else if !isNotFound(err) {
+		t.Fatal(err)
+	}
+	if s := record(second, &pb.Result{TaskId: "r/t", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_RECORDED {
+		t.Fatalf("result acked %v, want RECORDED", s)
+	}
+	<-futs[0].Done()
+	if got := futs[0].Result().GetOutcome(); got != pb.Outcome_OUTCOME_OK {
+		t.Errorf("outcome %v, want OK", got)
+	}
+}

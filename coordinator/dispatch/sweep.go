@@ -51,6 +51,38 @@ type sweepCand struct {
 	seq uint64
 	// filter is the subject filter of the task's run.
 	filter string
+	// class is the scheduling class of the task's subject ("" when the
+	// subject names none).
+	class queue.Class
+	// floorDue: the task has been queued floorAge, so the sweep also
+	// asks whether its class consumer is done with its message.
+	floorDue bool
+}
+
+// floorAge is how long a task stays queued before the sweep compares its
+// message with its class consumer's ack floor. A message the stream
+// still holds is lost that way only when it ran out of deliveries unheard,
+// which takes its deliveries' AckWaits; waiting keeps a round where
+// nothing is lost at one request while a backlog is young.
+var floorAge = 30 * time.Second
+
+// ackFloor says up to which stream sequence a class's consumer has
+// finished with every message: acknowledged or out of deliveries.
+type ackFloor func(context.Context, queue.Class) (uint64, error)
+
+// consumerFloor is the ack floor of class's consumer, from its info.
+func (d *Dispatcher) consumerFloor(ctx context.Context, class queue.Class) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, sweepTimeout)
+	defer cancel()
+	cons, err := d.o.Stream.Consumer(ctx, class.Consumer())
+	if err != nil {
+		return 0, err
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return info.AckFloor.Stream, nil
 }
 
 // runFilter is the subject filter matching every task message of the run
@@ -60,9 +92,14 @@ func runFilter(subject string) string {
 }
 
 // missing returns the candidates whose message the stream no longer seems
-// to hold. On any failure of the batched read it returns every candidate,
-// for the caller to check one by one.
-func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) []sweepCand {
+// to hold, or holds at or below its class consumer's ack floor, where no
+// worker is handed it again: a message that ran out of deliveries while
+// no process of its run heard the advisory (the run's member killed, or
+// the advisory sent during a leader election), which a resumed run took
+// as queued when its publish was de-duplicated against it. On any
+// failure of the batched read it returns every candidate, for the caller
+// to check one by one.
+func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error), floor ackFloor) []sweepCand {
 	cands := r.cands
 	if !d.directGets() {
 		return cands
@@ -104,9 +141,25 @@ func (d *Dispatcher) missing(ctx context.Context, r *sweepRound, stored func(con
 			return cands
 		}
 	}
+	floors := map[queue.Class]uint64{}
 	var out []sweepCand
 	for _, c := range cands {
 		if !held[c.seq] {
+			out = append(out, c)
+			continue
+		}
+		if c.class == "" || !c.floorDue {
+			continue
+		}
+		f, ok := floors[c.class]
+		if !ok {
+			var err error
+			if f, err = floor(ctx, c.class); err != nil {
+				f = 0 // unknown: the next round looks again
+			}
+			floors[c.class] = f
+		}
+		if c.seq <= f {
 			out = append(out, c)
 		}
 	}
@@ -127,7 +180,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) int {
 	if r == nil {
 		return 0
 	}
-	return d.sweepWith(ctx, r, d.storedCount)
+	return d.sweepWith(ctx, r, d.storedCount, d.consumerFloor)
 }
 
 // sweepRound is what one sweep of a dispatcher looks at: its queued
@@ -152,7 +205,8 @@ func (d *Dispatcher) sweepRound(minAge time.Duration) *sweepRound {
 		filter := runFilter(t.subject)
 		published[filter]++
 		if t.state == queued && now.Sub(t.published) >= minAge {
-			cands = append(cands, sweepCand{t: t, seq: seq, filter: filter})
+			class, _ := queue.ClassOfSubject(t.subject)
+			cands = append(cands, sweepCand{t: t, seq: seq, filter: filter, class: class, floorDue: now.Sub(t.published) >= floorAge})
 		}
 	}
 	if len(cands) == 0 {
@@ -163,12 +217,12 @@ func (d *Dispatcher) sweepRound(minAge time.Duration) *sweepRound {
 
 // sweepWith finishes a sweep round: stored says how many messages the
 // stream holds on a run subject filter, counted after the round was
-// taken. A task is republished only if it is still queued at the
+// taken, and floor a class consumer's ack floor. A task is republished only if it is still queued at the
 // sequence the round saw (claimLostLocked): a task the advisory queued
 // again meanwhile, or one being answered, is left alone.
-func (d *Dispatcher) sweepWith(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error)) int {
+func (d *Dispatcher) sweepWith(ctx context.Context, r *sweepRound, stored func(context.Context, string) (uint64, error), floor ackFloor) int {
 	n := 0
-	for _, c := range d.missing(ctx, r, stored) {
+	for _, c := range d.missing(ctx, r, stored, floor) {
 		if ctx.Err() != nil || !d.vanished(ctx, c.seq) {
 			continue
 		}

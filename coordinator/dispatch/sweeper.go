@@ -175,12 +175,29 @@ func (s *Sweeper) Sweep(ctx context.Context, minAge time.Duration) int {
 		}
 		return counts[filter], nil
 	}
+	// Each class consumer's ack floor is read at most once a round, by
+	// the first run with a queued message the stream still holds.
+	var fmu sync.Mutex
+	floors := map[queue.Class]uint64{}
+	floor := func(ctx context.Context, c queue.Class) (uint64, error) {
+		fmu.Lock()
+		defer fmu.Unlock()
+		if f, ok := floors[c]; ok {
+			return f, nil
+		}
+		f, err := jobs[0].d.consumerFloor(ctx, c)
+		if err != nil {
+			return 0, err
+		}
+		floors[c] = f
+		return f, nil
+	}
 	n := 0
 	for _, j := range jobs {
 		if ctx.Err() != nil {
 			break
 		}
-		n += j.d.sweepWith(ctx, j.r, stored)
+		n += j.d.sweepWith(ctx, j.r, stored, floor)
 	}
 	return n
 }
