@@ -127,6 +127,16 @@ func Estimate(s trainer.Settings, splits *bench.Splits) []StageEstimate {
 	}
 	add(StageEstimate{Stage: "final_selection", Role: "target", Lo: 0, Exp: 0, Hi: int64(sel), InPerCall: rolloutIn, OutLo: 5, OutHi: maxOut,
 		Note: "only when the last skill is not the best one"})
+	if s.Prefetch == trainer.PrefetchOn || s.Prefetch == trainer.PrefetchAuto {
+		// A step whose gate accepts throws its prefetched rollouts (the
+		// next step's, in the same epoch) away.
+		most := int64(max(spe-1, 0)*s.NumEpochs) * perBatch * int64(acc)
+		note := "the next step's rollouts, prefetched and thrown away when a gate accepts (runtime.prefetch=on): one batch per accepted step"
+		if s.Prefetch == trainer.PrefetchAuto {
+			note = "runtime.prefetch=auto: nothing at a steady latency; under a heavy tail, one batch per accepted step (the next step's rollouts, prefetched and thrown away)"
+		}
+		add(StageEstimate{Stage: trainer.PrefetchStage, Role: "target", Lo: 0, Exp: 0, Hi: most, InPerCall: rolloutIn, OutLo: 5, OutHi: maxOut, Note: note})
+	}
 	if s.EvalTest {
 		add(StageEstimate{Stage: "test", Role: "target", Lo: int64(test), Exp: 2 * int64(test), Hi: 3 * int64(test), InPerCall: rolloutIn, OutLo: 5, OutHi: maxOut,
 			Note: "seed, best and final skills; the same skill is measured once"})
@@ -151,8 +161,8 @@ func hedgeEstimates(s trainer.Settings, stages []StageEstimate) []StageEstimate 
 	for _, role := range []string{"target", "optimizer"} {
 		var exp, hi, in, oLo, oHi int64
 		for _, e := range stages {
-			if e.Role != role {
-				continue
+			if e.Role != role || e.Stage == trainer.PrefetchStage {
+				continue // prefetched rollouts are not waited for, so never copied
 			}
 			exp += e.Exp
 			hi += e.Hi

@@ -61,7 +61,7 @@ func FromConfig(c *config.Config, runID, runDir string) (trainer.Settings, error
 		UseGate: c.Evaluation.UseGate, MixedWeight: c.Evaluation.GateMixedWeight,
 		UseDensity: c.Evaluation.UseSemanticDensity, DensityWeight: c.Evaluation.SemanticDensityWeight, LeadingWords: c.Evaluation.LeadingWords,
 		SelEnvNum: c.Evaluation.SelEnvNum, TestEnvNum: c.Evaluation.TestEnvNum, EvalTest: c.Evaluation.EvalTest,
-		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, Hedge: hedgePolicy(c.Runtime), IdleFill: c.Runtime.IdleFill, GateWindow: c.Runtime.GateWindow, MinCoverage: c.Evaluation.MinCoverage, GateTest: trainer.GateTest(c.Evaluation.GateTest),
+		EarlyStop: c.Evaluation.EarlyStop, Speculate: c.Runtime.Speculate, Prefetch: c.Runtime.Prefetch, Hedge: hedgePolicy(c.Runtime), IdleFill: c.Runtime.IdleFill, GateWindow: c.Runtime.GateWindow, MinCoverage: c.Evaluation.MinCoverage, GateTest: trainer.GateTest(c.Evaluation.GateTest),
 		GateAlpha: c.Evaluation.GateAlpha, GateRepeats: c.Evaluation.GateRepeats,
 		Bench: c.Env.Name, BenchHash: c.BenchHash(), SkillInit: string(initText),
 		TaskTimeout: c.Runtime.TaskTimeout,

@@ -3,12 +3,14 @@ package trainer
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/skillfleet/skillfleet/pkg/rundir"
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
@@ -48,13 +50,17 @@ type HedgePolicy struct {
 	// Widen scales a delay drawn from a wider set of times than the
 	// task's own model and stage (default 2).
 	Widen float64
-	// MinDelay is the shortest delay.
+	// MinDelay is the shortest delay. It binds only for calls faster than
+	// half of it (the delay is otherwise at least two medians), where what
+	// varies is not the call but the path to and from the worker and the
+	// watch's tick: it is set above that path's jitter, and below what a
+	// fast call's stalled wave should wait.
 	MinDelay time.Duration
 }
 
 // DefaultHedge is the policy runtime.hedge turns on.
 func DefaultHedge() HedgePolicy {
-	return HedgePolicy{Enabled: true, Budget: 0.15, MaxExtra: 0.05, Quantile: 0.75, Multiplier: 2, MinSamples: 8, Widen: 2, MinDelay: 500 * time.Millisecond}
+	return HedgePolicy{Enabled: true, Budget: 0.15, MaxExtra: 0.05, Quantile: 0.8, Multiplier: 2, MinSamples: 8, Widen: 2, MinDelay: 150 * time.Millisecond}
 }
 
 // hedgeSuffix marks a hedge copy's task id: the original's id plus this.
@@ -90,10 +96,12 @@ type hedger struct {
 	losers map[string]*loser
 	// longest is the longest time observed for a task.
 	longest time.Duration
+	// counts are the copies made and won, by stage (summary.json).
+	counts map[string]rundir.HedgeCounts
 }
 
 func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger {
-	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]*loser{}}
+	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]*loser{}, counts: map[string]rundir.HedgeCounts{}}
 	for id := range recorded {
 		if orig, ok := strings.CutSuffix(id, hedgeSuffix); ok {
 			h.wins[orig] = id
@@ -207,6 +215,16 @@ type abandoner interface {
 // seen few calls or its latencies were stretched by load.
 const settleGrace = 5 * time.Second
 
+// noteWait bounds how long after its withdrawal the run's end waits for
+// a losing attempt that neither reported nor said it lingers: a worker
+// running a task the coordinator cancels says so at once (a task that
+// reaches it after the cancel starts cancelled and says so too), so one
+// silent this long was never sent — withdrawn while queued. Without it
+// the wait is the longest task time observed, which under a latency tail
+// includes a large wave's queueing: tens of seconds at the end of a run
+// for an attempt that will never report.
+const noteWait = 5 * time.Second
+
 // abandonWait is how long a losing attempt's report is waited for after
 // its worker was asked to end its call: the notice and the report are
 // one round trip, and a worker that is gone, or of a build that does not
@@ -254,8 +272,9 @@ func (h *hedger) settleBound() time.Duration {
 // settle waits, before the run's accounts are written, for the reports
 // of losing attempts withdrawn recently enough to be running still (their
 // calls are billed whether or not a worker is there to take the reply);
-// an attempt that has not reported within settleBound of its withdrawal
-// was never sent and is not counted. One whose worker said it is
+// an attempt that has neither reported nor said it lingers within
+// noteWait (at most settleBound) of its withdrawal was never sent and is
+// not counted. One whose worker said it is
 // finishing a call is left settleGrace (within settleBound) to end it;
 // then, when the dispatcher can, its worker is asked to end the call now
 // and report, and the report is waited for abandonWait. Without that
@@ -273,7 +292,7 @@ func (h *hedger) settle(ctx context.Context) {
 		var wait time.Duration
 		var abandon, gaveUp []string
 		for id, l := range h.losers {
-			until := l.at.Add(bound)
+			until := l.at.Add(min(bound, noteWait))
 			if !l.lingerUntil.IsZero() {
 				until = l.lingerUntil
 				switch {
@@ -354,6 +373,9 @@ type hedgeWave struct {
 	copies   int
 	watched  bool
 	closed   bool
+	// unsent is how many of the wave's tasks are not submitted yet (a
+	// windowed wave submits as results come in).
+	unsent int
 }
 
 // hedgeEntry is one task of a wave.
@@ -391,7 +413,14 @@ func (w *hedgeWave) track(tasks []*pb.Task, futs []Future) []Future {
 	w.mu.Lock()
 	fresh := 0
 	for i, f := range futs {
-		e := &hedgeEntry{task: tasks[i], submitted: now}
+		// A prefetched rollout has been out since its release: its age
+		// counts from then, so a straggler among them is copied as soon
+		// as its step waits for it.
+		sub := now
+		if at, ok := w.h.t.fill.releasedAt(tasks[i].GetId()); ok && at.Before(now) {
+			sub = at
+		}
+		e := &hedgeEntry{task: tasks[i], submitted: sub}
 		select {
 		case <-f.Done():
 			e.known = true
@@ -412,6 +441,16 @@ func (w *hedgeWave) track(tasks []*pb.Task, futs []Future) []Future {
 		go w.watch()
 	}
 	return out
+}
+
+// pending notes how many of the wave's tasks are still to be submitted.
+func (w *hedgeWave) pending(n int) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.unsent = n
+	w.mu.Unlock()
 }
 
 // copyIDs returns the ids of the copies of the given task ids that were
@@ -459,6 +498,7 @@ func (w *hedgeWave) resolved(e *hedgeEntry, res *pb.Result) {
 		w.mu.Unlock()
 		return
 	}
+	w.learnSlots()
 	start := w.startOf(w.indexOf(e))
 	w.arrivals = append(w.arrivals, now)
 	var d time.Duration
@@ -468,6 +508,18 @@ func (w *hedgeWave) resolved(e *hedgeEntry, res *pb.Result) {
 	w.mu.Unlock()
 	if d > 0 {
 		w.h.observe(w.key, d)
+	}
+}
+
+// learnSlots gives a target wave begun before the fleet's slots were
+// known (a run's first wave, submitted while its workers register) the
+// slots seen now: without them every task of the wave counts as started
+// at its submission, and those that waited for a slot add that wait to
+// the stage's times, which then set a later delay for the stage and, ×4,
+// for the first waves of the other model. Called with w.mu held.
+func (w *hedgeWave) learnSlots() {
+	if w.slots == 0 && w.role == "target" && w.h.t.d != nil {
+		w.slots = w.h.t.d.TargetSlots()
 	}
 }
 
@@ -546,9 +598,14 @@ func (w *hedgeWave) step() bool {
 		w.mu.Unlock()
 		return false
 	}
+	w.learnSlots()
 	// Only the wave's last round is hedged: while more tasks are out than
-	// run at once, the slots are busy with the wave itself.
-	if w.copies >= w.budget || (w.slots > 0 && len(out) > w.slots) {
+	// run at once, the slots are busy with the wave itself; and while a
+	// windowed wave (an early-stoppable gate) has tasks still to submit,
+	// it waits for no task in particular: each result lets the next task
+	// in, a straggler only holds one place of the window, and the stop
+	// rule counts whatever results are in.
+	if w.copies >= w.budget || w.unsent > 0 || (w.slots > 0 && len(out) > w.slots) {
 		w.mu.Unlock()
 		return true
 	}
@@ -590,7 +647,33 @@ func (w *hedgeWave) step() bool {
 	for _, e := range todo {
 		w.hedge(e, delay)
 	}
+	if len(todo) > 0 {
+		w.h.count(w.stage, func(c *rundir.HedgeCounts) { c.Copies += len(todo) })
+	}
 	return true
+}
+
+// count changes the stage's counts.
+func (h *hedger) count(stage string, f func(*rundir.HedgeCounts)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.counts[stage]
+	f(&c)
+	h.counts[stage] = c
+}
+
+// hedgeCounts is summary.json's account of wave hedging (nil when no copy
+// was made).
+func (h *hedger) hedgeCounts() map[string]rundir.HedgeCounts {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.counts) == 0 {
+		return nil
+	}
+	return maps.Clone(h.counts)
 }
 
 // hedge submits a copy of e's task under a derived id.
@@ -729,6 +812,7 @@ func (f *hedgedFuture) win(res *pb.Result) {
 	h.mu.Lock()
 	h.wins[f.e.task.GetId()] = res.GetTaskId()
 	h.mu.Unlock()
+	h.count(f.w.stage, func(c *rundir.HedgeCounts) { c.Won++ })
 	f.finish(res, f.e.task.GetId(), f.orig)
 }
 

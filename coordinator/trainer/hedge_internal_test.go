@@ -1,6 +1,8 @@
 package trainer
 
 import (
+	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -123,5 +125,72 @@ func TestHedgeSubstitute(t *testing.T) {
 		if tasks[i].GetId() != want {
 			t.Errorf("task %d asked for as %q, want %q", i, tasks[i].GetId(), want)
 		}
+	}
+}
+
+// TestDefaultHedgeDelay: at a steady latency the default policy's delay
+// is twice the 0.8 quantile of the observed times (two medians, near
+// enough); MinDelay binds only for calls faster than half of it. So a
+// stalled task of a wave at 100 ms a call is copied after about 200 ms,
+// not after MinDelay, and a call of 0.5 s is not copied before 1 s.
+func TestDefaultHedgeDelay(t *testing.T) {
+	t.Parallel()
+	p := DefaultHedge()
+	for _, c := range []struct {
+		name string
+		call time.Duration
+		want time.Duration
+	}{
+		{"sim-llm at 100 ms", 100 * time.Millisecond, 212 * time.Millisecond},
+		{"paper preset at 0.5 s", 500 * time.Millisecond, 1012 * time.Millisecond},
+		{"in-process sim", 2 * time.Millisecond, p.MinDelay},
+	} {
+		h := newHedger(&Trainer{}, p, nil)
+		k := latKey{"m", "rollout"}
+		// The call plus 0 to 7 ms of the path to and from the worker, five
+		// times each: sorted, the 0.8 quantile is the call plus 6 ms.
+		for i := range 40 {
+			h.observe(k, c.call+time.Duration(i%8)*time.Millisecond)
+		}
+		if d := h.delay(k); d != c.want {
+			t.Errorf("%s: delay %v, want %v", c.name, d, c.want)
+		}
+	}
+}
+
+// slotsLater is a Dispatcher whose workers' slots become known after a
+// wave has begun.
+type slotsLater struct {
+	Dispatcher
+	slots int
+}
+
+func (d *slotsLater) TargetSlots() int { return d.slots }
+
+// TestHedgeWaveLearnsSlots: a run's first target wave, begun before any
+// worker was seen (slots 0), takes the fleet's slots once they are known,
+// so a task that waited for a slot is timed from when the slot freed, not
+// from its submission.
+func TestHedgeWaveLearnsSlots(t *testing.T) {
+	t.Parallel()
+	t0 := time.Unix(1000, 0)
+	now := t0
+	d := &slotsLater{}
+	h := newHedger(&Trainer{now: func() time.Time { return now }, d: d}, DefaultHedge(), nil)
+	w := h.wave(context.Background(), "baseline", "target", "m", 3, d.TargetSlots())
+	for range 3 {
+		w.entries = append(w.entries, &hedgeEntry{submitted: t0})
+	}
+	d.slots = 2 // the workers register
+	ok := &pb.Result{Outcome: pb.Outcome_OUTCOME_OK}
+	now = t0.Add(100 * time.Millisecond)
+	w.resolved(w.entries[0], ok)
+	w.resolved(w.entries[1], ok)
+	now = t0.Add(200 * time.Millisecond)
+	w.resolved(w.entries[2], ok) // started when the first result freed its slot
+	got := h.times[latKey{"m", "baseline"}]
+	want := []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+	if !slices.Equal(got, want) {
+		t.Errorf("times %v, want %v", got, want)
 	}
 }

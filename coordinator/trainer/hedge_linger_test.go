@@ -164,3 +164,118 @@ func TestSettleAbandonsAStalledLoser(t *testing.T) {
 		})
 	}
 }
+
+// pending is a Future whose result never comes: a stalled call.
+type pending struct{}
+
+func (pending) Done() <-chan struct{}                        { return nil }
+func (pending) Result() *pb.Result                           { return nil }
+func (pending) Wait(ctx context.Context) (*pb.Result, error) { <-ctx.Done(); return nil, ctx.Err() }
+
+// submitRecorder is a Dispatcher that records when tasks are submitted;
+// their results never come.
+type submitRecorder struct {
+	Dispatcher
+	mu    sync.Mutex
+	start time.Time
+	ids   []string
+	at    []time.Duration
+}
+
+// TargetSlots is 0: the test's one-task wave runs at once.
+func (s *submitRecorder) TargetSlots() int { return 0 }
+
+func (s *submitRecorder) Submit(_ context.Context, tasks ...*pb.Task) ([]Future, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	futs := make([]Future, len(tasks))
+	for i, task := range tasks {
+		s.ids = append(s.ids, task.GetId())
+		s.at = append(s.at, time.Since(s.start))
+		futs[i] = pending{}
+	}
+	return futs, nil
+}
+
+// With the default policy, a stalled task of a wave whose model answers
+// in about 100 ms is copied once it has been out twice the stage's
+// observed times, about 200 ms, and not at the 500 ms the floor used to
+// impose: a stalled wave of such a model waits a few calls' time, not
+// five.
+func TestWaveHedgeCopiesAStalledFastCallSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, w := fastWave(t, "rollout", 1)
+		w.track([]*pb.Task{{Id: "run/rollout/a"}}, []Future{pending{}})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if len(d.ids) != 1 || d.ids[0] != "run/rollout/a"+hedgeSuffix {
+			t.Fatalf("submitted %v, want one copy of the stalled task", d.ids)
+		}
+		// Two medians (200 ms), seen at the watch's next tick.
+		if d.at[0] < 200*time.Millisecond || d.at[0] > 200*time.Millisecond+hedgeTick {
+			t.Errorf("copied after %v, want 200ms to %v", d.at[0], 200*time.Millisecond+hedgeTick)
+		}
+	})
+}
+
+// A withdrawn attempt that neither reported nor said it lingers was never
+// sent (a worker running a cancelled task says so at once): the run's end
+// waits noteWait for it, not the longest task time observed, which under
+// a latency tail counts a large wave's queueing.
+func TestSettleForgetsASilentLoserSoon(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHedger(&Trainer{now: time.Now, log: slog.New(slog.DiscardHandler)}, HedgePolicy{}, nil)
+		h.observe(latKey{"m", "test_best"}, 40*time.Second)
+		h.losers["queued"] = &loser{at: time.Now(), timeout: time.Hour}
+		start := time.Now()
+		h.settle(context.Background())
+		if took := time.Since(start); took < noteWait || took > noteWait+100*time.Millisecond {
+			t.Errorf("settle took %v for a silent loser, want %v (the longest task time is %v)", took, noteWait, h.settleBound())
+		}
+	})
+}
+
+// A windowed wave (an early-stoppable gate) with tasks still to submit
+// waits for no task in particular: its straggler is not copied, however
+// old, until the wave has submitted its last task.
+func TestWindowedWaveHedgesOnlyOnceAllIsSubmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		d, w := fastWave(t, "gate", 200)
+		w.pending(190)
+		w.track([]*pb.Task{{Id: "run/rollout/a"}}, []Future{pending{}})
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		d.mu.Lock()
+		early := len(d.ids)
+		d.mu.Unlock()
+		if early != 0 {
+			t.Fatalf("copied %d tasks while the wave still had tasks to submit", early)
+		}
+		w.pending(0)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if len(d.ids) != 1 || d.ids[0] != "run/rollout/a"+hedgeSuffix {
+			t.Fatalf("submitted %v once every task was in, want one copy of the straggler", d.ids)
+		}
+	})
+}
+
+// fastWave is a target wave of n tasks of stage under the default policy,
+// its model's stage seen answering in 100 ms 40 times, and the recorder
+// of the copies it submits; both end with the test.
+func fastWave(t *testing.T, stage string, n int) (*submitRecorder, *hedgeWave) {
+	d := &submitRecorder{start: time.Now()}
+	h := newHedger(&Trainer{now: time.Now, d: d, log: slog.New(slog.DiscardHandler)}, DefaultHedge(), nil)
+	for range 40 {
+		h.observe(latKey{"m", stage}, 100*time.Millisecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	w := h.wave(ctx, stage, "target", "m", n, 0)
+	t.Cleanup(w.close)
+	return d, w
+}

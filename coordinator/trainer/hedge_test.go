@@ -111,6 +111,30 @@ func TestWaveHedgeKeepsDecisions(t *testing.T) {
 	if tok.Total.Input < m.input.Load() {
 		t.Errorf("tokens.json counts %d input tokens; the model answered %d", tok.Total.Input, m.input.Load())
 	}
+	// summary.json says which stages' copies were made and which won: a
+	// copy is one hedged attempt unless it won (then its original is).
+	var sum struct {
+		Hedge map[string]struct{ Copies, Won int } `json:"hedge"`
+	}
+	if b, err = os.ReadFile(filepath.Join(dir, "summary.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		t.Fatal(err)
+	}
+	copies, won := 0, 0
+	for stage, c := range sum.Hedge {
+		if c.Won > c.Copies {
+			t.Errorf("summary.json hedge %s: %d copies won of %d", stage, c.Won, c.Copies)
+		}
+		copies, won = copies+c.Copies, won+c.Won
+	}
+	if copies == 0 || won == 0 {
+		t.Errorf("summary.json hedge %v: want copies made and won", sum.Hedge)
+	}
+	if int64(copies) < tok.Total.Causes.Hedged {
+		t.Errorf("summary.json counts %d copies, tokens.json %d hedged attempts", copies, tok.Total.Causes.Hedged)
+	}
 }
 
 // stallFirst wraps the sim model: the first call of one prompt (stage)

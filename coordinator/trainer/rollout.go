@@ -89,6 +89,7 @@ func (t *Trainer) rollout(ctx context.Context, rq rolloutReq) (_ []rollResult, _
 		if err != nil {
 			return err
 		}
+		hw.pending(n - k)
 		fs = hw.track(batch, fs)
 		for j, i := range idx {
 			f := fs[j]

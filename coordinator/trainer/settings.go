@@ -104,7 +104,10 @@ type Settings struct {
 	// is left out of the decision hash (and of JSON).
 	Hedge HedgePolicy `json:"-"`
 	// Speculate: see config runtime.speculate.
-	Speculate   bool
+	Speculate bool
+	// Prefetch: see config runtime.prefetch (auto, on or off). It never
+	// changes a decision, so it is left out of the decision hash.
+	Prefetch    string `json:"-"`
 	MinCoverage float64
 	GateTest    GateTest
 	GateAlpha   float64

@@ -39,9 +39,7 @@ func (t *Trainer) speculate(ctx context.Context, g int, skills ...string) (*spec
 		// still paid for (the real step's use of the other counts once).
 		for i, f := range futs {
 			go func() {
-				select {
-				case <-f.Done():
-				case <-ctx.Done():
+				if !landed(ctx, f) {
 					return
 				}
 				if res := f.Result(); res.GetOutcome() != pb.Outcome_OUTCOME_CANCELLED {

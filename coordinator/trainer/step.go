@@ -55,6 +55,8 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 	tokBefore := t.acct.Snapshot()
 	t.prog.Step(epoch, t.s.NumEpochs, g, t.st.TotalSteps, t.st.CurrentScore, t.st.BestScore)
 	current := t.st.Current
+	t.prefetchNext(g, current)
+	defer t.settlePrefetch(ctx)
 
 	// ① rollout, ② reflect and ③'s merge trees as one stream: each
 	// batch's analysts start when its rollouts are in, each merge when its
@@ -147,6 +149,7 @@ func (t *Trainer) runStep(ctx context.Context, epoch, inEpoch, g int, batches []
 
 	// ⑥ gate (with the next step's rollouts started for both outcomes
 	// when speculating).
+	t.holdPrefetch()
 	spec, err := t.speculate(ctx, g+1, candidate, current)
 	if err != nil {
 		return err

@@ -428,6 +428,18 @@ type Runtime struct {
 	// rollouts already running) for wall time on a wide worker pool; the
 	// decisions are the same. Default false.
 	Speculate bool `yaml:"speculate"`
+	// Prefetch starts the next step's rollouts for the current skill in
+	// the target slots a step's optimizer waves leave idle, betting that
+	// the gate rejects (most do): the next step then finds its rollouts
+	// done or under way. When the gate accepts instead, the prefetched
+	// rollouts are withdrawn, and those that ran are paid for (tokens.json
+	// stage "prefetch"): at most one batch of rollouts per accepted step.
+	// auto prefetches once the target model's observed task times have a
+	// heavy tail (their 90th percentile at least twice their median and
+	// half a second beyond it; it needs hedge on, which observes them), where a rollout wave waits
+	// longest for its slowest call; on always; off never. The decisions
+	// are the same. Default auto.
+	Prefetch string `yaml:"prefetch"`
 	// Hedge re-issues the stragglers of the waves the training loop waits
 	// for (rollouts, gate evaluations, optimizer waves; not background
 	// work): once a wave is down to its last round and a task has been out
@@ -443,9 +455,10 @@ type Runtime struct {
 	// HedgeMaxExtra caps the run's copies at this fraction of the tasks
 	// the loop waited for (plus one wave's budget). Default 0.05.
 	HedgeMaxExtra float64 `yaml:"hedge_max_extra"`
-	// HedgeQuantile and HedgeMultiplier set the delay (defaults 0.75 and
-	// 2: about four medians under a log-normal tail of sigma 1, two under
-	// a steady latency, where next to nothing is that late).
+	// HedgeQuantile and HedgeMultiplier set the delay (defaults 0.8 and
+	// 2: about 4.6 medians under a log-normal tail of sigma 1, the
+	// slowest 6% of calls; two under a steady latency, where next to
+	// nothing is that late).
 	HedgeQuantile   float64 `yaml:"hedge_quantile"`
 	HedgeMultiplier float64 `yaml:"hedge_multiplier"`
 	// IdleFill runs the seed skill's test evaluation (needed only by the
@@ -561,10 +574,11 @@ func Default() *Config {
 			TaskTimeout:          30 * time.Minute,
 			MaxDeliveries:        5,
 			IdleFill:             true,
+			Prefetch:             "auto",
 			Hedge:                true,
 			HedgeBudget:          0.15,
 			HedgeMaxExtra:        0.05,
-			HedgeQuantile:        0.75,
+			HedgeQuantile:        0.8,
 			HedgeMultiplier:      2,
 			GateWindow:           true,
 		},

@@ -70,6 +70,7 @@ var (
 	appendixSources = enum{values: []string{"both", "failure_only"}}
 	gateMetrics     = enum{values: []string{"hard", "soft", "mixed"}}
 	gateTests       = enum{values: []string{"none", "paired"}}
+	prefetchModes   = enum{values: []string{"auto", "on", "off"}, aliases: map[string]string{"true": "on", "false": "off"}}
 	splitModes      = enum{values: []string{"ratio", "split_dir"}}
 	efforts         = enum{values: []string{"", "none", "minimal", "low", "medium", "high", "xhigh", "max"}}
 	azureAuthModes  = enum{values: []string{"", "api_key", "azure_cli", "managed_identity", "aad", "azure_ad", "workload_identity", "token", "openai_compatible"}}
@@ -193,6 +194,7 @@ func (c *Config) normalize() error {
 		{"evaluation.gate_metric", &ev.GateMetric, gateMetrics},
 		{"evaluation.gate_test", &ev.GateTest, gateTests},
 		{"env.split_mode", &en.SplitMode, splitModes},
+		{"runtime.prefetch", &c.Runtime.Prefetch, prefetchModes},
 	}
 	for _, ch := range checks {
 		if err := c.normEnum(ch.path, ch.p, ch.e); err != nil {

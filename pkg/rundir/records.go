@@ -31,6 +31,27 @@ type Summary struct {
 	BestSkillPath  string                          `json:"best_skill_path"`
 	SelectionEvalN int                             `json:"selection_items"`
 	TestEvalN      int                             `json:"test_items"`
+	Prefetch       *PrefetchCounts                 `json:"prefetch,omitempty"`
+	Hedge          map[string]HedgeCounts          `json:"hedge,omitempty"`
+}
+
+// HedgeCounts is what wave hedging did in one stage: the copies made of
+// its stragglers and those whose answer came first (the rest lost to
+// their original and were withdrawn).
+type HedgeCounts struct {
+	Copies int `json:"copies"`
+	Won    int `json:"won"`
+}
+
+// PrefetchCounts is what a run prefetched (runtime.prefetch): the steps
+// whose next step's rollouts it queued, the tasks it released into idle
+// target slots, those the next step took over (the gate kept the skill)
+// and those withdrawn or wasted because the gate accepted.
+type PrefetchCounts struct {
+	Steps     int `json:"steps"`
+	Released  int `json:"released"`
+	Kept      int `json:"kept"`
+	Discarded int `json:"discarded"`
 }
 
 // TypeScore is the score of one task type (or "overall") on a split.
