@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/skillfleet/skillfleet/backends"
@@ -48,9 +49,28 @@ func (mt *meter) Chat(ctx context.Context, req *llm.Request) (*llm.Response, err
 	}
 	cctx, release := finishInFlight(ctx)
 	resp, err := mt.m.Chat(cctx, req)
+	if err != nil && errors.Is(context.Cause(cctx), errAbandonedByCoordinator) {
+		err = abandonedAsStalled(err)
+	}
 	release()
 	mt.record(resp, err)
 	return resp, err
+}
+
+// abandonedAsStalled is the error of a call its run's end abandoned: the
+// run ended while the call was still out, seconds after the task was
+// withdrawn, so an attempt with no answer by then counts as a stall, not
+// as a cancel — also inside the retry layers' per-attempt causes, where
+// the cut attempts were counted as cancelled.
+func abandonedAsStalled(err error) error {
+	var re *backends.RetryError
+	if errors.As(err, &re) {
+		if n := re.Causes[llm.CauseCancelled]; n > 0 {
+			delete(re.Causes, llm.CauseCancelled)
+			re.Causes[llm.CauseStall] += n
+		}
+	}
+	return fmt.Errorf("%w: %w", llm.ErrStalled, err)
 }
 
 func (mt *meter) record(resp *llm.Response, err error) {

@@ -90,3 +90,26 @@ func TestCancelStopsRetries(t *testing.T) {
 type modelFunc func(context.Context, *llm.Request) (*llm.Response, error)
 
 func (f modelFunc) Chat(ctx context.Context, r *llm.Request) (*llm.Response, error) { return f(ctx, r) }
+
+// TestAbandonedCallCountsAsStallThroughTheRetryLayer: a withdrawn task's
+// call that its run's end abandons is a stall in the task's causes, also
+// when the retry layer (which counts each attempt's cause itself) saw the
+// cut attempt as cancelled.
+func TestAbandonedCallCountsAsStallThroughTheRetryLayer(t *testing.T) {
+	sm := &slowModel{delay: time.Hour}
+	m := backends.Wrap(sm, backends.WithRetry(backends.RetryPolicy{MaxRetries: 3, Base: time.Millisecond, Cap: time.Millisecond}),
+		backends.WithDeadline(backends.DeadlinePolicy{Off: true}))
+	mt := newMeter(m)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	actx, abandon := context.WithCancelCause(context.Background())
+	ctx = context.WithValue(ctx, abandonKey{}, actx)
+	time.AfterFunc(30*time.Millisecond, func() { cancel(errCancelledByCoordinator) })
+	time.AfterFunc(100*time.Millisecond, func() { abandon(errAbandonedByCoordinator) })
+	if _, err := mt.Chat(ctx, &llm.Request{}); err == nil {
+		t.Fatal("abandoned call: no error")
+	}
+	u, _ := mt.result("m")
+	if u.GetCalls() != 1 || u.GetFailedCalls() != 1 || u.GetFailedCauses()[llm.CauseStall] != 1 || u.GetFailedCauses()[llm.CauseCancelled] != 0 {
+		t.Fatalf("usage %v, want 1 failed call caused by stall, none cancelled", u)
+	}
+}

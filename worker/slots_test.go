@@ -57,6 +57,9 @@ func (r *recorder) Report(s grpc.BidiStreamingServer[pb.Result, pb.ReportAck]) e
 type gatedModel struct {
 	mu    sync.Mutex
 	gates map[string]chan struct{}
+	// started gets a call's name once it is in flight: a task cancelled
+	// between its start and its call makes no call, and frees its slot.
+	started chan string
 }
 
 func (m *gatedModel) gate(id string) chan struct{} {
@@ -69,6 +72,7 @@ func (m *gatedModel) gate(id string) chan struct{} {
 }
 
 func (m *gatedModel) Chat(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	m.started <- req.Stage
 	select {
 	case <-m.gate(req.Stage):
 	case <-ctx.Done():
@@ -86,7 +90,7 @@ type slotBundle struct {
 	cancel  func(notice string)
 	model   *gatedModel
 	rec     *recorder
-	started chan string
+	started chan string // a task's id once its call is in flight
 	ended   chan string
 	results chan *pb.Result
 	running atomic.Int32
@@ -151,8 +155,9 @@ func setupSlotsAck(t *testing.T, cancelledInFlight int, hold chan struct{}, ackW
 		t.Fatal(err)
 	}
 
-	b := &slotBundle{js: js, rec: rec, model: &gatedModel{gates: map[string]chan struct{}{}},
-		started: make(chan string, 16), ended: make(chan string, 16), results: rec.results, ctxs: map[string]context.Context{}}
+	started := make(chan string, 16)
+	b := &slotBundle{js: js, rec: rec, model: &gatedModel{gates: map[string]chan struct{}{}, started: started},
+		started: started, ended: make(chan string, 16), results: rec.results, ctxs: map[string]context.Context{}}
 	h := HandlerFunc(func(ctx context.Context, tk *pb.Task) *pb.Result {
 		n := b.running.Add(1)
 		defer b.running.Add(-1)
@@ -165,7 +170,6 @@ func setupSlotsAck(t *testing.T, cancelledInFlight int, hold chan struct{}, ackW
 		b.mu.Lock()
 		b.ctxs[tk.GetId()] = ctx
 		b.mu.Unlock()
-		b.started <- tk.GetId()
 		mt := newMeter(b.model)
 		_, err := mt.Chat(ctx, &llm.Request{Stage: tk.GetId()})
 		b.ended <- tk.GetId()
@@ -471,8 +475,8 @@ func TestAbandonNoticeEndsALingeringCall(t *testing.T) {
 		if res.GetUsage().GetCalls() == 0 {
 			continue // the linger note
 		}
-		if res.GetOutcome() == pb.Outcome_OUTCOME_OK || res.GetUsage().GetFailedCalls() != 1 {
-			t.Fatalf("reported %v, want a's abandoned call: not OK, 1 failed call", res)
+		if res.GetOutcome() == pb.Outcome_OUTCOME_OK || res.GetUsage().GetFailedCalls() != 1 || res.GetUsage().GetFailedCauses()[llm.CauseStall] != 1 {
+			t.Fatalf("reported %v, want a's abandoned call: not OK, 1 failed call, cause stall", res)
 		}
 		break
 	}
