@@ -246,7 +246,8 @@ func (c *Client) keyValue() string {
 //   - opencode: XDG directories, and OPENCODE_CONFIG_CONTENT with the
 //     provider (@ai-sdk/openai at BaseURL, the key as {env:VAR}), the
 //     permissions of its tools (shell and reads allowed, edits, web
-//     fetches and other directories denied; in chat mode every tool off);
+//     fetches and other directories denied; in chat mode every tool off),
+//     and npm offline, so that it installs no plugin package per call;
 //   - Cursor: its HOME; it has no setting for another endpoint, so
 //     BaseURL is refused (its model is Cursor's service, signed in with
 //     CURSOR_API_KEY listed in option env).
@@ -299,7 +300,15 @@ func (c *Client) wireAgent(dir, model string) (env []string, err error) {
 		env = append(env, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_DATA_HOME="+filepath.Join(home, ".local", "share"),
 			"XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_STATE_HOME="+filepath.Join(home, ".local", "state"),
 			"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-			"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_EXTERNAL_SKILLS=1", "OPENCODE_DISABLE_TERMINAL_TITLE=1")
+			"OPENCODE_DISABLE_SHARE=1", "OPENCODE_DISABLE_EXTERNAL_SKILLS=1", "OPENCODE_DISABLE_TERMINAL_TITLE=1",
+			// At start opencode installs its plugin package from the npm
+			// registry into each config directory (the HOME's and the
+			// project's .opencode), with npm running inside its own
+			// process, on the same thread as the call: in a fresh HOME
+			// that is every call, and on a busy machine it holds back the
+			// first model request. No plugin is loaded (--pure), so npm is
+			// told to stay offline and the install fails at once.
+			"npm_config_offline=true")
 		cfg := map[string]any{"autoupdate": false, "share": "disabled"}
 		if c.chat {
 			tools := map[string]bool{}

@@ -2,10 +2,14 @@ package exec_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +34,33 @@ func TestMoreAgentsAgainstSimLLM(t *testing.T) {
 		t.Run(agent, func(t *testing.T) {
 			t.Parallel()
 			s, url := simFor(t, sim.ServerOptions{})
-			c, _ := agentClient(t, agent, url, func(cfg *exec.Config) { optOut(cfg); cfg.TraceSummary = true })
+			// opencode's npm is pointed at a registry of the test's own
+			// (npm_config_registry, through option env): the harness keeps
+			// it offline, so no call may install a package from it.
+			var npmAsked func() []string
+			c, _ := agentClient(t, agent, url, func(cfg *exec.Config) {
+				optOut(cfg)
+				cfg.TraceSummary = true
+				if agent == exec.AgentOpencode {
+					var registry string
+					registry, npmAsked = npmRegistry(t)
+					getenv := cfg.Getenv
+					cfg.Env = append(cfg.Env, "npm_config_registry")
+					cfg.Getenv = func(k string) string {
+						if k == "npm_config_registry" {
+							return registry
+						}
+						return getenv(k)
+					}
+				}
+			})
+			if npmAsked != nil {
+				defer func() {
+					if asked := npmAsked(); len(asked) > 0 {
+						t.Errorf("opencode asked the npm registry for %v: each call installs packages", asked)
+					}
+				}()
+			}
 			v, err := c.CheckVersion(t.Context())
 			if err != nil || v == "" {
 				t.Fatalf("CheckVersion = %q, %v", v, err)
@@ -70,6 +100,26 @@ func TestMoreAgentsAgainstSimLLM(t *testing.T) {
 			}
 			t.Logf("%s %s: %d sim requests, trace:\n%s", agent, v, len(log), trace)
 		})
+	}
+}
+
+// npmRegistry is a stand-in npm registry that answers 404 to every
+// request; asked lists the paths requested so far.
+func npmRegistry(t *testing.T) (url string, asked func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var paths []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.URL.Path)
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(paths)
 	}
 }
 

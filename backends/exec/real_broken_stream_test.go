@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/skillfleet/skillfleet/backends/exec"
 	"github.com/skillfleet/skillfleet/backends/sim"
@@ -66,7 +67,17 @@ func TestMoreAgentsRealBrokenStream(t *testing.T) {
 				s.ServeHTTP(&cutWriter{ResponseWriter: w, limit: 60}, r)
 			}))
 			t.Cleanup(ts.Close)
-			c, _ := agentClient(t, agent, ts.URL+"/v1", optOut)
+			c, _ := agentClient(t, agent, ts.URL+"/v1", func(cfg *exec.Config) {
+				optOut(cfg)
+				// opencode retries a broken stream five times, waiting longer
+				// before each (up to half a minute): over a minute of its
+				// call is that waiting, so on a busy machine the usual call
+				// timeout ended it before its own failure (a timeout, which
+				// is not what this test is about).
+				if agent == exec.AgentOpencode {
+					cfg.Timeout = 6 * time.Minute
+				}
+			})
 			skill, q, _ := simTask(t)
 			resp, err := c.Chat(t.Context(), simRequest(skill, q))
 			mu.Lock()

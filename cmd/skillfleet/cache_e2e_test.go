@@ -38,8 +38,11 @@ func cacheRun(t *testing.T, out, redisURL, targetURL, optURL string, extra ...st
 		"--set", "env.skill_init=" + filepath.Join(root, "configs", "skills", "sim_demo_seed.md"),
 		"--set", "runtime.sim_llm=false", "--set", "runtime.idle_fill=false",
 		// Every gate runs to completion, so the first run measures every
-		// rollout the second one asks for.
-		"--set", "evaluation.early_stop=false",
+		// rollout the second one asks for; and nothing is prefetched: which
+		// prefetched rollouts a gate throws away depends on the machine's
+		// timing (auto prefetches under a heavy tail), so a second run could
+		// prefetch what the first did not.
+		"--set", "evaluation.early_stop=false", "--set", "runtime.prefetch=off",
 		"--set", "model.target_base_url=" + targetURL, "--set", "model.optimizer_base_url=" + optURL,
 	}, extra...)
 	cmd := exec.Command(binary, args...)

@@ -72,11 +72,74 @@ func (u *tui) keys(k ...string) {
 	}
 }
 
-// typeLine types text and presses Enter.
-func (u *tui) typeLine(text string) {
-	u.keys("-l", text)
+// typeLine types text and presses Enter. A CLI that has just ended a
+// turn may still be redrawing and drop keys (on a loaded machine Codex
+// lost a whole line that way), so it waits for the screen to settle,
+// and presses Enter only once the text shows in the input; a line that
+// does not show in 10 s is typed again. An Enter can be lost the same
+// way (Codex kept a typed line in its input for minutes), so while taken
+// does not hold 15 s after it, Enter is pressed again, three times at
+// most: on an input already sent, Enter sends nothing.
+func (u *tui) typeLine(text string, taken func() bool) {
+	u.t.Helper()
+	u.settle(10 * time.Second)
+	probe := text
+	if len(probe) > 40 {
+		probe = probe[:40]
+	}
+	for attempt := 1; ; attempt++ {
+		u.keys("-l", text)
+		if u.shows(probe, 10*time.Second) {
+			break
+		}
+		if attempt == 3 {
+			u.t.Fatalf("%s: %q typed %d times never showed; its screen:\n%s", u.what, probe, attempt, u.screen())
+		}
+	}
 	time.Sleep(300 * time.Millisecond)
-	u.keys("Enter")
+	for range 3 {
+		u.keys("Enter")
+		for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			if taken() {
+				return
+			}
+		}
+		u.t.Logf("%s: %q not taken 15 s after Enter: pressing it again", u.what, probe)
+	}
+}
+
+// grew returns a taken condition for [tui.typeLine]: the session files
+// under root have more lines than now (the CLI recorded the message).
+func grew(root string) func() bool {
+	all := func(line []byte) bool { return true }
+	n := countLines(root, all)
+	return func() bool { return countLines(root, all) > n }
+}
+
+// settle waits, at most limit, until two captures a second apart agree.
+func (u *tui) settle(limit time.Duration) {
+	prev := u.screen()
+	for end := time.Now().Add(limit); time.Now().Before(end); {
+		time.Sleep(time.Second)
+		cur := u.screen()
+		if cur == prev {
+			return
+		}
+		prev = cur
+	}
+}
+
+// shows reports whether the screen shows text within limit.
+func (u *tui) shows(text string, limit time.Duration) bool {
+	for end := time.Now().Add(limit); ; {
+		if strings.Contains(u.screen(), text) {
+			return true
+		}
+		if time.Now().After(end) {
+			return false
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // tuiDialogs are the questions the CLIs ask on a first start that a
@@ -96,7 +159,8 @@ func (u *tui) waitFor(what string, limit time.Duration, done func() bool) {
 	deadline := time.Now().Add(limit)
 	for !done() {
 		s := u.screen()
-		if strings.Contains(s, u.exited) {
+		// It may have ended what was waited for between done and screen.
+		if strings.Contains(s, u.exited) && !done() {
 			u.t.Fatalf("%s exited while waiting for %s; its screen:\n%s", u.what, what, s)
 		}
 		for _, d := range tuiDialogs {
@@ -114,7 +178,7 @@ func (u *tui) waitFor(what string, limit time.Duration, done func() bool) {
 // exit types the CLI's quit command and waits for it to end.
 func (u *tui) exit(cmd string) {
 	u.t.Helper()
-	u.typeLine(cmd)
+	u.typeLine(cmd, func() bool { return strings.Contains(u.screen(), u.exited) })
 	u.waitFor("exit after "+cmd, 2*time.Minute, func() bool { return strings.Contains(u.screen(), u.exited+" 0") })
 }
 
@@ -438,7 +502,7 @@ func driveClaude(t *testing.T, home, tmp, simURL string, projects []string) *age
 	u := startTUI(t, "claude", projects[0], tmp, env, bin, "--model", "sim-target", firstPrompt)
 	u.waitFor("the first answer", 4*time.Minute, func() bool { return answers() >= 1 })
 	second := "no, that is wrong: give it as a plain number. " + simQuestion(4821)
-	u.typeLine(second)
+	u.typeLine(second, grew(root))
 	u.waitFor("the second answer", 3*time.Minute, func() bool { return answers() >= 2 })
 	u.exit("/exit")
 	s.prompts[projects[0]] = []string{firstPrompt, second}
@@ -493,7 +557,7 @@ func driveCodex(t *testing.T, home, tmp, simURL string, projects []string) *agen
 	u := startTUI(t, "codex", projects[0], tmp, env, bin, firstPrompt)
 	u.waitFor("the first turn's end", 4*time.Minute, func() bool { return done() >= 1 })
 	second := "no, that is wrong: give it as a plain number. " + simQuestion(4821)
-	u.typeLine(second)
+	u.typeLine(second, grew(root))
 	u.waitFor("the second turn's end", 3*time.Minute, func() bool { return done() >= 2 })
 	u.exit("/quit")
 	s.prompts[projects[0]] = []string{firstPrompt, second}
@@ -551,4 +615,41 @@ func harvestHome(t *testing.T, prefix string) (home, tmp string, sim *httptest.S
 		simmodel.ServerOptions{APIKey: agentPlantedKey}))
 	t.Cleanup(sim.Close)
 	return home, tmp, sim
+}
+
+// TestTUIDriverPressesALostEnterAgain: the terminal driver's typeLine,
+// against a program that echoes what is typed and ignores the first
+// Enter (as a loaded Codex did), presses Enter again and the line is
+// recorded once.
+func TestTUIDriverPressesALostEnterAgain(t *testing.T) {
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not found: apt-get install tmux")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	dir := t.TempDir()
+	const lossy = `import os, tty
+tty.setraw(0)
+line, enters = b"", 0
+while True:
+    c = os.read(0, 1)
+    if c == b"\r":
+        enters += 1
+        if enters >= 2 and line:
+            with open("session.jsonl", "ab") as f:
+                f.write(line + b"\n")
+            line = b""
+            os.write(1, b"\r\n")
+    else:
+        line += c
+        os.write(1, c)
+`
+	u := startTUI(t, "lossy", dir, dir, nil, py, "-c", lossy)
+	u.typeLine("a line the first Enter loses", grew(dir))
+	b, err := os.ReadFile(filepath.Join(dir, "session.jsonl"))
+	if err != nil || string(b) != "a line the first Enter loses\n" {
+		t.Fatalf("recorded %q (%v), want the typed line once", b, err)
+	}
 }

@@ -178,32 +178,7 @@ func checkCampaignTrace(t *testing.T, spans tracetest.SpanStubs, out string, cel
 				want[st] = io
 			}
 		}
-		// tokens.json counts the losing attempts of hedged tasks under their
-		// own stage ("hedged"); their spans carry the stage they were hedged
-		// in. So each stage's spans hold at least its tokens.json row, and
-		// what they hold beyond it adds up to the hedged row.
-		hedged := want["hedged"]
-		var extra inOut
-		for st, w := range want {
-			if w == (inOut{}) || st == "hedged" {
-				continue
-			}
-			got := tokens[c][st]
-			if got.In < w.In || got.Out < w.Out {
-				t.Errorf("cell %s stage %s: spans %d in / %d out, less than tokens.json's %d / %d", c, st, got.In, got.Out, w.In, w.Out)
-			}
-			extra.In += got.In - w.In
-			extra.Out += got.Out - w.Out
-		}
-		for st, got := range tokens[c] {
-			if _, ok := want[st]; !ok {
-				extra.In += got.In
-				extra.Out += got.Out
-			}
-		}
-		if extra != hedged {
-			t.Errorf("cell %s: spans hold %d in / %d out beyond tokens.json's stages, its hedged row %d / %d", c, extra.In, extra.Out, hedged.In, hedged.Out)
-		}
+		checkStageTokens(t, "cell "+c, tokens[c], want)
 	}
 }
 

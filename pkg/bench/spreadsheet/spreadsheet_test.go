@@ -517,9 +517,7 @@ func TestItemsAndErrors(t *testing.T) {
 			t.Errorf("%v: %v, %+v", cfg, err, ep)
 		}
 	}
-	if _, err := New(Config{Mode: "react"}); err == nil {
-		t.Error("mode react accepted")
-	}
+	// Unknown modes are refused: TestReactModeConfig.
 }
 
 func TestCaseDiscovery(t *testing.T) {
