@@ -32,7 +32,8 @@
 #
 # It runs scripts/test.sh --setup, records the packages installed, then
 # runs scripts/test.sh, both at nice 10 (--nice). The results go to OUT (default
-# /tmp/skillfleet-fresh-machine): packages-installed.txt, setup.log,
+# /tmp/skillfleet-fresh-machine): packages-installed.txt, node.txt (the
+# node on PATH after the setup, and its Debian package if any), setup.log,
 # test.log (test.sh's output), skillfleet-test.log (its per-package log),
 # packages.txt (ok/FAIL per package), phases.txt (the time each phase of
 # the setup and the suite began, UTC) and summary.txt. The container, its
@@ -127,7 +128,7 @@ fi
 git clone -q --no-checkout . "$work/src"
 git -C "$work/src" checkout -q --detach "$sha"
 mkdir -p "$out"
-rm -f "$out"/{packages-installed.txt,setup.log,test.log,skillfleet-test.log,packages.txt,phases.txt,summary.txt}
+rm -f "$out"/{packages-installed.txt,node.txt,setup.log,test.log,skillfleet-test.log,packages.txt,phases.txt,summary.txt}
 say "clone of $(git rev-parse --short "$sha") in $work/src; results in $out"
 
 # What runs inside: the package list before and after --setup, then the
@@ -154,6 +155,11 @@ rc=${PIPESTATUS[0]}
 printf '%(%T)T setup ended (exit %s)\n' -1 "$rc" >>/out/phases.txt
 dpkg-query -W -f '${Package}\n' | sort >/tmp/after.txt
 comm -13 /tmp/before.txt /tmp/after.txt >/out/packages-installed.txt
+# Node.js is not always a Debian package: the setup may install it from npm.
+if node=$(command -v node); then
+  pkg=$(dpkg -S "$(readlink -f "$node")" 2>/dev/null | head -n 1 | cut -d: -f1)
+  echo "$node $(node --version) (${pkg:+Debian package }${pkg:-not from a Debian package})" >/out/node.txt
+fi
 echo "setup exit $rc, $(wc -l </out/packages-installed.txt) packages installed"
 [[ $rc == 0 ]] || exit "$rc"
 [[ -z "${SETUP_ONLY:-}" ]] || exit 0
@@ -204,6 +210,7 @@ say "container exited $rc ($((SECONDS - t))s)"
 {
   echo "ref $(git rev-parse --short "$sha"), image $image, exit $rc, $((SECONDS - t)) s in the container"
   echo "Debian packages installed by scripts/test.sh --setup: $(wc -l <"$out/packages-installed.txt" 2>/dev/null || echo '?')"
+  [[ ! -s "$out/node.txt" ]] || echo "node after the setup: $(cat "$out/node.txt")"
 } >"$out/summary.txt"
 if [[ -f "$out/test.log" ]]; then
   # One line per package: go test's ok/FAIL lines, the cmd shards', the

@@ -11,7 +11,10 @@
 # and tmux for the agent CLIs' tests). Run as root on Debian/Ubuntu, it installs the
 # missing ones with apt-get (and the agent CLIs with
 # scripts/install-agents.sh); otherwise it stops before running anything,
-# printing one line per missing tool with its install command.
+# printing one line per missing tool with its install command. The agent
+# CLIs need Node 20.6 or newer: where the machine's is older, --setup run
+# as root installs a pinned Node into /usr/local (below), and the suite
+# without --setup stops at once naming that command.
 #
 #   scripts/test.sh           check or install the tools, then run the suite
 #   scripts/test.sh --setup   check or install the tools, then stop
@@ -112,12 +115,60 @@ if [[ -n "$gaps" ]]; then
 fi
 if [[ -n "$agents" ]]; then
   # The pinned pi (0.73.1) needs Node 20.6 or newer (its package.json's
-  # engines); Debian 12's nodejs is 18, on which every pi call dies on a
-  # regular expression flag deep inside a test. Say so here instead.
-  nodever=$(node --version 2>/dev/null | sed 's/^v//')
-  if [[ -n $nodever ]] && ! printf '20.6.0\n%s\n' "$nodever" | sort -C -V; then
-    echo "missing: Node.js 20.6 or newer for the pinned agent CLIs (this machine has $nodever; Debian 12's nodejs is 18) — install Node 20: curl -fsSL https://deb.nodesource.com/setup_20.x | bash - && apt-get install -y nodejs, then run scripts/test.sh again" >&2
-    exit 1
+  # engines; Claude Code's asks for 22); Debian 12's nodejs is 18, on
+  # which every pi call dies on a regular expression flag deep inside a
+  # test. As root (CI, or --setup) it installs Node $NODE_VERSION from npm's
+  # official binary package (node-linux-<arch>: the nodejs.org build,
+  # checked against the registry's integrity hash by npm pack) into
+  # /usr/local/lib/nodejs-$NODE_VERSION, linked as /usr/local/bin/node:
+  # that comes before /usr/bin on Debian's PATH, and Debian's npm and npx
+  # (#!/usr/bin/env node) run on it too. Otherwise it stops here, naming
+  # the version found.
+  NODE_VERSION=22.23.5
+  node_old() {
+    local v
+    v=$(node --version 2>/dev/null | sed 's/^v//')
+    [[ -z $v ]] || ! printf '20.6.0\n%s\n' "$v" | sort -C -V
+  }
+  install_node() {
+    local arch tmp dest=/usr/local/lib/nodejs-$NODE_VERSION
+    case $(uname -m) in
+    x86_64) arch=x64 ;;
+    aarch64) arch=arm64 ;;
+    *) echo "scripts/test.sh --setup: npm has no Node.js package for $(uname -m); install Node 20.6 or newer from https://nodejs.org/" >&2; return 1 ;;
+    esac
+    echo "== node $NODE_VERSION (npm pack node-linux-$arch@$NODE_VERSION into $dest)"
+    tmp=$(mktemp -d)
+    if ! (cd "$tmp" && npm pack --fetch-retries=1 --loglevel=error "node-linux-$arch@$NODE_VERSION") >"$tmp/log" 2>&1; then
+      tail -n 10 "$tmp/log" >&2
+      echo "scripts/test.sh --setup: npm pack node-linux-$arch@$NODE_VERSION failed: is the npm registry ($(npm config get registry 2>/dev/null)) reachable?" >&2
+      rm -rf "$tmp"
+      return 1
+    fi
+    # Unpacked beside, then renamed: a half-unpacked tree is never linked.
+    rm -rf "$dest.part" && mkdir -p "$dest.part" &&
+      tar -xzf "$tmp"/node-linux-"$arch"-*.tgz -C "$dest.part" --strip-components=1 --no-same-owner &&
+      rm -rf "$dest" && mv "$dest.part" "$dest" && ln -sfn "$dest/bin/node" /usr/local/bin/node
+    local rc=$?
+    rm -rf "$tmp"
+    [[ $rc == 0 ]] || { echo "scripts/test.sh --setup: unpacking Node $NODE_VERSION into $dest failed" >&2; return 1; }
+    hash -r
+    if [[ "$(node --version 2>/dev/null)" != "v$NODE_VERSION" ]]; then
+      echo "scripts/test.sh --setup: Node $NODE_VERSION is in /usr/local/bin/node, but the node on PATH is $(command -v node) ($(node --version 2>/dev/null)): put /usr/local/bin before it on PATH" >&2
+      return 1
+    fi
+  }
+  if node_old; then
+    found=$(node --version 2>/dev/null)
+    if [[ "$(id -u)" == 0 && -z "${SKILLFLEET_TEST_NO_INSTALL:-}" ]]; then
+      install_node || exit 1
+      echo "node: $(command -v node) $(node --version), npm $(npm --version)"
+    else
+      fix="scripts/test.sh --setup"
+      [[ "$(id -u)" == 0 ]] || fix="sudo scripts/test.sh --setup"
+      echo "missing: Node.js 20.6 or newer for the pinned agent CLIs (this machine has $found; Debian 12's nodejs is 18) — install: $fix (installs Node $NODE_VERSION from npm's node-linux-$(uname -m | sed 's/x86_64/x64/;s/aarch64/arm64/') package into /usr/local), then run scripts/test.sh again" >&2
+      exit 1
+    fi
   fi
   # The agent CLIs (Codex, Claude Code) at pinned versions, into
   # .tools/agents. Without them their tests skip, unless
@@ -323,7 +374,9 @@ if [[ -n $containerpid ]]; then
   cat "$log.container" >>"$log"
 fi
 rm -rf "$(dirname "$cmdbin")"
-passed=$(grep -c '^ok ' /tmp/skillfleet-test.log || true)
-failed=$(grep -c '^FAIL' /tmp/skillfleet-test.log || true)
+# A package's line is "ok  <package> ..." or "FAIL<tab><package> ..."; a bare
+# "FAIL" line is go test's own last word on a failed package, not another one.
+passed=$(grep -c '^ok ' "$log" || true)
+failed=$(grep -cE '^FAIL[[:space:]]+[^[:space:]]' "$log" || true)
 echo "packages: ${passed} passed, ${failed} failed"
 exit "$status"
