@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/skillfleet/skillfleet/coordinator/dispatch"
@@ -28,6 +29,7 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
 		t.Fatal(err)
 	}
+	exhausted := exhaustions(t, nc)
 	fleet := newStalledFleet()
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -45,23 +47,7 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var firstSeq uint64
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seq := range fleet.seen() {
-			firstSeq = seq
-		}
-		if firstSeq != 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first message did not run out of deliveries: %+v, deliveries %v", info, fleet.seen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	firstSeq := waitExhausted(t, exhausted, fleet)
 	stopFleet()
 	fwg.Wait()
 	// Another task of the fleet is answered and acknowledged: the
@@ -115,6 +101,47 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 
 func isNotFound(err error) bool { return err == jetstream.ErrMsgNotFound }
 
+// exhaustions reports the stream sequence of every task message that
+// runs out of deliveries, from JetStream's advisory: by the time it is
+// sent the consumer has dropped the message from its pending set, so the
+// next acknowledgement of another message moves the ack floor past it.
+// (The consumer's info is no such signal: its pending count can be back
+// at zero while the message still counts as pending for the ack floor.)
+func exhaustions(t *testing.T, nc *nats.Conn) <-chan uint64 {
+	t.Helper()
+	ch := make(chan uint64, 16)
+	stop, err := queue.SubscribeMaxDeliveries(nc, func(a queue.MaxDeliveriesExceeded) {
+		select {
+		case ch <- a.StreamSeq:
+		default:
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// waitExhausted waits for the run's one message to run out of deliveries
+// after the fleet was handed it, and returns its stream sequence.
+func waitExhausted(t *testing.T, exhausted <-chan uint64, fleet *stalledFleet) uint64 {
+	t.Helper()
+	select {
+	case seq := <-exhausted:
+		if fleet.seen()[seq] == 0 {
+			t.Fatalf("message %d ran out of deliveries, but the fleet was handed %v", seq, fleet.seen())
+		}
+		return seq
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the first message did not run out of deliveries: deliveries %v", fleet.seen())
+		return 0
+	}
+}
+
 // TestSweepRepublishesAnExhaustedMessageTakenAsQueued: the process that
 // resumes a run submits a task whose old message has run out of
 // deliveries (nobody heard the advisory) but is not yet below the
@@ -131,6 +158,7 @@ func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
 	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
 		t.Fatal(err)
 	}
+	exhausted := exhaustions(t, nc)
 	fleet := newStalledFleet()
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
@@ -147,23 +175,7 @@ func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var firstSeq uint64
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for seq := range fleet.seen() {
-			firstSeq = seq
-		}
-		if firstSeq != 0 && info.NumAckPending == 0 && info.NumRedelivered == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first message did not run out of deliveries: %+v, deliveries %v", info, fleet.seen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	firstSeq := waitExhausted(t, exhausted, fleet)
 	stopFleet()
 	fwg.Wait()
 
