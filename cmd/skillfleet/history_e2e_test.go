@@ -245,8 +245,10 @@ func TestMixedVersionFleetRollsMidCampaign(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // bounded poll across processes
 	}
-	for _, p := range olds {
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	for i, p := range olds {
+		if err := p.cmd.Process.Signal(syscall.SIGKILL); errors.Is(err, os.ErrProcessDone) {
+			t.Fatalf("old worker %d exited before the roll: %v\n%s", i, <-p.done, p.stderr.String())
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		<-p.done
