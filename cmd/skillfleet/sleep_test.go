@@ -852,6 +852,47 @@ func TestSleepProgrammerPersonaImproves(t *testing.T) {
 	}
 }
 
+// nightSplit is the split a night gives a task of a tasks file: it
+// splits them again, from a hash of each id under its seed.
+func nightSplit(tk nightly.Task) string {
+	c := nightly.DefaultConfig()
+	one := []nightly.Task{tk}
+	nightly.AssignSplits(one, c.Seed, c.ValFraction, c.TestFraction)
+	return one[0].Split
+}
+
+// atLeastTwoVal renames train tasks (as a user editing the file may)
+// until at least two of tasks fall in the night's val split.
+func atLeastTwoVal(t *testing.T, tasks []nightly.Task) {
+	t.Helper()
+	val := 0
+	for _, tk := range tasks {
+		if nightSplit(tk) == nightly.SplitVal {
+			val++
+		}
+	}
+	for i := range tasks {
+		if val >= 2 {
+			return
+		}
+		if !nightly.IsHeldOutOrigin(tasks[i].Origin) || nightSplit(tasks[i]) != nightly.SplitTrain {
+			continue
+		}
+		id := tasks[i].ID
+		for k := 1; k <= 200; k++ {
+			tasks[i].ID = fmt.Sprintf("%s-v%d", id, k)
+			if nightSplit(tasks[i]) == nightly.SplitVal {
+				t.Logf("task %s renamed %s: the night's val split had %d tasks", id, tasks[i].ID, val)
+				val++
+				break
+			}
+		}
+	}
+	if val < 2 {
+		t.Fatalf("%d tasks in the night's val split, want 2", val)
+	}
+}
+
 // TestSleepMultiSkillNight: a home with three skills, one of them a
 // skill package, and tasks whose sessions loaded one of them each: the
 // night gates and stages three proposals, the package's as a package;
@@ -870,10 +911,16 @@ func TestSleepMultiSkillNight(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The researcher's tasks go to papers and citations in turn within
-		// each split, so that each skill has train and val tasks whatever
-		// splits the harvest drew.
+		// each of the night's splits, so that each skill has train and val
+		// tasks. Those splits hash task ids, which differ from run to run:
+		// with one val task among them, citations would have none and its
+		// night would stay unverified.
+		if p == "researcher" {
+			atLeastTwoVal(t, tf.Tasks)
+		}
 		bySplit := map[string]int{}
 		for _, tk := range tf.Tasks {
+			tk.Split = nightSplit(tk)
 			switch {
 			case p == "programmer":
 				tk.SkillHint = "commits"
@@ -1118,5 +1165,28 @@ func TestSleepSweep(t *testing.T) {
 		if code, _, errOut := runCLI(t, "sleep", "sweep", "--file", f, "--output", t.TempDir()); code != exitUsage || !strings.Contains(errOut, want) {
 			t.Errorf("sweep of %q: exit %d, %s", body, code, errOut)
 		}
+	}
+}
+
+// TestAtLeastTwoValRenamesTrainTasks: tasks whose ids all fall in the
+// night's train split get two of them renamed into val, ids still unique.
+func TestAtLeastTwoValRenamesTrainTasks(t *testing.T) {
+	var tasks []nightly.Task
+	for k := 0; len(tasks) < 6; k++ {
+		tk := nightly.Task{ID: fmt.Sprintf("x%d", k), Origin: nightly.OriginReal}
+		if nightSplit(tk) == nightly.SplitTrain {
+			tasks = append(tasks, tk)
+		}
+	}
+	atLeastTwoVal(t, tasks)
+	ids, val := map[string]bool{}, 0
+	for _, tk := range tasks {
+		ids[tk.ID] = true
+		if nightSplit(tk) == nightly.SplitVal {
+			val++
+		}
+	}
+	if val != 2 || len(ids) != len(tasks) {
+		t.Fatalf("%d tasks in val, %d distinct ids of %d; want 2 and all distinct: %+v", val, len(ids), len(tasks), tasks)
 	}
 }
