@@ -25,31 +25,10 @@ import (
 func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nc, js, stream := startQueue(t)
-	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
-		t.Fatal(err)
-	}
-	exhausted := exhaustions(t, nc)
-	fleet := newStalledFleet()
+	r := startExhaustedRun(ctx, t)
+	nc, js, stream, cons, fleet, first, firstSeq := r.nc, r.js, r.stream, r.cons, r.fleet, r.first, r.seq
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	fctx, stopFleet := context.WithCancel(ctx)
-	var fwg sync.WaitGroup
-	fwg.Go(func() { fleet.run(fctx, t, js) })
-
-	// The first process: it publishes and dies (it never runs, so it
-	// handles no advisory).
-	first := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
-	if _, err := first.Submit(ctx, noopTask("r/t")); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
-	if err != nil {
-		t.Fatal(err)
-	}
-	firstSeq := waitExhausted(t, exhausted, fleet)
-	stopFleet()
-	fwg.Wait()
 	// Another task of the fleet is answered and acknowledged: the
 	// consumer's ack floor moves past the exhausted message.
 	if _, err := first.Submit(ctx, noopTask("r/other")); err != nil {
@@ -100,6 +79,45 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 }
 
 func isNotFound(err error) bool { return err == jetstream.ErrMsgNotFound }
+
+// exhaustedRun is a run whose first process published task r/t and
+// died: the stalled fleet was handed the task's message, which ran out of
+// deliveries while no process of the run listened for the advisory.
+type exhaustedRun struct {
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	// cons is the critical class's consumer; first the dead process's
+	// dispatcher (it never ran); seq the exhausted message.
+	cons  jetstream.Consumer
+	fleet *stalledFleet
+	first *dispatch.Dispatcher
+	seq   uint64
+}
+
+func startExhaustedRun(ctx context.Context, t *testing.T) exhaustedRun {
+	t.Helper()
+	nc, js, stream := startQueue(t)
+	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
+		t.Fatal(err)
+	}
+	exhausted := exhaustions(t, nc)
+	fleet := newStalledFleet()
+	fctx, stopFleet := context.WithCancel(ctx)
+	var fwg sync.WaitGroup
+	fwg.Go(func() { fleet.run(fctx, t, js) })
+	defer func() { stopFleet(); fwg.Wait() }()
+	first := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	if _, err := first.Submit(ctx, noopTask("r/t")); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := waitExhausted(t, exhausted, fleet)
+	return exhaustedRun{nc: nc, js: js, stream: stream, cons: cons, fleet: fleet, first: first, seq: seq}
+}
 
 // exhaustions reports the stream sequence of every task message that
 // runs out of deliveries, from JetStream's advisory: by the time it is
@@ -154,30 +172,10 @@ func waitExhausted(t *testing.T, exhausted <-chan uint64, fleet *stalledFleet) u
 func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	nc, js, stream := startQueue(t)
-	if err := queue.EnsureConsumers(ctx, js, queue.ConsumerOptions{AckWait: 200 * time.Millisecond, MaxDeliver: 1}); err != nil {
-		t.Fatal(err)
-	}
-	exhausted := exhaustions(t, nc)
-	fleet := newStalledFleet()
+	r := startExhaustedRun(ctx, t)
+	nc, js, stream, cons, fleet, first, firstSeq := r.nc, r.js, r.stream, r.cons, r.fleet, r.first, r.seq
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
-	fctx, stopFleet := context.WithCancel(ctx)
-	var fwg sync.WaitGroup
-	fwg.Go(func() { fleet.run(fctx, t, js) })
-
-	// The first process publishes and dies: nobody hears the advisory.
-	first := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
-	if _, err := first.Submit(ctx, noopTask("r/t")); err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, queue.StreamName, queue.ConsumerCritical)
-	if err != nil {
-		t.Fatal(err)
-	}
-	firstSeq := waitExhausted(t, exhausted, fleet)
-	stopFleet()
-	fwg.Wait()
 
 	// The process that resumes the run submits the task while the floor
 	// is still below the exhausted message: the publish is de-duplicated
