@@ -26,56 +26,24 @@ func TestResumedRunRepublishesAnExhaustedMessage(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := startExhaustedRun(ctx, t)
-	nc, js, stream, cons, fleet, first, firstSeq := r.nc, r.js, r.stream, r.cons, r.fleet, r.first, r.seq
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 	// Another task of the fleet is answered and acknowledged: the
 	// consumer's ack floor moves past the exhausted message.
-	if _, err := first.Submit(ctx, noopTask("r/other")); err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream < firstSeq {
-		t.Fatalf("ack floor %+v (%v), want past %d", info.AckFloor, err, firstSeq)
-	}
-	if _, err := stream.GetMsg(ctx, firstSeq); err != nil {
+	r.moveFloorPast(ctx, t)
+	if _, err := r.stream.GetMsg(ctx, r.seq); err != nil {
 		t.Fatalf("the exhausted message left the stream (%v): this test's premise no longer holds", err)
 	}
-	wg.Go(func() { fleet.run(ctx, t, js) })
+	wg.Go(func() { r.fleet.run(ctx, t, r.js) })
 
 	// The process that resumes the run.
-	second := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	second := dispatch.New(dispatch.Options{NC: r.nc, JS: r.js, Stream: r.stream, RunPrefix: "r/"})
 	wg.Go(func() { _ = second.Run(ctx) })
 	futs, err := second.Submit(ctx, noopTask("r/t"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(fleet.seen()) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the task was not delivered again after the resume: deliveries %v", fleet.seen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := stream.GetMsg(ctx, firstSeq); err == nil {
-		t.Errorf("the exhausted message %d is still in the stream beside its new copy", firstSeq)
-	} else if !isNotFound(err) {
-		t.Fatal(err)
-	}
-	if s := record(second, &pb.Result{TaskId: "r/t", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_RECORDED {
-		t.Fatalf("result acked %v, want RECORDED", s)
-	}
-	<-futs[0].Done()
-	if got := futs[0].Result().GetOutcome(); got != pb.Outcome_OUTCOME_OK {
-		t.Errorf("outcome %v, want OK", got)
-	}
+	r.wantSentAgain(ctx, t, second, futs[0], "resume")
 }
 
 func isNotFound(err error) bool { return err == jetstream.ErrMsgNotFound }
@@ -117,6 +85,52 @@ func startExhaustedRun(ctx context.Context, t *testing.T) exhaustedRun {
 	}
 	seq := waitExhausted(t, exhausted, fleet)
 	return exhaustedRun{nc: nc, js: js, stream: stream, cons: cons, fleet: fleet, first: first, seq: seq}
+}
+
+// moveFloorPast has another task answered and acknowledged, which moves
+// the consumer's ack floor past the exhausted message.
+func (r exhaustedRun) moveFloorPast(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if _, err := r.first.Submit(ctx, noopTask("r/other")); err != nil {
+		t.Fatal(err)
+	}
+	batch, err := r.cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for m := range batch.Messages() {
+		if err := m.DoubleAck(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if info, err := r.cons.Info(ctx); err != nil || info.AckFloor.Stream < r.seq {
+		t.Fatalf("ack floor %+v (%v), want past %d", info.AckFloor, err, r.seq)
+	}
+}
+
+// wantSentAgain checks that, after the resume or the sweep (after), the
+// fleet was handed task r/t again, its exhausted message left the stream,
+// and the result recorded by second resolves fut.
+func (r exhaustedRun) wantSentAgain(ctx context.Context, t *testing.T, second *dispatch.Dispatcher, fut *dispatch.Future, after string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(r.fleet.seen()) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task was not delivered again after the %s: deliveries %v", after, r.fleet.seen())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := r.stream.GetMsg(ctx, r.seq); err == nil {
+		t.Errorf("the exhausted message %d is still in the stream beside its new copy", r.seq)
+	} else if !isNotFound(err) {
+		t.Fatal(err)
+	}
+	if s := record(second, &pb.Result{TaskId: "r/t", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_RECORDED {
+		t.Fatalf("result acked %v, want RECORDED", s)
+	}
+	<-fut.Done()
+	if got := fut.Result().GetOutcome(); got != pb.Outcome_OUTCOME_OK {
+		t.Errorf("outcome %v, want OK", got)
+	}
 }
 
 // exhaustions reports the stream sequence of every task message that
@@ -173,42 +187,27 @@ func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	r := startExhaustedRun(ctx, t)
-	nc, js, stream, cons, fleet, first, firstSeq := r.nc, r.js, r.stream, r.cons, r.fleet, r.first, r.seq
 	var wg sync.WaitGroup
 	defer func() { cancel(); wg.Wait() }()
 
 	// The process that resumes the run submits the task while the floor
 	// is still below the exhausted message: the publish is de-duplicated
 	// and the task taken as queued.
-	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream >= firstSeq {
-		t.Fatalf("ack floor %+v (%v), want below %d: this test's premise no longer holds", info.AckFloor, err, firstSeq)
+	if info, err := r.cons.Info(ctx); err != nil || info.AckFloor.Stream >= r.seq {
+		t.Fatalf("ack floor %+v (%v), want below %d: this test's premise no longer holds", info.AckFloor, err, r.seq)
 	}
-	second := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/"})
+	second := dispatch.New(dispatch.Options{NC: r.nc, JS: r.js, Stream: r.stream, RunPrefix: "r/"})
 	futs, err := second.Submit(ctx, noopTask("r/t"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stream.GetMsg(ctx, firstSeq); err != nil {
+	if _, err := r.stream.GetMsg(ctx, r.seq); err != nil {
 		t.Fatalf("the exhausted message left the stream on the resubmission (%v): this test's premise no longer holds", err)
 	}
 	// Another process's task is answered and acknowledged: the floor
 	// moves past the exhausted message.
-	if _, err := first.Submit(ctx, noopTask("r/other")); err != nil {
-		t.Fatal(err)
-	}
-	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for m := range batch.Messages() {
-		if err := m.DoubleAck(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if info, err := cons.Info(ctx); err != nil || info.AckFloor.Stream < firstSeq {
-		t.Fatalf("ack floor %+v (%v), want past %d", info.AckFloor, err, firstSeq)
-	}
-	wg.Go(func() { fleet.run(ctx, t, js) })
+	r.moveFloorPast(ctx, t)
+	wg.Go(func() { r.fleet.run(ctx, t, r.js) })
 
 	// A task is compared with the floor once it has been queued a while.
 	if n := second.Sweep(ctx, 0); n != 0 {
@@ -218,22 +217,5 @@ func TestSweepRepublishesAnExhaustedMessageTakenAsQueued(t *testing.T) {
 	if n := second.Sweep(ctx, 0); n != 1 {
 		t.Fatalf("the sweep queued %d tasks again, want 1 (the task whose message no worker will be handed)", n)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(fleet.seen()) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the task was not delivered again after the sweep: deliveries %v", fleet.seen())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := stream.GetMsg(ctx, firstSeq); err == nil {
-		t.Errorf("the exhausted message %d is still in the stream beside its new copy", firstSeq)
-	} else if !isNotFound(err) {
-		t.Fatal(err)
-	}
-	if s := record(second, &pb.Result{TaskId: "r/t", Outcome: pb.Outcome_OUTCOME_OK}); s != pb.ReportAck_STATUS_RECORDED {
-		t.Fatalf("result acked %v, want RECORDED", s)
-	}
-	<-futs[0].Done()
-	if got := futs[0].Result().GetOutcome(); got != pb.Outcome_OUTCOME_OK {
-		t.Errorf("outcome %v, want OK", got)
-	}
+	r.wantSentAgain(ctx, t, second, futs[0], "sweep")
 }
