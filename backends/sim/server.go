@@ -548,12 +548,17 @@ func Listen(ctx context.Context, addr string) (net.Listener, error) {
 
 // Serve serves h on ln until ctx is done, then shuts down, giving
 // in-flight requests a few seconds. Request contexts derive from ctx, so
-// stalled and delayed requests end at once. It returns nil on
+// stalled and delayed requests end at once. A connection that never
+// carried a request (a client's dial for a call it cancelled meanwhile)
+// is closed at once: net/http's Shutdown leaves such a connection 5
+// seconds, which held the end of a run that long. It returns nil on
 // cancellation and closes ln.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
+	var fresh freshConns
 	srv := &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second,
 		BaseContext: func(net.Listener) context.Context { return context.WithValue(ctx, baseCtxKey{}, ctx) },
+		ConnState:   fresh.track,
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -567,13 +572,58 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		_ = srv.Close()
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	// Shutdown closes the listener first; a connection accepted just
+	// before that may turn up after the first sweep.
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	fresh.closeAll()
+	for waiting := true; waiting; {
+		select {
+		case err := <-shut:
+			if err != nil {
+				_ = srv.Close()
+			}
+			waiting = false
+		case <-tick.C:
+			fresh.closeAll()
+		}
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("sim-llm serve: %w", err)
 	}
 	return nil
+}
+
+// freshConns are a server's connections that have not carried a request.
+type freshConns struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+// track is the server's ConnState hook.
+func (f *freshConns) track(c net.Conn, s http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s == http.StateNew {
+		if f.m == nil {
+			f.m = map[net.Conn]struct{}{}
+		}
+		f.m[c] = struct{}{}
+		return
+	}
+	delete(f.m, c)
+}
+
+// closeAll closes the connections that have not carried a request.
+func (f *freshConns) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.m {
+		_ = c.Close()
+		delete(f.m, c)
+	}
 }
 
 // ListenAndServe listens on addr (see [Listen]) and serves h there until
