@@ -56,8 +56,8 @@ func (d hubDispatcher) Submit(ctx context.Context, tasks ...*pb.Task) ([]trainer
 	return out, nil
 }
 
-func (d hubDispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) {
-	d.h.D.CancelWith(ctx, late, ids...)
+func (d hubDispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) []string {
+	return d.h.D.CancelWith(ctx, late, ids...)
 }
 
 // Abandon asks the workers finishing calls of cancelled tasks to end them.

@@ -233,3 +233,26 @@ func TestCancelledAttemptIsNeverATaskResult(t *testing.T) {
 		t.Errorf("r/c resolved with %v, want OK", r.GetOutcome())
 	}
 }
+
+// TestCancelNamesTheTasksAWorkerMayRun: CancelWith names the cancelled
+// tasks that were published (a worker may have taken one and will report
+// it), not one still held for the bulk window, nor one not live.
+func TestCancelNamesTheTasksAWorkerMayRun(t *testing.T) {
+	ctx := context.Background()
+	nc, js, stream := startQueue(t)
+	d := dispatch.New(dispatch.Options{NC: nc, JS: js, Stream: stream, RunPrefix: "r/", BulkWindow: func() int { return 1 }})
+	bulk := &pb.Task{Id: "r/held", Stage: "test_best", Kind: &pb.Task_Rollout{Rollout: &pb.RolloutTask{}}}
+	if _, err := d.Submit(ctx, noopTask("r/published"), bulk); err != nil {
+		t.Fatal(err)
+	}
+	if d.Held() != 1 {
+		t.Fatalf("%d tasks held for the bulk window, want the bulk one (no pump runs)", d.Held())
+	}
+	sent := d.CancelWith(ctx, nil, "r/published", "r/held", "r/unknown")
+	if len(sent) != 1 || sent[0] != "r/published" {
+		t.Errorf("CancelWith named %v as possibly running, want [r/published]", sent)
+	}
+	if again := d.CancelWith(ctx, nil, "r/published"); again != nil {
+		t.Errorf("cancelling again named %v, want none", again)
+	}
+}

@@ -842,21 +842,26 @@ func (d *Dispatcher) writeRecord(t *task, res *pb.Result, done func(pb.ReportAck
 // resolve as cancelled. A result a worker still reports for a cancelled
 // task is recorded (its calls were made) but resolves nothing.
 func (d *Dispatcher) Cancel(ctx context.Context, ids ...string) {
-	d.CancelWith(ctx, nil, ids...)
+	_ = d.CancelWith(ctx, nil, ids...)
 }
 
 // CancelWith is [Dispatcher.Cancel] that also hands the result of any
 // cancelled task a worker finishes anyway to late (for accounting the
-// calls it made).
-func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) {
+// calls it made). It returns the ids of the cancelled tasks that were
+// published: a worker may have taken one, and then reports it (a linger
+// note while it finishes a call, a result when it ends).
+func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) (sent []string) {
 	var seqs []uint64
 	var futs []*Future
 	var lines []string
 	d.mu.Lock()
 	for _, id := range ids {
-		f, seq, ok := d.cancelLocked(id, late)
+		f, seq, wasSent, ok := d.cancelLocked(id, late)
 		if !ok {
 			continue
+		}
+		if wasSent {
+			sent = append(sent, id)
 		}
 		line := id
 		if seq != 0 {
@@ -868,7 +873,7 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 	}
 	d.mu.Unlock()
 	if len(futs) == 0 {
-		return
+		return nil
 	}
 	for _, f := range futs {
 		f.resolve(&pb.Result{TaskId: f.id, Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
@@ -886,6 +891,7 @@ func (d *Dispatcher) CancelWith(ctx context.Context, late func(*pb.Result), ids 
 			_ = d.o.Stream.DeleteMsg(ctx, s)
 		}
 	}
+	return sent
 }
 
 // Abandon asks the workers still finishing the calls of cancelled tasks

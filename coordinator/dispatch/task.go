@@ -356,22 +356,24 @@ func (d *Dispatcher) endRecordLocked(t *task, at rec, err error) (fut *Future, l
 
 // cancelLocked moves a live task to cancelled (a recording one stays
 // recording, its result going to late). It returns its future and, if
-// its message is in the stream, that message's sequence.
-func (d *Dispatcher) cancelLocked(id string, late func(*pb.Result)) (fut *Future, seq uint64, ok bool) {
+// its message is in the stream, that message's sequence; sent is false
+// for a task never published (held), which no worker can report.
+func (d *Dispatcher) cancelLocked(id string, late func(*pb.Result)) (fut *Future, seq uint64, sent, ok bool) {
 	t := d.tasks[id]
 	if t == nil || !t.state.live() || t.fut == nil {
-		return nil, 0, false
+		return nil, 0, false, false
 	}
 	fut = t.fut
 	t.fut = nil
 	t.cancels++
 	t.late = late
+	sent = t.state != held
 	if t.state == recording {
-		return fut, 0, true
+		return fut, 0, sent, true
 	}
 	if t.state == queued || t.state == republishing {
 		seq = t.seq
 	}
 	d.setLocked(t, cancelled)
-	return fut, seq, true
+	return fut, seq, sent, true
 }

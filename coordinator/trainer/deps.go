@@ -20,8 +20,11 @@ type Dispatcher interface {
 	Submit(ctx context.Context, tasks ...*pb.Task) ([]Future, error)
 	// CancelWith cancels tasks that have not finished; their futures
 	// resolve with OUTCOME_CANCELLED. A task already running may still
-	// finish: late receives such a result (its calls were made).
-	CancelWith(ctx context.Context, late func(*pb.Result), ids ...string)
+	// finish: late receives such a result (its calls were made). It
+	// returns the ids of the cancelled tasks that a worker may still be
+	// running, whose reports the run waits for at its end (nil: none to
+	// wait for).
+	CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) []string
 	// Lookup returns a recorded result.
 	Lookup(id string) (*pb.Result, bool)
 	// AddSkill makes a skill text available to the executors by hash

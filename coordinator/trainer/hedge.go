@@ -90,18 +90,12 @@ type hedger struct {
 	wins map[string]string
 	// fgTasks counts the foreground tasks tracked; extra the copies made.
 	fgTasks, extra int
-	// losers are the attempts withdrawn while they may still run, by id:
-	// each is accounted when its worker reports it. One that was never
-	// sent (withdrawn while queued) reports nothing.
-	losers map[string]*loser
-	// longest is the longest time observed for a task.
-	longest time.Duration
 	// counts are the copies made and won, by stage (summary.json).
 	counts map[string]rundir.HedgeCounts
 }
 
 func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger {
-	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, losers: map[string]*loser{}, counts: map[string]rundir.HedgeCounts{}}
+	h := &hedger{t: t, p: p, times: map[latKey][]time.Duration{}, wins: map[string]string{}, counts: map[string]rundir.HedgeCounts{}}
 	for id := range recorded {
 		if orig, ok := strings.CutSuffix(id, hedgeSuffix); ok {
 			h.wins[orig] = id
@@ -113,9 +107,9 @@ func newHedger(t *Trainer, p HedgePolicy, recorded map[string]struct{}) *hedger 
 // observe adds one task's time to its model and stage's, to its model's
 // over every stage (stage "") and to every model's (both "").
 func (h *hedger) observe(k latKey, d time.Duration) {
+	h.t.gone.observe(d)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.longest = max(h.longest, d)
 	for _, k := range []latKey{k, {k.model, ""}, {}} {
 		s := append(h.times[k], d)
 		if len(s) > hedgeHistory {
@@ -185,163 +179,6 @@ func (h *hedger) substitute(tasks []*pb.Task) {
 			task.Id = cp
 		}
 	}
-}
-
-// loser is a withdrawn attempt not yet accounted.
-type loser struct {
-	at time.Time
-	// timeout bounds the task's run at its worker (0: unknown).
-	timeout time.Duration
-	// lingerUntil is set when its worker said it is finishing a call: the
-	// run waits for its report until then.
-	lingerUntil time.Time
-	// abandoned is when the run, ending, asked its worker to end that
-	// call (zero: not asked).
-	abandoned time.Time
-}
-
-// abandoner is a Dispatcher that can ask workers to end the calls of
-// cancelled tasks still in flight (see [hedger.settle]).
-type abandoner interface {
-	Abandon(ids ...string)
-}
-
-// settleGrace bounds how long after its withdrawal a losing attempt still
-// finishing its call is left to end by itself once the run is over
-// (within settleBound): then its worker is asked to end the call, and
-// reports at once. A call that answers in that time is billed and
-// accounted; one still out is most likely stalled, which would end only
-// at its worker's stall deadline — up to minutes when that worker has
-// seen few calls or its latencies were stretched by load.
-const settleGrace = 5 * time.Second
-
-// noteWait bounds how long after its withdrawal the run's end waits for
-// a losing attempt that neither reported nor said it lingers: a worker
-// running a task the coordinator cancels says so at once (a task that
-// reaches it after the cancel starts cancelled and says so too), so one
-// silent this long was never sent — withdrawn while queued. Without it
-// the wait is the longest task time observed, which under a latency tail
-// includes a large wave's queueing: tens of seconds at the end of a run
-// for an attempt that will never report.
-const noteWait = 5 * time.Second
-
-// abandonWait is how long a losing attempt's report is waited for after
-// its worker was asked to end its call: the notice and the report are
-// one round trip, and a worker that is gone, or of a build that does not
-// know the notice, never sends it.
-const abandonWait = 10 * time.Second
-
-// maxLinger bounds the wait for a lingering loser: its call ends by the
-// worker's stall deadline or the task's timeout, whichever is first, and a
-// worker that died after its note never reports at all.
-const maxLinger = 90 * time.Second
-
-// linger marks a withdrawn attempt as still running at its worker. A note
-// for an attempt already accounted (or never withdrawn) changes nothing.
-func (h *hedger) linger(id string) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if l, ok := h.losers[id]; ok {
-		l.lingerUntil = h.t.now().Add(min(cmp.Or(l.timeout, maxLinger), maxLinger))
-	}
-}
-
-// reported forgets a withdrawn attempt whose report came in as a
-// duplicate (its task was recorded before it): accounted, nothing to wait
-// for.
-func (h *hedger) reported(id string) {
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	delete(h.losers, id)
-}
-
-// settleBound is how long after its withdrawal a losing attempt may
-// still report: the longest task time observed, within [2s, 1m].
-func (h *hedger) settleBound() time.Duration {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return min(max(h.longest, 2*time.Second), time.Minute)
-}
-
-// settle waits, before the run's accounts are written, for the reports
-// of losing attempts withdrawn recently enough to be running still (their
-// calls are billed whether or not a worker is there to take the reply);
-// an attempt that has neither reported nor said it lingers within
-// noteWait (at most settleBound) of its withdrawal was never sent and is
-// not counted. One whose worker said it is
-// finishing a call is left settleGrace (within settleBound) to end it;
-// then, when the dispatcher can, its worker is asked to end the call now
-// and report, and the report is waited for abandonWait. Without that
-// notice the wait lasts until the attempt's linger bound.
-func (h *hedger) settle(ctx context.Context) {
-	if h == nil {
-		return
-	}
-	bound := h.settleBound()
-	grace := min(bound, settleGrace)
-	ab, canAbandon := h.t.d.(abandoner)
-	for {
-		h.mu.Lock()
-		now := h.t.now()
-		var wait time.Duration
-		var abandon, gaveUp []string
-		for id, l := range h.losers {
-			until := l.at.Add(min(bound, noteWait))
-			if !l.lingerUntil.IsZero() {
-				until = l.lingerUntil
-				switch {
-				case !l.abandoned.IsZero():
-					until = earliest(until, l.abandoned.Add(abandonWait))
-				case canAbandon && !now.Before(l.at.Add(grace)):
-					l.abandoned = now
-					abandon = append(abandon, id)
-					until = earliest(until, now.Add(abandonWait))
-				case canAbandon && l.lingerUntil.After(now):
-					wait = max(wait, l.at.Add(grace).Sub(now))
-					continue
-				}
-			}
-			if left := until.Sub(now); left > 0 {
-				wait = max(wait, left)
-			} else {
-				delete(h.losers, id)
-				if !l.abandoned.IsZero() {
-					gaveUp = append(gaveUp, id)
-				}
-			}
-		}
-		n := len(h.losers)
-		h.mu.Unlock()
-		if len(abandon) > 0 {
-			h.t.log.DebugContext(ctx, "asking workers to end the calls of withdrawn attempts still in flight", "attempts", len(abandon))
-			ab.Abandon(abandon...)
-		}
-		if len(gaveUp) > 0 {
-			h.t.log.WarnContext(ctx, "withdrawn attempts did not report after their workers were asked to end their calls: their spend is not in tokens.json", "attempts", len(gaveUp), "task_ids", gaveUp)
-		}
-		if n == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(min(wait, 50*time.Millisecond)):
-		}
-	}
-}
-
-// earliest is the earlier of a and b.
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }
 
 // allow takes one copy from the run's budget.
@@ -842,14 +679,11 @@ func (f *hedgedFuture) withdraw(id string) {
 	if taken {
 		return
 	}
-	h.mu.Lock()
-	h.losers[id] = &loser{at: h.t.now(), timeout: time.Duration(f.e.task.GetTimeoutMs()) * time.Millisecond}
-	h.mu.Unlock()
-	h.t.d.CancelWith(context.WithoutCancel(f.w.ctx), f.loserLate(), id)
+	h.t.withdraw(context.WithoutCancel(f.w.ctx), f.accountLoser, map[string]*pb.Task{id: f.e.task}, id)
 }
 
 // settleLoser accounts a losing attempt that finished before it could be
-// withdrawn (a cancelled one reports late, if at all, to loserLate).
+// withdrawn (a cancelled one reports late, if at all, to accountLoser).
 func (f *hedgedFuture) settleLoser(loser Future) {
 	select {
 	case <-loser.Done():
@@ -861,18 +695,10 @@ func (f *hedgedFuture) settleLoser(loser Future) {
 	}
 }
 
-func (f *hedgedFuture) loserLate() func(*pb.Result) {
-	return f.accountLoser
-}
-
 // accountLoser counts the spend of the attempt that lost: its calls are
 // hedged attempts (cause "hedged").
 func (f *hedgedFuture) accountLoser(res *pb.Result) {
-	h := f.w.h
-	h.mu.Lock()
-	delete(h.losers, res.GetTaskId())
-	h.mu.Unlock()
-	h.t.accountHedged(f.w.role, f.e.task, res)
+	f.w.h.t.accountHedged(f.w.role, f.e.task, res)
 }
 
 // cloneTask copies a task's envelope; the kind (the payload) is shared,

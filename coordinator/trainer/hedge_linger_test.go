@@ -11,45 +11,6 @@ import (
 	pb "github.com/skillfleet/skillfleet/proto/skillfleet/v1"
 )
 
-// A withdrawn attempt whose worker said it is finishing a call (a stalled
-// one ends only at its stall deadline) is waited for past the usual
-// bound, until its report accounts it; one that never said so is not.
-func TestSettleWaitsForALingeringLoser(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHedger(&Trainer{now: time.Now}, HedgePolicy{}, nil)
-		h.losers["quiet"] = &loser{at: time.Now(), timeout: time.Hour}
-		h.losers["stalled"] = &loser{at: time.Now(), timeout: time.Hour}
-		h.linger("stalled")
-		h.linger("never-withdrawn") // a note for no loser changes nothing
-		done := make(chan struct{})
-		go func() {
-			h.settle(context.Background())
-			close(done)
-		}()
-		time.Sleep(h.settleBound() + 10*time.Second)
-		synctest.Wait()
-		select {
-		case <-done:
-			t.Fatal("settle returned while a withdrawn attempt was still finishing its call")
-		default:
-		}
-		h.mu.Lock()
-		_, quiet := h.losers["quiet"]
-		delete(h.losers, "stalled") // its report came: accountLoser
-		h.mu.Unlock()
-		if quiet {
-			t.Error("an attempt that never reported is still waited for past the bound")
-		}
-		time.Sleep(time.Second)
-		synctest.Wait()
-		select {
-		case <-done:
-		default:
-			t.Fatal("settle did not return once the lingering attempt was accounted")
-		}
-	})
-}
-
 // cancelRecorder is a Dispatcher that records CancelWith calls.
 type cancelRecorder struct {
 	Dispatcher
@@ -57,10 +18,12 @@ type cancelRecorder struct {
 	cancelled []string
 }
 
-func (c *cancelRecorder) CancelWith(_ context.Context, _ func(*pb.Result), ids ...string) {
+// CancelWith reports every task as sent: each may still report.
+func (c *cancelRecorder) CancelWith(_ context.Context, _ func(*pb.Result), ids ...string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.cancelled = append(c.cancelled, ids...)
+	return ids
 }
 
 // resolved is a Future whose result is in.
@@ -94,10 +57,7 @@ func TestWaveWithdrawnCopyIsNotWaitedFor(t *testing.T) {
 		f := &hedgedFuture{w: w, e: e, done: make(chan struct{}), added: make(chan struct{})}
 		cancelled := &pb.Result{TaskId: "run/rollout/a", Outcome: pb.Outcome_OUTCOME_CANCELLED}
 		f.finish(cancelled, "run/rollout/a~hedge", resolved{&pb.Result{TaskId: "run/rollout/a~hedge", Outcome: pb.Outcome_OUTCOME_CANCELLED}})
-		h.mu.Lock()
-		_, waiting := h.losers["run/rollout/a~hedge"]
-		h.mu.Unlock()
-		if waiting == waveTook {
+		if waiting := h.t.gone.pending("run/rollout/a~hedge"); waiting == waveTook {
 			t.Errorf("wave took the copy %v: the hedger waits for it %v", waveTook, waiting)
 		}
 		if withdrew := len(d.cancelled) > 0; withdrew == waveTook {
@@ -111,7 +71,7 @@ func TestWaveWithdrawnCopyIsNotWaitedFor(t *testing.T) {
 // that ends the call on the notice does).
 type abandonRecorder struct {
 	cancelRecorder
-	h         *hedger
+	tr        *Trainer
 	report    bool
 	abandoned []string
 	at        time.Duration
@@ -125,43 +85,8 @@ func (a *abandonRecorder) Abandon(ids ...string) {
 	a.mu.Unlock()
 	if a.report {
 		for _, id := range ids {
-			a.h.reported(id)
+			a.tr.gone.done(id, time.Now())
 		}
-	}
-}
-
-// A withdrawn attempt still finishing its call when the run ends (a
-// stalled call: it would end only at its worker's stall deadline, up to
-// the 90 s linger bound) costs the run's end seconds: after settleGrace
-// its worker is asked to end the call, and its report ends the wait. A
-// worker that never reports is waited for abandonWait after the notice,
-// not for the linger bound.
-func TestSettleAbandonsAStalledLoser(t *testing.T) {
-	for _, report := range []bool{true, false} {
-		synctest.Test(t, func(t *testing.T) {
-			d := &abandonRecorder{report: report, start: time.Now()}
-			h := newHedger(&Trainer{now: time.Now, d: d, log: slog.New(slog.DiscardHandler)}, HedgePolicy{}, nil)
-			d.h = h
-			h.observe(latKey{"m", "gate"}, 20*time.Second) // a long settleBound: the grace is what counts
-			h.losers["stalled"] = &loser{at: time.Now(), timeout: time.Hour}
-			h.linger("stalled")
-			start := time.Now()
-			h.settle(context.Background())
-			took := time.Since(start)
-			if len(d.abandoned) != 1 || d.abandoned[0] != "stalled" {
-				t.Fatalf("abandoned %v, want [stalled]", d.abandoned)
-			}
-			if d.at != settleGrace {
-				t.Errorf("asked to end the call %v after its withdrawal, want %v", d.at, settleGrace)
-			}
-			want := settleGrace + abandonWait // no report: waited for abandonWait
-			if report {
-				want = settleGrace
-			}
-			if took < want || took > want+100*time.Millisecond { // settle looks again every 50 ms
-				t.Errorf("report %v: settle took %v, want %v (the linger bound is %v)", report, took, want, maxLinger)
-			}
-		})
 	}
 }
 
@@ -216,23 +141,6 @@ func TestWaveHedgeCopiesAStalledFastCallSoon(t *testing.T) {
 		// Two medians (200 ms), seen at the watch's next tick.
 		if d.at[0] < 200*time.Millisecond || d.at[0] > 200*time.Millisecond+hedgeTick {
 			t.Errorf("copied after %v, want 200ms to %v", d.at[0], 200*time.Millisecond+hedgeTick)
-		}
-	})
-}
-
-// A withdrawn attempt that neither reported nor said it lingers was never
-// sent (a worker running a cancelled task says so at once): the run's end
-// waits noteWait for it, not the longest task time observed, which under
-// a latency tail counts a large wave's queueing.
-func TestSettleForgetsASilentLoserSoon(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := newHedger(&Trainer{now: time.Now, log: slog.New(slog.DiscardHandler)}, HedgePolicy{}, nil)
-		h.observe(latKey{"m", "test_best"}, 40*time.Second)
-		h.losers["queued"] = &loser{at: time.Now(), timeout: time.Hour}
-		start := time.Now()
-		h.settle(context.Background())
-		if took := time.Since(start); took < noteWait || took > noteWait+100*time.Millisecond {
-			t.Errorf("settle took %v for a silent loser, want %v (the longest task time is %v)", took, noteWait, h.settleBound())
 		}
 	})
 }

@@ -251,11 +251,11 @@ func (t *Trainer) settlePrefetch(ctx context.Context) {
 	}
 	if len(out) > 0 {
 		ids := slices.Sorted(maps.Keys(out))
-		t.d.CancelWith(ctx, func(res *pb.Result) {
+		t.withdraw(ctx, func(res *pb.Result) {
 			if task := out[res.GetTaskId()]; task != nil {
 				t.account(PrefetchStage, "target", task, res)
 			}
-		}, ids...)
+		}, out, ids...)
 	}
 }
 

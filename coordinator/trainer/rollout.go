@@ -185,11 +185,11 @@ func (t *Trainer) cancelRest(ctx context.Context, stage string, tasks []*pb.Task
 	}
 	// A cancelled task a worker had already started may still finish: its
 	// calls were made, so they count.
-	t.d.CancelWith(ctx, func(res *pb.Result) {
+	t.withdraw(ctx, func(res *pb.Result) {
 		if task := byID[res.GetTaskId()]; task != nil {
 			t.account(stage, "target", task, res)
 		}
-	}, ids...)
+	}, byID, ids...)
 }
 
 // queueOrder is the order a wave's tasks are queued in: order if it is

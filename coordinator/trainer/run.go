@@ -100,7 +100,7 @@ func (t *Trainer) Run(ctx context.Context) (_ *Summary, err error) {
 	sum.Accepts, sum.Rejects, sum.Skips = counts["accept"], counts["reject"], counts["skip"]
 	sum.WallTime = t.now().Sub(start).Seconds()
 	sum.Prefetch = t.prefetchCounts()
-	t.hedge.settle(ctx)
+	t.settleWithdrawn(ctx)
 	sum.Hedge = t.hedge.hedgeCounts()
 	sum.Tokens = t.acct.Total()
 	t.rd.WriteJSON("summary.json", sum)

@@ -72,10 +72,10 @@ func (sp *speculation) settle(ctx context.Context, next string) {
 		}
 	}
 	if len(ids) > 0 {
-		sp.t.d.CancelWith(ctx, func(res *pb.Result) {
+		sp.t.withdraw(ctx, func(res *pb.Result) {
 			if task := byID[res.GetTaskId()]; task != nil {
 				sp.t.account("rollout", "target", task, res)
 			}
-		}, ids...)
+		}, byID, ids...)
 	}
 }

@@ -63,6 +63,8 @@ type Trainer struct {
 
 	// hedge re-issues the stragglers of waves (nil: off).
 	hedge *hedger
+	// gone are the withdrawn tasks a worker may still be running.
+	gone withdrawals
 
 	stopCheck   func() error
 	waves       Waves
@@ -155,7 +157,7 @@ func New(s Settings, splits *bench.Splits, d Deps) (*Trainer, error) {
 func (t *Trainer) AccountDuplicate(res *pb.Result, stage string) {
 	if IsLingerNote(res) {
 		// Not spend: a withdrawn attempt says it is finishing a call.
-		t.hedge.linger(res.GetTaskId())
+		t.gone.linger(res.GetTaskId(), t.now())
 		return
 	}
 	role, model := "optimizer", t.s.Optimizer.GetModel()
@@ -164,7 +166,7 @@ func (t *Trainer) AccountDuplicate(res *pb.Result, stage string) {
 	}
 	t.acct.AddSpend(cmp.Or(stage, "unknown"), role, model, res)
 	if !res.GetSpendOnly() {
-		t.hedge.reported(res.GetTaskId())
+		t.gone.done(res.GetTaskId(), t.now())
 	}
 }
 

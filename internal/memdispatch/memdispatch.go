@@ -138,8 +138,10 @@ func (d *Dispatcher) run(ctx context.Context, t *pb.Task, p *inflight) {
 }
 
 // CancelWith resolves the futures of tasks not yet finished as cancelled
-// and stops them; late sees the result of one that finishes anyway.
-func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ...string) {
+// and stops them; late sees the result of one that finishes anyway (one
+// that made calls). It names none to wait for: a cancelled task that made
+// no calls here reports nothing, and in-process calls end with the run.
+func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ...string) []string {
 	var cancelled []*inflight
 	d.mu.Lock()
 	for _, id := range ids {
@@ -158,6 +160,7 @@ func (d *Dispatcher) CancelWith(_ context.Context, late func(*pb.Result), ids ..
 		p.resolve(&pb.Result{TaskId: p.fut.ID(), Outcome: pb.Outcome_OUTCOME_CANCELLED, Error: "cancelled by coordinator"})
 		p.cancel()
 	}
+	return nil
 }
 
 // Lookup returns a recorded result.
