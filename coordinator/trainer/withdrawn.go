@@ -91,7 +91,8 @@ const maxLinger = 90 * time.Second
 // withdraw cancels the tasks ids (byID holds each one's task, for its
 // timeout); late accounts the result of one that a worker finishes
 // anyway. Those the dispatcher says may still be running are waited for
-// at the run's end until they report.
+// at the run's end until they report. A task withdrawn before keeps its
+// first record (a second cancel of it changes nothing in the dispatcher).
 func (t *Trainer) withdraw(ctx context.Context, late func(*pb.Result), byID map[string]*pb.Task, ids ...string) {
 	g := &t.gone
 	g.mu.Lock()
@@ -99,8 +100,12 @@ func (t *Trainer) withdraw(ctx context.Context, late func(*pb.Result), byID map[
 		g.m = map[string]*withdrawn{}
 	}
 	at := t.now()
+	added := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		g.m[id] = &withdrawn{at: at, timeout: time.Duration(byID[id].GetTimeoutMs()) * time.Millisecond}
+		if _, ok := g.m[id]; !ok {
+			g.m[id] = &withdrawn{at: at, timeout: time.Duration(byID[id].GetTimeoutMs()) * time.Millisecond}
+			added[id] = true
+		}
 	}
 	g.mu.Unlock()
 	// Registered before the cancel: a report may come before it returns.
@@ -115,7 +120,7 @@ func (t *Trainer) withdraw(ctx context.Context, late func(*pb.Result), byID map[
 		mayRun[id] = true
 	}
 	g.mu.Lock()
-	for _, id := range ids {
+	for id := range added {
 		if !mayRun[id] {
 			delete(g.m, id)
 		}
@@ -170,14 +175,6 @@ func (g *withdrawals) silentWait(bound time.Duration) time.Duration {
 		wait = min(wait, max(firstWordMargin*g.firstWord, minNoteWait))
 	}
 	return wait
-}
-
-// pending reports whether the task id is withdrawn and not yet reported.
-func (g *withdrawals) pending(id string) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	_, ok := g.m[id]
-	return ok
 }
 
 // settleBound is how long after its withdrawal a task may still report:

@@ -33,6 +33,14 @@ func (s *sentRecorder) CancelWith(ctx context.Context, late func(*pb.Result), id
 	return out
 }
 
+// pending reports whether the task id is withdrawn and not yet reported.
+func (g *withdrawals) pending(id string) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, ok := g.m[id]
+	return ok
+}
+
 // quietTrainer is a trainer with only what withdrawals need.
 func quietTrainer(d Dispatcher) *Trainer {
 	return &Trainer{now: time.Now, d: d, log: slog.New(slog.DiscardHandler)}
@@ -212,5 +220,21 @@ func TestSettleWaitsForASilentTaskAsLongAsWorkersTakeToAnswer(t *testing.T) {
 				t.Errorf("answers in %v: settle took %v for a silent task, want %v", answer, took, want)
 			}
 		})
+	}
+}
+
+// A task withdrawn again (a second path cancelling it after the first)
+// keeps the first withdrawal's record: the second cancel finds nothing
+// live and must not drop the wait for a worker still running it.
+func TestWithdrawnAgainIsStillWaitedFor(t *testing.T) {
+	d := &sentRecorder{sent: []string{"a"}}
+	tr := quietTrainer(d)
+	byID := map[string]*pb.Task{"a": {Id: "a"}}
+	tr.withdraw(context.Background(), nil, byID, "a")
+	first := tr.gone.m["a"]
+	d.sent = nil // no longer live: the dispatcher names nothing
+	tr.withdraw(context.Background(), nil, byID, "a")
+	if !tr.gone.pending("a") || tr.gone.m["a"] != first {
+		t.Errorf("after a second withdrawal: waited for %v, first record kept %v", tr.gone.pending("a"), tr.gone.m["a"] == first)
 	}
 }
