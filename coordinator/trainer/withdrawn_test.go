@@ -14,13 +14,16 @@ import (
 // sentRecorder is a Dispatcher whose CancelWith names the tasks of sent
 // as may-still-report and has those of reportNow report at once, before
 // CancelWith returns (a worker that ended the task as the cancel came).
+// late is the hook of its last CancelWith.
 type sentRecorder struct {
 	cancelRecorder
 	sent, reportNow []string
+	late            func(*pb.Result)
 }
 
 func (s *sentRecorder) CancelWith(ctx context.Context, late func(*pb.Result), ids ...string) []string {
 	s.cancelRecorder.CancelWith(ctx, late, ids...)
+	s.late = late
 	var out []string
 	for _, id := range ids {
 		if slices.Contains(s.reportNow, id) {
@@ -81,30 +84,17 @@ func TestWithdrawWaitsOnlyForTasksAWorkerMayRun(t *testing.T) {
 // The report that ends the wait comes through the hook CancelWith was
 // handed, and the caller's late hook still accounts it.
 func TestWithdrawnReportEndsTheWait(t *testing.T) {
-	var hook func(*pb.Result)
-	d := &hookKeeper{keep: &hook}
+	d := &sentRecorder{sent: []string{"a"}}
 	tr := quietTrainer(d)
 	var accounted int
 	tr.withdraw(context.Background(), func(*pb.Result) { accounted++ }, map[string]*pb.Task{"a": {Id: "a"}}, "a")
-	if !tr.gone.pending("a") || hook == nil {
+	if !tr.gone.pending("a") || d.late == nil {
 		t.Fatal("the withdrawn task is not waited for")
 	}
-	hook(&pb.Result{TaskId: "a", Outcome: pb.Outcome_OUTCOME_OK, Usage: &pb.Usage{Calls: 2}})
+	d.late(&pb.Result{TaskId: "a", Outcome: pb.Outcome_OUTCOME_OK, Usage: &pb.Usage{Calls: 2}})
 	if tr.gone.pending("a") || accounted != 1 {
 		t.Errorf("after its report: still waited for %v, accounted %d times", tr.gone.pending("a"), accounted)
 	}
-}
-
-// hookKeeper is a Dispatcher that keeps the late hook of its last
-// CancelWith and names every task as sent.
-type hookKeeper struct {
-	Dispatcher
-	keep *func(*pb.Result)
-}
-
-func (h *hookKeeper) CancelWith(_ context.Context, late func(*pb.Result), ids ...string) []string {
-	*h.keep = late
-	return ids
 }
 
 // A withdrawn task whose worker said it is finishing a call (a stalled
